@@ -1,0 +1,121 @@
+"""The InferenceBackend protocol and the one typed result both backends return (converted at the boundary)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Protocol, runtime_checkable
+
+
+class BackendError(Exception):
+    """A failure a user or the model can act on; str() is a one-line message saying what to do next."""
+
+
+@dataclass(frozen=True)
+class Detection:
+    """One detected object, in pixel coordinates of the source frame."""
+
+    class_name: str
+    confidence: float
+    xyxy: tuple[float, float, float, float]
+    tracker_id: int | None = None
+
+
+@dataclass(frozen=True)
+class InferenceResult:
+    """Unified result of one image / one video frame, whatever the backend.
+
+    detections: objects from the workflow's detection output(s).
+    values: the other JSON-able workflow outputs by name (e.g. line counter `count_in` / `count_out`,
+        time-in-zone, classification labels); large or binary values are dropped at conversion.
+    frame: the annotated frame as JPEG bytes (drawn by the workflow's visualization or by supervision).
+    """
+
+    detections: tuple[Detection, ...] = ()
+    values: dict[str, Any] = field(default_factory=dict)
+    frame: bytes | None = None
+    frame_id: int | None = None
+    timestamp: float = field(default_factory=time.time)
+    image_size: tuple[int, int] | None = None  # (width, height)
+
+    def counts(self) -> dict[str, int]:
+        """Detections per class name."""
+        out: dict[str, int] = {}
+        for d in self.detections:
+            out[d.class_name] = out.get(d.class_name, 0) + 1
+        return out
+
+
+@dataclass(frozen=True)
+class PipelineHandle:
+    """A pipeline, backend-agnostic. video_reference is always credential-redacted."""
+
+    pipeline_id: str
+    name: str
+    backend: str  # "direct" | "http"
+    video_reference: str
+    workflow_description: str
+    started_at: float
+    status: str  # "starting" | "running" | "paused" | "stopped" | "finished" | "error"
+    error: str | None = None
+    fps: float | None = None
+    frames: int = 0
+
+    def with_(self, **changes: Any) -> PipelineHandle:
+        return replace(self, **changes)
+
+
+ResultListener = Callable[[PipelineHandle, InferenceResult], None]  # called from the producing thread; keep it cheap
+
+
+@runtime_checkable
+class InferenceBackend(Protocol):
+    """One interface for the direct (in-process) and http (inference server) backends."""
+
+    name: str
+
+    async def run_single(
+        self,
+        image: bytes,
+        model_id: str | None = None,
+        workflow_spec: dict | None = None,
+        workspace_name: str | None = None,
+        workflow_id: str | None = None,
+        parameters: dict | None = None,
+        confidence: float | None = None,
+    ) -> InferenceResult: ...
+
+    async def start_pipeline(
+        self,
+        pipeline_id: str,
+        name: str,
+        video_reference: str,
+        workflow_spec: dict | None = None,
+        workspace_name: str | None = None,
+        workflow_id: str | None = None,
+        max_fps: float | None = None,
+        parameters: dict | None = None,
+        on_result: ResultListener | None = None,
+    ) -> PipelineHandle: ...
+
+    async def consume_results(self, pipeline_id: str, max_results: int = 5) -> list[InferenceResult]: ...
+
+    def latest_result(self, pipeline_id: str) -> InferenceResult | None: ...
+
+    async def stop_pipeline(self, pipeline_id: str) -> PipelineHandle: ...
+
+    async def pause_pipeline(self, pipeline_id: str) -> PipelineHandle: ...
+
+    async def resume_pipeline(self, pipeline_id: str) -> PipelineHandle: ...
+
+    async def list_pipelines(self) -> list[PipelineHandle]: ...
+
+    async def get_pipeline_status(self, pipeline_id: str) -> PipelineHandle: ...
+
+    async def describe_blocks(self) -> list[dict[str, Any]]: ...
+
+    async def validate_workflow(self, spec: dict) -> list[str]:
+        """Problems with the spec (empty list = valid)."""
+        ...
+
+    async def close(self) -> None: ...

@@ -1,0 +1,30 @@
+"""AgentEvent: the one stream every adapter (CLI, Slack) renders."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+
+class EventType(str, Enum):
+    """Kinds of events the agent yields while it works."""
+
+    THINKING = "thinking"  # data: {"text": str}
+    TOOL_CALL = "tool_call"  # data: {"id": str, "name": str, "input": dict}
+    TOOL_RESULT = "tool_result"  # data: {"id": str, "name": str, "text": str, "is_error": bool}
+    RESPONSE = "response"  # data: {"text": str}  (final reply of a turn)
+    ALERT = "alert"  # data: Alert.as_dict() (camera, rule, time, counts, summary, frame bytes)
+    ERROR = "error"  # data: {"text": str}  (one line a user can act on)
+    ASK_USER = "ask_user"  # data: {"text": str}  (reply ends with a question for the user)
+    FRAME = "frame"  # data: {"image": bytes (JPEG), "caption": str, "path": str | None}
+
+
+@dataclass(frozen=True)
+class AgentEvent:
+    """One thing that happened during a turn."""
+
+    type: EventType
+    data: dict[str, Any]
+    timestamp: float = field(default_factory=time.time)

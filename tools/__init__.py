@@ -1,0 +1,36 @@
+"""The agent's tools: one module per family, each with `register(registry)`; `build_registry()` wires them."""
+
+from __future__ import annotations
+
+from tools.registry import ToolRegistry
+
+# Order matters: definitions are emitted in this order and the last one carries cache_control.
+TOOL_NAMES = [
+    "run_inference",
+    "ask_about_image",
+    "detect_zero_shot",
+    "start_pipeline",
+    "get_pipeline_results",
+    "list_pipelines",
+    "stop_pipeline",
+    "pause_pipeline",
+    "resume_pipeline",
+    "list_workflow_blocks",
+    "get_block_details",
+    "remember",
+    "recall",
+    "think",
+]
+
+
+def build_registry() -> ToolRegistry:
+    """A registry holding every tool of seed 5.1, in TOOL_NAMES order."""
+    from tools import discovery, inference, memory, pipelines, reasoning
+
+    reg = ToolRegistry()
+    for family in (inference, pipelines, discovery, memory, reasoning):
+        family.register(reg)
+    missing = set(TOOL_NAMES) ^ set(reg.names)
+    if missing:
+        raise RuntimeError(f"tool set differs from TOOL_NAMES: {sorted(missing)}")
+    return reg

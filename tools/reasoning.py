@@ -1,0 +1,26 @@
+"""The think tool: a scratchpad with no side effects (seed 7.4)."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from tools.base import ToolArgs, ToolContext, ToolResult
+from tools.registry import ToolRegistry
+
+
+class ThinkArgs(ToolArgs):
+    thought: str = Field(description="Your step-by-step reasoning")
+
+
+async def think(args: ThinkArgs, ctx: ToolContext) -> ToolResult:
+    return ToolResult(text="")
+
+
+def register(reg: ToolRegistry) -> None:
+    reg.register(
+        "think",
+        "Think through a problem step by step before acting: plan a workflow, weigh ambiguous results, "
+        "choose between approaches. No side effects.",
+        ThinkArgs,
+        think,
+    )

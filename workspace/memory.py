@@ -1,0 +1,149 @@
+"""Persistent memory on disk: daily observation logs by camera, KNOWLEDGE.md, and search over both."""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Callable
+from zoneinfo import ZoneInfo
+
+log = logging.getLogger(__name__)
+
+KNOWLEDGE_FILE = "KNOWLEDGE.md"
+GENERAL_SECTION = "general"
+_DAY_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_CATEGORIES = ("observation", "knowledge", "preference")
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One search result: the matching text, its file name, a relevance score, and the note's day if dated."""
+
+    text: str
+    source: str
+    score: float
+    date: str | None = None
+
+
+class MemoryStore:
+    """Files under root/memory are the source of truth; the search index under root/.index is derived."""
+
+    def __init__(
+        self,
+        root: Path,
+        timezone: str = "UTC",
+        clock: Callable[[], float] = time.time,
+        use_embeddings: bool = True,
+    ) -> None:
+        self.root = Path(root)
+        self.dir = self.root / "memory"
+        self._tz = ZoneInfo(timezone)
+        self._clock = clock
+        self._lock = threading.Lock()  # the monitor thread and tool calls append concurrently
+        self._use_embeddings = use_embeddings
+        self._index = None
+
+    # writing ------------------------------------------------------------
+    def now(self) -> datetime:
+        return datetime.fromtimestamp(self._clock(), self._tz)
+
+    def today(self) -> str:
+        return self.now().strftime("%Y-%m-%d")
+
+    def store(self, content: str, category: str = "observation", camera_id: str | None = None) -> Path:
+        """Append a note: observations to memory/YYYY-MM-DD.md under their camera, the rest to KNOWLEDGE.md."""
+        if category not in _CATEGORIES:
+            raise ValueError(f"unknown memory category {category!r}; use one of {', '.join(_CATEGORIES)}")
+        text = " ".join(content.split())  # one bullet = one line, so chunking and reading stay simple
+        if not text:
+            raise ValueError("nothing to remember: the content is empty")
+        now = self.now()
+        with self._lock:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            if category == "observation":
+                path = self.dir / f"{now:%Y-%m-%d}.md"
+                header = f"# Observations {now:%Y-%m-%d}\n"
+                section = camera_id or GENERAL_SECTION
+                bullet = f"- {now:%H:%M:%S} {text}"
+            else:
+                path = self.dir / KNOWLEDGE_FILE
+                header = "# Knowledge\n"
+                section = "Preferences" if category == "preference" else "Facts"
+                bullet = f"- {now:%Y-%m-%d} {text}"
+            existing = path.read_text(encoding="utf-8") if path.exists() else header
+            path.write_text(_insert_under(existing, section, bullet), encoding="utf-8")
+        return path
+
+    # reading ------------------------------------------------------------
+    def day_files(self) -> list[Path]:
+        """Daily logs, oldest first."""
+        if not self.dir.is_dir():
+            return []
+        return sorted(p for p in self.dir.glob("*.md") if _DAY_RE.match(p.stem))
+
+    def get_daily_observations(self, date: str | None = None, camera: str | None = None) -> str:
+        """The day's log (default today), or only one camera's section of it; '' if there is none."""
+        day = date or self.today()
+        path = self.dir / f"{day}.md"
+        if not path.exists():
+            return ""
+        text = path.read_text(encoding="utf-8")
+        if camera is None:
+            return text
+        return "\n".join(_section_lines(text, camera))
+
+    def observations_by_camera(self, date: str | None = None) -> dict[str, list[str]]:
+        """Bullets of a day's log grouped by camera section."""
+        text = self.get_daily_observations(date)
+        out: dict[str, list[str]] = {}
+        cam = GENERAL_SECTION
+        for line in text.splitlines():
+            if line.startswith("## "):
+                cam = line[3:].strip()
+            elif line.startswith("- "):
+                out.setdefault(cam, []).append(line[2:])
+        return out
+
+    # search -------------------------------------------------------------
+    def search(self, query: str, max_results: int = 5) -> list[Hit]:
+        """Hybrid (BM25 + embeddings) search over memory/*.md; keyword-only if the model cannot load."""
+        with self._lock:
+            if self._index is None:
+                from workspace.search import MemoryIndex
+
+                self._index = MemoryIndex(self.root, use_embeddings=self._use_embeddings, clock=self._clock)
+            index = self._index
+        return index.search(query, max_results=max_results)
+
+
+def _insert_under(text: str, section: str, bullet: str) -> str:
+    """Put the bullet at the end of '## section', creating the section at the end if missing."""
+    lines = text.rstrip("\n").split("\n")
+    heading = f"## {section}"
+    try:
+        start = lines.index(heading)
+    except ValueError:
+        return "\n".join(lines) + f"\n\n{heading}\n{bullet}\n"
+    end = start + 1
+    while end < len(lines) and not lines[end].startswith("## "):
+        end += 1
+    while end > start + 1 and not lines[end - 1].strip():  # keep the blank line before the next heading
+        end -= 1
+    lines.insert(end, bullet)
+    return "\n".join(lines) + "\n"
+
+
+def _section_lines(text: str, section: str) -> list[str]:
+    out: list[str] = []
+    inside = False
+    for line in text.splitlines():
+        if line.startswith("## "):
+            inside = line[3:].strip() == section
+        if inside:
+            out.append(line)
+    return out

@@ -1,0 +1,239 @@
+"""Claude client on the raw anthropic SDK: prompt-cache markers, thinking, retries, usage and a daily cost cap."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from bot.usage import UsageTracker
+
+if TYPE_CHECKING:
+    from bot.config import Settings
+
+log = logging.getLogger(__name__)
+
+THINKING_BETA = "interleaved-thinking-2025-05-14"
+RETRY_STATUSES = {408, 409, 429, 500, 502, 503, 504, 529}
+MAX_RETRY_DELAY = 60.0
+
+
+class LLMError(Exception):
+    """An LLM call failed; str() is one line a user can act on."""
+
+
+class LLMUnavailable(LLMError):
+    """No API key (or the key was rejected): LLM features are off until it is fixed."""
+
+
+class LLMBudgetExceeded(LLMError):
+    """The daily cost cap is reached."""
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    id: str
+    name: str
+    input: dict[str, Any]
+
+
+@dataclass
+class LLMResponse:
+    """One model reply. content_blocks are plain dicts, ready to append to history (thinking kept)."""
+
+    content_blocks: list[dict[str, Any]]
+    text: str
+    tool_calls: list[ToolCall]
+    stop_reason: str
+    usage: dict[str, int] = field(default_factory=dict)
+    cost: float = 0.0
+
+    @property
+    def thinking(self) -> list[str]:
+        return [b.get("thinking", "") for b in self.content_blocks if b.get("type") == "thinking"]
+
+
+def with_last_tool_cached(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A copy of the tool definitions with cache_control on the last one (seed 7.1); the input is untouched."""
+    out = [dict(t) for t in tools]
+    if out:
+        out[-1]["cache_control"] = {"type": "ephemeral"}
+    return out
+
+
+def parse_response(message: Any) -> LLMResponse:
+    """An SDK Message -> LLMResponse with content blocks as plain dicts."""
+    blocks = [b.model_dump(mode="json", exclude_none=True) for b in message.content]
+    text = "\n".join(b["text"] for b in blocks if b.get("type") == "text" and b.get("text")).strip()
+    calls = [ToolCall(b["id"], b["name"], b.get("input") or {}) for b in blocks if b.get("type") == "tool_use"]
+    u = message.usage
+    usage = {
+        "input_tokens": u.input_tokens or 0,
+        "output_tokens": u.output_tokens or 0,
+        "cache_creation_input_tokens": getattr(u, "cache_creation_input_tokens", None) or 0,
+        "cache_read_input_tokens": getattr(u, "cache_read_input_tokens", None) or 0,
+    }
+    return LLMResponse(blocks, text, calls, message.stop_reason or "end_turn", usage)
+
+
+class LLMClient:
+    """Async Claude client. One instance per process; usage is tracked per session key and per day."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        usage_path: Path | None = None,
+        *,
+        retry_base_delay: float = 1.0,
+        stream: bool = False,
+    ) -> None:
+        self.settings = settings
+        self.model = settings.llm.model
+        self.usage = UsageTracker(self.model, usage_path)
+        self.retry_base_delay = retry_base_delay
+        self.stream = stream
+        self._client: Any = None
+
+    @property
+    def available(self) -> bool:
+        return self.settings.llm.api_key is not None and bool(self.settings.llm.api_key.get_secret_value())
+
+    def _sdk(self) -> Any:
+        if self._client is None:
+            if not self.available:
+                raise LLMUnavailable(
+                    "no Anthropic API key: set ANTHROPIC_API_KEY (export ANTHROPIC_API_KEY=sk-ant-...) "
+                    "and start again"
+                )
+            import anthropic
+
+            kwargs: dict[str, Any] = {"api_key": self.settings.llm.api_key.get_secret_value(), "max_retries": 0}
+            if self.settings.llm.base_url:
+                kwargs["base_url"] = self.settings.llm.base_url
+            self._client = anthropic.AsyncAnthropic(**kwargs)
+        return self._client
+
+    def build_request(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        system: list[dict[str, Any]],
+        max_tokens: int | None = None,
+        thinking: bool | None = None,
+    ) -> dict[str, Any]:
+        """The keyword arguments for messages.create (exposed so the prefix benchmark can inspect them)."""
+        cfg = self.settings.llm
+        req: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": max_tokens or cfg.max_tokens,
+            "system": system,
+            "messages": messages,
+        }
+        if tools:
+            req["tools"] = with_last_tool_cached(tools)
+        use_thinking = cfg.thinking.enabled if thinking is None else thinking
+        if use_thinking:
+            budget = cfg.thinking.budget_tokens
+            # The API wants max_tokens > budget_tokens; leave room for the visible answer too.
+            req["max_tokens"] = max(req["max_tokens"], budget + 1024)
+            req["thinking"] = {"type": "enabled", "budget_tokens": budget}
+            req["extra_headers"] = {"anthropic-beta": THINKING_BETA}
+        return req
+
+    async def chat(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        system: list[dict[str, Any]],
+        max_tokens: int | None = None,
+        thinking: bool | None = None,
+        *,
+        session_key: str | None = None,
+    ) -> LLMResponse:
+        """Send one request; retries transient failures; raises LLMError subclasses with one-line messages."""
+        self._check_budget()
+        client = self._sdk()
+        req = self.build_request(messages, tools, system, max_tokens, thinking)
+        message = await self._with_retries(client, req)
+        resp = parse_response(message)
+        resp.cost = self.usage.add(resp.usage, session_key)
+        return resp
+
+    def _check_budget(self) -> None:
+        limit = self.settings.llm.cost_limit_daily
+        spent = self.usage.today()["cost"]
+        if spent >= limit:
+            raise LLMBudgetExceeded(
+                f"daily LLM budget of ${limit:.2f} reached (spent ${spent:.2f} today); "
+                "raise llm.cost_limit_daily in config.yaml or wait until tomorrow"
+            )
+
+    async def _call(self, client: Any, req: dict[str, Any]) -> Any:
+        if not self.stream:
+            return await client.messages.create(**req)
+        async with client.messages.stream(**req) as stream:
+            return await stream.get_final_message()
+
+    async def _with_retries(self, client: Any, req: dict[str, Any]) -> Any:
+        import anthropic
+
+        retries = self.settings.llm.max_retries
+        for attempt in range(retries + 1):
+            try:
+                return await self._call(client, req)
+            except anthropic.APIStatusError as exc:
+                if exc.status_code not in RETRY_STATUSES or attempt == retries:
+                    raise _status_error(exc, attempt, self.model) from None
+                delay = _retry_after(exc) or self._backoff(attempt)
+                log.warning("Anthropic API %s; retry %d/%d in %.1fs", exc.status_code, attempt + 1, retries, delay)
+            except anthropic.APIConnectionError as exc:
+                if attempt == retries:
+                    raise LLMError(
+                        f"cannot reach the Anthropic API ({type(exc).__name__}) after {attempt + 1} attempts; "
+                        "check the network or ANTHROPIC_BASE_URL"
+                    ) from None
+                delay = self._backoff(attempt)
+                log.warning("Anthropic API unreachable; retry %d/%d in %.1fs", attempt + 1, retries, delay)
+            await asyncio.sleep(delay)
+        raise AssertionError("unreachable")
+
+    def _backoff(self, attempt: int) -> float:
+        base = self.retry_base_delay * (2**attempt)
+        return min(MAX_RETRY_DELAY, base + random.uniform(0, base / 4))
+
+
+def _retry_after(exc: Any) -> float | None:
+    headers = getattr(exc.response, "headers", {}) or {}
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        raw = headers.get(name)
+        if raw is None:
+            continue
+        try:
+            return min(MAX_RETRY_DELAY, max(0.0, float(raw) * scale))
+        except ValueError:
+            continue
+    return None
+
+
+def _api_message(exc: Any) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        err = body.get("error")
+        if isinstance(err, dict) and err.get("message"):
+            return str(err["message"]).splitlines()[0]
+    return str(getattr(exc, "message", exc)).splitlines()[0]
+
+
+def _status_error(exc: Any, attempt: int, model: str) -> LLMError:
+    status, msg = exc.status_code, _api_message(exc)
+    if status in (401, 403):
+        return LLMUnavailable(f"Anthropic rejected the API key ({status}: {msg}); check ANTHROPIC_API_KEY")
+    if status == 404:
+        return LLMError(f"Anthropic API 404 ({msg}); check the model name {model!r} (VISION_AGENT_MODEL)")
+    if status in (400, 413, 422):
+        return LLMError(f"Anthropic rejected the request ({status}: {msg})")
+    tries = f" after {attempt + 1} attempts" if attempt else ""
+    return LLMError(f"Anthropic API error {status}{tries} ({msg}); try again in a minute")

@@ -1,0 +1,246 @@
+"""A Messages API emulator: aiohttp on 127.0.0.1, JSON and SSE replies, prompt-cache usage, real error shapes.
+
+Driven per test by a queue of scripted replies (or a callable request -> Reply); records every request.
+It validates requests the way the real API does where our code could get it wrong (role alternation,
+tool_use/tool_result pairing, empty text blocks, unknown block fields, thinking budget), answering 400 like
+the API would, so a test talking to it through the real SDK fails for the same reasons production would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import uuid
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+from tests.fakes.anthropic_checks import cache_usage, estimate_tokens, validate_request
+
+API_KEY = "sk-ant-test"
+
+
+@dataclass
+class Reply:
+    """One scripted answer: content blocks, or an error (status >= 400)."""
+
+    content: list[dict[str, Any]] = field(default_factory=list)
+    stop_reason: str = "end_turn"
+    status: int = 200
+    error_type: str = ""
+    error_message: str = ""
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0  # seconds to wait before answering (to test concurrency)
+
+
+def text(t: str, stop_reason: str = "end_turn", delay: float = 0.0) -> Reply:
+    """A plain text answer."""
+    return Reply([{"type": "text", "text": t}], stop_reason, delay=delay)
+
+
+def tool_use(*calls: tuple[str, dict[str, Any]], text: str = "", thinking: str = "", delay: float = 0.0) -> Reply:
+    """An answer calling one or more tools: tool_use(("think", {"thought": "..."}), text="Let me check")."""
+    blocks: list[dict[str, Any]] = []
+    if thinking:
+        blocks.append(thinking_block(thinking))
+    if text:
+        blocks.append({"type": "text", "text": text})
+    blocks += [{"type": "tool_use", "id": f"toolu_{uuid.uuid4().hex[:20]}", "name": n, "input": i} for n, i in calls]
+    return Reply(blocks, "tool_use", delay=delay)
+
+
+def thinking_block(thought: str) -> dict[str, Any]:
+    return {"type": "thinking", "thinking": thought, "signature": "sig_" + uuid.uuid4().hex}
+
+
+def with_thinking(thought: str, reply: Reply) -> Reply:
+    """The same reply preceded by an extended-thinking block (with a signature)."""
+    return Reply([thinking_block(thought), *reply.content], reply.stop_reason, delay=reply.delay)
+
+
+def error(status: int, retry_after: str | None = None, message: str = "") -> Reply:
+    """An API error in the real shape: 429 rate_limit_error, 529 overloaded_error, 500 api_error, ..."""
+    kinds = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
+             404: "not_found_error", 413: "request_too_large", 429: "rate_limit_error",
+             500: "api_error", 529: "overloaded_error"}
+    headers = {"retry-after": retry_after} if retry_after is not None else {}
+    return Reply(status=status, error_type=kinds.get(status, "api_error"),
+                 error_message=message or {529: "Overloaded", 429: "Rate limited"}.get(status, "Internal server error"),
+                 headers=headers)
+
+
+@dataclass
+class Recorded:
+    """One request as the emulator saw it."""
+
+    headers: dict[str, str]
+    body: dict[str, Any]
+    raw: bytes
+    status: int = 0
+    usage: dict[str, int] = field(default_factory=dict)
+
+
+class FakeAnthropic:
+    """The emulator. `with FakeAnthropic() as api:` or start()/stop(); `api.url` is the ANTHROPIC_BASE_URL."""
+
+    def __init__(self, api_key: str = API_KEY, min_cache_tokens: int = 0) -> None:
+        self.api_key = api_key
+        self.min_cache_tokens = min_cache_tokens
+        self.replies: deque[Reply] = deque()
+        self.handler: Callable[[dict[str, Any]], Reply] | None = None
+        self.requests: list[Recorded] = []
+        self.cache: set[str] = set()
+        self.url = ""
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._runner: web.AppRunner | None = None
+        self._lock = threading.Lock()
+
+    # -- scripting -------------------------------------------------------------------------------------------
+
+    def enqueue(self, *replies: Reply) -> None:
+        with self._lock:
+            self.replies.extend(replies)
+
+    @property
+    def ok_requests(self) -> list[Recorded]:
+        return [r for r in self.requests if r.status == 200]
+
+    def _next_reply(self, body: dict[str, Any]) -> Reply:
+        with self._lock:
+            if self.replies:
+                return self.replies.popleft()
+        if self.handler is not None:
+            return self.handler(body)
+        return Reply(status=400, error_type="invalid_request_error",
+                     error_message="emulator: no scripted reply left for this request")
+
+    # -- server ----------------------------------------------------------------------------------------------
+
+    def start(self) -> FakeAnthropic:
+        from tests.fixtures.common import free_port
+
+        port = free_port()
+        ready = threading.Event()
+
+        def run() -> None:
+            self._loop = asyncio.new_event_loop()
+            app = web.Application(client_max_size=64 * 1024 * 1024)
+            app.router.add_post("/v1/messages", self._handle)
+            self._runner = web.AppRunner(app, access_log=None)
+            self._loop.run_until_complete(self._runner.setup())
+            self._loop.run_until_complete(web.TCPSite(self._runner, "127.0.0.1", port).start())
+            ready.set()
+            self._loop.run_forever()
+            self._loop.run_until_complete(self._runner.cleanup())
+            self._loop.close()
+
+        self._thread = threading.Thread(target=run, name="fake-anthropic", daemon=True)
+        self._thread.start()
+        if not ready.wait(10):
+            raise RuntimeError("Messages API emulator did not start")
+        self.url = f"http://127.0.0.1:{port}"
+        return self
+
+    def stop(self) -> None:
+        if self._loop and self._thread:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(10)
+        self._thread = None
+
+    def __enter__(self) -> FakeAnthropic:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        raw = await request.read()
+        rec = Recorded({k.lower(): v for k, v in request.headers.items()}, {}, raw)
+        self.requests.append(rec)
+        try:
+            rec.body = json.loads(raw or b"{}")
+        except ValueError:
+            return self._error(rec, 400, "invalid_request_error", "body is not valid JSON")
+        problem = self._check_headers(rec.headers) or validate_request(rec.body, rec.headers)
+        if problem:
+            return self._error(rec, *problem)
+        reply = self._next_reply(rec.body)
+        if reply.delay:
+            await asyncio.sleep(reply.delay)
+        if reply.status >= 400:
+            return self._error(rec, reply.status, reply.error_type, reply.error_message, reply.headers)
+        rec.status = 200
+        rec.usage = self._usage(rec.body, reply)
+        message = self._message(rec.body, reply, rec.usage)
+        if rec.body.get("stream"):
+            return await self._sse(request, message)
+        return web.json_response(message, headers={"request-id": f"req_{uuid.uuid4().hex[:16]}"})
+
+    def _check_headers(self, headers: dict[str, str]) -> tuple[int, str, str] | None:
+        if headers.get("x-api-key") != self.api_key:
+            return 401, "authentication_error", "invalid x-api-key"
+        if not headers.get("anthropic-version"):
+            return 400, "invalid_request_error", "anthropic-version: header is required"
+        return None
+
+    def _error(self, rec: Recorded, status: int, kind: str, msg: str, headers: dict | None = None) -> web.Response:
+        rec.status = status
+        body = {"type": "error", "error": {"type": kind, "message": msg}}
+        return web.json_response(body, status=status, headers={"request-id": "req_err", **(headers or {})})
+
+    def _usage(self, body: dict[str, Any], reply: Reply) -> dict[str, int]:
+        total = estimate_tokens({k: body.get(k) for k in ("tools", "system", "messages")})
+        created, read = cache_usage(body, self.cache, self.min_cache_tokens)
+        out = max(1, estimate_tokens(reply.content))
+        return {"input_tokens": max(1, total - created - read), "output_tokens": out,
+                "cache_creation_input_tokens": created, "cache_read_input_tokens": read}
+
+    @staticmethod
+    def _message(body: dict[str, Any], reply: Reply, usage: dict[str, int]) -> dict[str, Any]:
+        return {"id": f"msg_{uuid.uuid4().hex[:24]}", "type": "message", "role": "assistant",
+                "model": body.get("model", ""), "content": reply.content, "stop_reason": reply.stop_reason,
+                "stop_sequence": None, "usage": usage}
+
+    async def _sse(self, request: web.Request, message: dict[str, Any]) -> web.StreamResponse:
+        resp = web.StreamResponse(headers={"content-type": "text/event-stream", "cache-control": "no-cache"})
+        await resp.prepare(request)
+        for event in sse_events(message):
+            await resp.write(f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode())
+        await resp.write_eof()
+        return resp
+
+
+def _chunks(s: str, n: int = 12) -> list[str]:
+    return [s[i : i + n] for i in range(0, len(s), n)] or [""]
+
+
+def sse_events(message: dict[str, Any]) -> list[dict[str, Any]]:
+    """The streaming events the real API sends for a complete message."""
+    start = {**message, "content": [], "stop_reason": None,
+             "usage": {**message["usage"], "output_tokens": 1}}
+    events: list[dict[str, Any]] = [{"type": "message_start", "message": start}, {"type": "ping"}]
+    for i, block in enumerate(message["content"]):
+        kind = block["type"]
+        if kind == "text":
+            first, deltas = {"type": "text", "text": ""}, [{"type": "text_delta", "text": c} for c in _chunks(block["text"])]
+        elif kind == "tool_use":
+            first = {**block, "input": {}}
+            deltas = [{"type": "input_json_delta", "partial_json": c} for c in _chunks(json.dumps(block["input"]))]
+        elif kind == "thinking":
+            first = {"type": "thinking", "thinking": "", "signature": ""}
+            deltas = [{"type": "thinking_delta", "thinking": c} for c in _chunks(block["thinking"])]
+            deltas.append({"type": "signature_delta", "signature": block["signature"]})
+        else:
+            first, deltas = block, []
+        events.append({"type": "content_block_start", "index": i, "content_block": first})
+        events += [{"type": "content_block_delta", "index": i, "delta": d} for d in deltas]
+        events.append({"type": "content_block_stop", "index": i})
+    events.append({"type": "message_delta", "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
+                   "usage": {"output_tokens": message["usage"]["output_tokens"]}})
+    events.append({"type": "message_stop"})
+    return events

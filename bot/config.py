@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
@@ -38,6 +40,21 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+_WINDOW = re.compile(r"^([01]?\d|2[0-3]):[0-5]\d\s*-\s*([01]?\d|2[0-3]):[0-5]\d$")
+
+
+def _http_url(v: str | None) -> str | None:
+    if v is not None and not re.match(r"^https?://[^/\s]+", v):
+        raise ValueError(f"must be an http:// or https:// URL, got {v!r}")
+    return v
+
+
+def _window(v: str | None) -> str | None:
+    if v is not None and not _WINDOW.match(v.strip()):
+        raise ValueError(f"must look like 22:00-06:00 (HH:MM-HH:MM), got {v!r}")
+    return v.strip() if v else v
+
+
 class ThinkingConfig(_Section):
     enabled: bool = False
     budget_tokens: int = Field(4096, ge=1024)
@@ -55,6 +72,18 @@ class LLMConfig(_Section):
     context_window: int = Field(200_000, ge=1000)
     max_retries: int = Field(4, ge=0)
 
+    @field_validator("model")
+    @classmethod
+    def _model_named(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("must name a Claude model, e.g. claude-sonnet-4-5")
+        return v.strip()
+
+    @field_validator("base_url")
+    @classmethod
+    def _base_url(cls, v: str | None) -> str | None:
+        return _http_url(v)
+
 
 class InferenceConfig(_Section):
     backend: Literal["direct", "http"] = "direct"
@@ -68,8 +97,18 @@ class InferenceConfig(_Section):
     @classmethod
     def _split_dirs(cls, v: Any) -> Any:
         if isinstance(v, str):
-            return [p for p in v.split(":") if p.strip()]
+            return [p.strip() for p in v.split(":") if p.strip()]
         return v
+
+    @field_validator("media_dirs", mode="after")
+    @classmethod
+    def _expand_dirs(cls, v: list[Path]) -> list[Path]:
+        return [p.expanduser() for p in v]
+
+    @field_validator("server_url")
+    @classmethod
+    def _server_url(cls, v: str) -> str:
+        return _http_url(v.rstrip("/")) or v
 
 
 class HeartbeatConfig(_Section):
@@ -79,6 +118,20 @@ class HeartbeatConfig(_Section):
     timezone: str = "UTC"
     active_hours: str | None = None  # e.g. "07:00-22:00"; outside them no tier-2 calls
 
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, v: str) -> str:
+        try:
+            ZoneInfo(v)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"unknown time zone {v!r}; use an IANA name such as UTC or Europe/Berlin") from None
+        return v
+
+    @field_validator("active_hours")
+    @classmethod
+    def _active(cls, v: str | None) -> str | None:
+        return _window(v)
+
 
 class MonitoringConfig(_Section):
     escalation_confidence: float = Field(0.5, ge=0, le=1)
@@ -87,6 +140,11 @@ class MonitoringConfig(_Section):
     result_buffer_size: int = Field(64, ge=1)
     alert_cooldown_seconds: float = Field(300.0, ge=0)
     quiet_hours: str | None = None  # e.g. "22:00-06:00": alerts logged, not posted
+
+    @field_validator("quiet_hours")
+    @classmethod
+    def _quiet(cls, v: str | None) -> str | None:
+        return _window(v)
 
 
 class SlackConfig(_Section):
@@ -98,6 +156,12 @@ class SlackConfig(_Section):
     allowed_channels: list[str] = []
     max_image_bytes: int = Field(20 * 1024 * 1024, ge=1)
     health_port: int | None = Field(None, ge=0, le=65535)
+
+    @field_validator("api_url")
+    @classmethod
+    def _api_url(cls, v: str) -> str:
+        # slack_sdk joins method names onto base_url, so it must end with a slash.
+        return (_http_url(v) or v).rstrip("/") + "/"
 
 
 class WorkspaceSection(_Section):
@@ -123,6 +187,47 @@ def workspace_path(environ: dict[str, str] | None = None) -> Path:
     return Path(env.get("VISION_AGENT_WORKSPACE") or DEFAULT_WORKSPACE).expanduser()
 
 
+_PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+_UNSET = object()
+
+
+def _resolve(node: Any, environ: dict[str, str] | os._Environ) -> Any:
+    """Replace ${VAR} / ${VAR:-default} in config.yaml strings; a value naming an unset variable is dropped."""
+    if isinstance(node, dict):
+        out = {k: _resolve(v, environ) for k, v in node.items()}
+        return {k: v for k, v in out.items() if v is not _UNSET}
+    if isinstance(node, list):
+        return [v for v in (_resolve(x, environ) for x in node) if v is not _UNSET]
+    if not isinstance(node, str) or "${" not in node:
+        return node
+    missing = False
+
+    def sub(m: re.Match[str]) -> str:
+        nonlocal missing
+        val = environ.get(m.group(1)) or m.group(2)
+        if val is None:
+            missing = True
+            return ""
+        return val
+
+    text = _PLACEHOLDER.sub(sub, node)
+    return _UNSET if missing else text
+
+
+def _read_yaml(cfg_file: Path) -> dict[str, Any]:
+    try:
+        loaded = yaml.safe_load(cfg_file.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark else ""
+        raise SettingsError(f"{cfg_file}: not valid YAML{where}; fix it or delete the file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SettingsError(f"{cfg_file}: cannot be read ({exc.__class__.__name__}); check its permissions") from None
+    if not isinstance(loaded, dict):
+        raise SettingsError(f"{cfg_file}: must be a mapping of sections (llm:, inference:, heartbeat:, ...)")
+    return loaded
+
+
 class _MappedEnvSource(PydanticBaseSettingsSource):
     """Reads the documented env vars (flat names) into the nested settings, and config.yaml beneath them."""
 
@@ -138,22 +243,18 @@ class _MappedEnvSource(PydanticBaseSettingsSource):
         data: dict[str, Any] = {}
         cfg_file = ws / "config.yaml"
         if cfg_file.is_file():
-            try:
-                loaded = yaml.safe_load(cfg_file.read_text(encoding="utf-8")) or {}
-            except yaml.YAMLError as exc:
-                raise SettingsError(f"{cfg_file}: not valid YAML ({exc.__class__.__name__}); fix or delete it") from exc
-            if not isinstance(loaded, dict):
-                raise SettingsError(f"{cfg_file}: must be a mapping of sections (llm:, inference:, ...)")
+            loaded = _resolve(_read_yaml(cfg_file), self._environ)
             ws_section = loaded.pop("workspace", None) or {}
             loaded.pop("interface", None)  # seed App. C key; the adapter is chosen by the command
             data = loaded
-            if isinstance(ws_section, dict) and ws_section.get("path") and "VISION_AGENT_WORKSPACE" not in self._environ:
-                ws = Path(str(ws_section["path"])).expanduser()
+            ws_path = ws_section.get("path") if isinstance(ws_section, dict) else ws_section
+            if ws_path and not self._environ.get("VISION_AGENT_WORKSPACE"):
+                ws = Path(str(ws_path)).expanduser()
         env_data: dict[str, Any] = {}
         for var, dotted in ENV_MAP.items():
             val = self._environ.get(var)
-            if val is not None and val != "":
-                _set_dotted(env_data, dotted, val)
+            if val is not None and val.strip() != "":
+                _set_dotted(env_data, dotted, val.strip())
         merged = _deep_merge(data, env_data)
         merged.setdefault("workspace", str(ws))
         return merged
@@ -188,12 +289,25 @@ class Settings(BaseSettings):
 _ENVIRON_OVERRIDE: dict[str, dict[str, str] | None] = {"env": None}
 
 
-def _setting_name(loc: tuple[Any, ...]) -> str:
-    dotted = ".".join(str(p) for p in loc)
+_SECRET_HINTS = ("key", "token", "secret")
+
+
+def _describe(err: dict[str, Any], environ: dict[str, str] | os._Environ) -> str:
+    """'invalid setting VAR (dotted): why' — naming the env var only when the value came from it."""
+    dotted = ".".join(str(p) for p in err["loc"])
+    name = f"{dotted} (in {workspace_path(environ) / 'config.yaml'})"
     for var, path in ENV_MAP.items():
-        if dotted == path or dotted.startswith(path + "."):
-            return f"{var} ({dotted})"
-    return dotted
+        if (dotted == path or dotted.startswith(path + ".")) and (environ.get(var) or "").strip():
+            name = f"{var} ({dotted})"
+            break
+    if err["type"] == "extra_forbidden":
+        return f"unknown setting {name}: remove it or fix its spelling"
+    msg = str(err["msg"]).removeprefix("Value error, ")
+    bad = err.get("input")
+    secret = any(h in dotted for h in _SECRET_HINTS)
+    if not secret and isinstance(bad, (str, int, float)) and "got " not in msg:
+        msg += f" (got {str(bad)[:60]!r})"
+    return f"invalid setting {name}: {msg}"
 
 
 def load_settings(environ: dict[str, str] | None = None, **overrides: Any) -> Settings:
@@ -202,7 +316,6 @@ def load_settings(environ: dict[str, str] | None = None, **overrides: Any) -> Se
     try:
         return Settings(**overrides)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        raise SettingsError(f"invalid setting {_setting_name(err['loc'])}: {err['msg']}") from None
+        raise SettingsError(_describe(exc.errors()[0], os.environ if environ is None else environ)) from None
     finally:
         _ENVIRON_OVERRIDE["env"] = None

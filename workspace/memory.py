@@ -6,10 +6,10 @@ import logging
 import re
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Callable
 from zoneinfo import ZoneInfo
 
 log = logging.getLogger(__name__)

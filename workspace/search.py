@@ -1,40 +1,228 @@
-"""Search over the memory files (keyword first version; hybrid BM25 + embeddings follows)."""
+"""Hybrid recall over memory/*.md: BM25 + embeddings, recency decay, MMR; incremental index under .index/."""
 
 from __future__ import annotations
 
-import re
+import json
+import logging
+import math
+import threading
 import time
+from collections.abc import Callable
+from dataclasses import asdict
+from datetime import datetime
 from pathlib import Path
-from typing import Callable
+from typing import Any, Literal
 
+import numpy as np
+
+from workspace.chunking import Chunk, chunk_markdown, tokenize
+from workspace.embeddings import Embedder, default_embedder
 from workspace.memory import Hit
 
-_TOKEN = re.compile(r"[a-z0-9]+")
-_DATE = re.compile(r"^(\d{4}-\d{2}-\d{2})\.md$")
+log = logging.getLogger(__name__)
+
+Mode = Literal["hybrid", "bm25", "vector"]
+META_FILE, VECTORS_FILE = "memory_meta.json", "memory_vectors.npy"
+MIN_SIMILARITY = 0.2  # MiniLM cosine below this is unrelated text; it must not outrank "no match"
 
 
-def tokenize(text: str) -> list[str]:
-    return _TOKEN.findall(text.lower())
+def _bm25_class() -> type:
+    from rank_bm25 import BM25Okapi
+
+    class _BM25(BM25Okapi):
+        """BM25Okapi with Lucene's always-positive idf: the stock one zeroes terms found in half a tiny corpus."""
+
+        def _calc_idf(self, nd: dict[str, int]) -> None:
+            self.idf = {w: math.log(1 + (self.corpus_size - f + 0.5) / (f + 0.5)) for w, f in nd.items()}
+
+    return _BM25
 
 
 class MemoryIndex:
-    """Keyword search over memory/*.md bullets and paragraphs."""
+    """Search over root/memory; re-reads only changed files and embeds only chunks it has not seen."""
 
-    def __init__(self, root: Path, use_embeddings: bool = True, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        root: Path,
+        use_embeddings: bool = True,
+        clock: Callable[[], float] = time.time,
+        embedder: Embedder | None = None,
+        bm25_weight: float = 0.4,
+        half_life_days: float = 30.0,
+        recency_weight: float = 0.3,
+        mmr_lambda: float = 0.7,
+    ) -> None:
         self.root = Path(root)
+        self.mem_dir = self.root / "memory"
+        self.index_dir = self.root / ".index"
         self._clock = clock
+        self._embedder = embedder if embedder is not None else (default_embedder() if use_embeddings else None)
+        self.bm25_weight, self.half_life_days = bm25_weight, half_life_days
+        self.recency_weight, self.mmr_lambda = recency_weight, mmr_lambda
+        self._lock = threading.RLock()
+        self._files: dict[str, dict[str, Any]] = {}  # name -> {"mtime_ns", "size", "chunks": [Chunk]}
+        self._vectors: dict[str, np.ndarray] = {}  # chunk key -> unit vector
+        self._chunks: list[Chunk] = []
+        self._bm25: Any = None
+        self._matrix: np.ndarray | None = None
+        self.last_refresh: dict[str, int] = {"files_read": 0, "embedded": 0}
+        self._load()
 
-    def search(self, query: str, max_results: int = 5) -> list[Hit]:
-        q = set(tokenize(query))
-        hits: list[Hit] = []
-        mem = self.root / "memory"
-        for path in sorted(mem.glob("*.md")) if mem.is_dir() else []:
-            m = _DATE.match(path.name)
-            for line in path.read_text(encoding="utf-8").splitlines():
-                if not line.strip() or line.startswith("#"):
-                    continue
-                score = len(q & set(tokenize(line)))
-                if score:
-                    hits.append(Hit(line.strip(), path.name, float(score), m.group(1) if m else None))
-        hits.sort(key=lambda h: -h.score)
-        return hits[:max_results]
+    # persistence --------------------------------------------------------
+    def _load(self) -> None:
+        meta_path, vec_path = self.index_dir / META_FILE, self.index_dir / VECTORS_FILE
+        try:
+            meta = json.loads(meta_path.read_text(encoding="utf-8"))
+            self._files = {
+                name: {**f, "chunks": [Chunk(**c) for c in f["chunks"]]} for name, f in meta["files"].items()
+            }
+            if vec_path.exists() and meta.get("model") == self._model_name():
+                arr = np.load(vec_path)
+                self._vectors = dict(zip(meta["vector_keys"], arr, strict=True))
+        except FileNotFoundError:
+            return
+        except (ValueError, KeyError, TypeError) as exc:  # a damaged index is rebuilt from the files
+            log.warning("memory index unreadable (%s); rebuilding it", exc)
+            self._files, self._vectors = {}, {}
+
+    def _save(self) -> None:
+        self.index_dir.mkdir(parents=True, exist_ok=True)
+        live = {c.key for c in self._chunks}
+        keys = [k for k in self._vectors if k in live]
+        meta = {
+            "model": self._model_name(),
+            "files": {
+                n: {"mtime_ns": f["mtime_ns"], "size": f["size"], "chunks": [asdict(c) for c in f["chunks"]]}
+                for n, f in self._files.items()
+            },
+            "vector_keys": keys,
+        }
+        if keys:
+            with open(self.index_dir / VECTORS_FILE, "wb") as fh:
+                np.save(fh, np.stack([self._vectors[k] for k in keys]).astype(np.float32))
+        tmp = self.index_dir / (META_FILE + ".tmp")
+        tmp.write_text(json.dumps(meta), encoding="utf-8")
+        tmp.replace(self.index_dir / META_FILE)
+
+    def _model_name(self) -> str | None:
+        return self._embedder.name if self._embedder is not None else None
+
+    # refresh ------------------------------------------------------------
+    def refresh(self) -> bool:
+        """Bring the index up to date with the files; True if anything changed."""
+        with self._lock:
+            seen: dict[str, tuple[int, int]] = {}
+            for p in self.mem_dir.glob("*.md") if self.mem_dir.is_dir() else []:
+                st = p.stat()
+                seen[p.name] = (st.st_mtime_ns, st.st_size)
+            changed = [
+                n
+                for n, sig in seen.items()
+                if (self._files.get(n, {}).get("mtime_ns"), self._files.get(n, {}).get("size")) != sig
+            ]
+            removed = [n for n in self._files if n not in seen]
+            for n in removed:
+                del self._files[n]
+            for n in changed:
+                text = (self.mem_dir / n).read_text(encoding="utf-8", errors="replace")
+                self._files[n] = {"mtime_ns": seen[n][0], "size": seen[n][1], "chunks": chunk_markdown(text, n)}
+            dirty = bool(changed or removed) or self._bm25 is None
+            if dirty:
+                self._chunks = [c for n in sorted(self._files) for c in self._files[n]["chunks"]]
+                self._bm25 = _bm25_class()([tokenize(c.context_text) for c in self._chunks]) if self._chunks else None
+            embedded = self._embed_missing()
+            if dirty or embedded:
+                self._matrix = self._build_matrix()
+                self._save()
+            self.last_refresh = {"files_read": len(changed), "embedded": embedded}
+            return dirty or bool(embedded)
+
+    def _embed_missing(self) -> int:
+        if self._embedder is None or not self._embedder.available():
+            return 0
+        todo = {c.key: c.context_text for c in self._chunks if c.key not in self._vectors}
+        if not todo:
+            return 0
+        vecs = self._embedder.encode(list(todo.values()))
+        if vecs is None:
+            return 0
+        self._vectors.update(zip(todo.keys(), vecs, strict=True))
+        return len(todo)
+
+    def _build_matrix(self) -> np.ndarray | None:
+        if not self._chunks or any(c.key not in self._vectors for c in self._chunks):
+            return None
+        return np.stack([self._vectors[c.key] for c in self._chunks])
+
+    @property
+    def embeddings_ready(self) -> bool:
+        return self._matrix is not None
+
+    # search -------------------------------------------------------------
+    def search(self, query: str, max_results: int = 5, mode: Mode = "hybrid") -> list[Hit]:
+        """Best notes for the query: weighted BM25 + cosine, decayed by age, diversified with MMR."""
+        self.refresh()
+        with self._lock:
+            chunks, bm25, matrix = self._chunks, self._bm25, self._matrix
+        if not chunks:
+            return []
+        kw = np.zeros(len(chunks))
+        if mode != "vector" or matrix is None:  # no vectors: keywords are all there is
+            terms = tokenize(query)
+            if terms and bm25 is not None:
+                raw = np.asarray(bm25.get_scores(terms), dtype=np.float64)
+                kw = raw / raw.max() if raw.max() > 0 else kw
+        if mode == "bm25" or matrix is None:
+            score = kw
+        else:
+            qv = self._embedder.encode([query])[0]  # type: ignore[union-attr]
+            sims = matrix @ qv
+            vec = np.where(sims >= MIN_SIMILARITY, sims, 0.0)
+            score = vec if mode == "vector" else self.bm25_weight * kw + (1 - self.bm25_weight) * vec
+        score = score * self._recency(chunks)
+        return self._mmr(chunks, score, matrix, max_results)
+
+    def _recency(self, chunks: list[Chunk]) -> np.ndarray:
+        """Dated notes lose up to recency_weight of their score, half of it every half_life_days."""
+        today = datetime.fromtimestamp(self._clock()).date()
+        ages: dict[str, float] = {}
+        out = np.ones(len(chunks))
+        for i, c in enumerate(chunks):
+            if c.date is None:
+                continue  # KNOWLEDGE.md and other undated notes are evergreen
+            if c.date not in ages:
+                try:
+                    ages[c.date] = max(0, (today - datetime.strptime(c.date, "%Y-%m-%d").date()).days)
+                except ValueError:
+                    ages[c.date] = 0.0
+            decay = 0.5 ** (ages[c.date] / self.half_life_days)
+            out[i] = (1 - self.recency_weight) + self.recency_weight * decay
+        return out
+
+    def _mmr(self, chunks: list[Chunk], score: np.ndarray, matrix: np.ndarray | None, k: int) -> list[Hit]:
+        """Maximal marginal relevance: each pick trades relevance against similarity to the ones already picked."""
+        pool = [int(i) for i in np.argsort(-score)[: max(4 * k, 20)] if score[i] > 0]
+        if not pool:
+            return []
+        top = float(score[pool[0]])
+        tokens = {i: set(tokenize(chunks[i].context_text)) for i in pool} if matrix is None else {}
+        picked: list[int] = []
+        while pool and len(picked) < k:
+            best, best_val = pool[0], -math.inf
+            for i in pool:
+                sim = max((self._sim(i, j, matrix, tokens) for j in picked), default=0.0)
+                val = self.mmr_lambda * score[i] / top - (1 - self.mmr_lambda) * sim
+                if val > best_val:
+                    best, best_val = i, val
+            picked.append(best)
+            pool.remove(best)
+        return [
+            Hit(chunks[i].context_text, chunks[i].source, round(float(score[i]), 4), chunks[i].date) for i in picked
+        ]
+
+    @staticmethod
+    def _sim(i: int, j: int, matrix: np.ndarray | None, tokens: dict[int, set[str]]) -> float:
+        if matrix is not None:
+            return float(matrix[i] @ matrix[j])
+        a, b = tokens[i], tokens[j]
+        return len(a & b) / len(a | b) if a and b else 0.0

@@ -1,0 +1,88 @@
+"""Memory files into searchable chunks (bullets / paragraphs, long ones as overlapping windows) and tokens."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+
+_TOKEN = re.compile(r"[a-z0-9]+(?:[-_][a-z0-9]+)*")
+_DATED = re.compile(r"^(\d{4}-\d{2}-\d{2})\.md$")
+_BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
+_STOP = frozenset(
+    "a an and are as at be by for from has have i in is it me my of on or that the this to was were will with".split()
+)
+
+
+def tokenize(text: str) -> list[str]:
+    """Lower-case word tokens without stop words; a trailing plural 's' is dropped so 'trucks' meets 'truck'."""
+    out = []
+    for tok in _TOKEN.findall(text.lower()):
+        if tok in _STOP:
+            continue
+        if len(tok) > 3 and tok.endswith("s") and not tok.endswith("ss"):
+            tok = tok[:-1]
+        out.append(tok)
+    return out
+
+
+def file_date(name: str) -> str | None:
+    """The day of a daily log file name (YYYY-MM-DD.md), None for undated notes such as KNOWLEDGE.md."""
+    m = _DATED.match(name)
+    return m.group(1) if m else None
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One searchable piece of a memory file: a bullet, a paragraph, or a window of a long one."""
+
+    text: str
+    source: str
+    date: str | None
+    section: str | None
+
+    @property
+    def context_text(self) -> str:
+        # the section (camera name, 'Preferences') is part of what the note means, so it is indexed with it
+        return f"{self.section}: {self.text}" if self.section else self.text
+
+    @property
+    def key(self) -> str:
+        return hashlib.sha1(self.context_text.encode("utf-8")).hexdigest()
+
+
+def chunk_markdown(text: str, source: str, max_words: int = 80, overlap: int = 20) -> list[Chunk]:
+    """Split a markdown note file into bullets/paragraphs; ones over max_words become overlapping windows."""
+    date = file_date(source)
+    units: list[tuple[str | None, str]] = []
+    section: str | None = None
+    cur: list[str] = []
+
+    def flush() -> None:
+        if cur:
+            units.append((section, " ".join(cur)))
+            cur.clear()
+
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not stripped:
+            flush()
+        elif stripped.startswith("#"):
+            flush()
+            if stripped.startswith("## "):
+                section = stripped[3:].strip()
+        elif _BULLET.match(line):
+            flush()
+            cur.append(_BULLET.sub("", line, count=1).strip())
+        else:
+            cur.append(stripped)  # continuation of a bullet or a paragraph line
+    flush()
+    return [Chunk(window, source, date, sec) for sec, unit in units for window in _windows(unit, max_words, overlap)]
+
+
+def _windows(unit: str, max_words: int, overlap: int) -> list[str]:
+    words = unit.split()
+    if len(words) <= max_words:
+        return [unit]
+    step = max(1, max_words - overlap)
+    return [" ".join(words[s : s + max_words]) for s in range(0, len(words) - overlap, step)]

@@ -97,9 +97,14 @@ class LLMClient:
         self.stream = stream
         self._client: Any = None
 
+    def _api_key(self) -> str:
+        key = self.settings.llm.api_key
+        return (key.get_secret_value() if hasattr(key, "get_secret_value") else str(key or "")).strip()
+
     @property
     def available(self) -> bool:
-        return self.settings.llm.api_key is not None and bool(self.settings.llm.api_key.get_secret_value())
+        """True when an API key is configured (it may still be rejected by the API)."""
+        return bool(self._api_key())
 
     def _sdk(self) -> Any:
         if self._client is None:
@@ -110,7 +115,7 @@ class LLMClient:
                 )
             import anthropic
 
-            kwargs: dict[str, Any] = {"api_key": self.settings.llm.api_key.get_secret_value(), "max_retries": 0}
+            kwargs: dict[str, Any] = {"api_key": self._api_key(), "max_retries": 0}
             if self.settings.llm.base_url:
                 kwargs["base_url"] = self.settings.llm.base_url
             self._client = anthropic.AsyncAnthropic(**kwargs)
@@ -172,7 +177,8 @@ class LLMClient:
             )
 
     async def _call(self, client: Any, req: dict[str, Any]) -> Any:
-        if not self.stream:
+        # The SDK refuses non-streaming requests that may run > 10 min (large max_tokens): stream those.
+        if not self.stream and req["max_tokens"] <= 16_000:
             return await client.messages.create(**req)
         async with client.messages.stream(**req) as stream:
             return await stream.get_final_message()

@@ -57,7 +57,7 @@ def _add(total: dict[str, Any], usage: dict[str, int], cost: float) -> None:
     for f in FIELDS:
         total[f] = total.get(f, 0) + int(usage.get(f, 0))
     total["calls"] = total.get("calls", 0) + 1
-    total["cost"] = round(total.get("cost", 0.0) + cost, 6)
+    total["cost"] = round(total.get("cost", 0.0) + cost, 9)
 
 
 class UsageTracker:

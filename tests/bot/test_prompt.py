@@ -1,0 +1,86 @@
+"""System prompt: stable cached prefix (byte-identical across turns), dynamic tail, heartbeat mode."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from bot.prompt import build_system
+from tools import build_registry
+from workspace import Workspace
+
+T1 = datetime(2026, 2, 11, 10, 0, tzinfo=timezone.utc)
+
+
+@pytest.fixture
+def ws(tmp_path) -> Workspace:
+    w = Workspace(tmp_path / "ws")
+    w.init()
+    (w.root / "AGENTS.md").write_text("# Vision Agent Instructions\n\n- This is a warehouse; shift change at 6am.\n")
+    (w.root / "CAMERAS.md").write_text("# Cameras\n\n| Name | URL |\n|---|---|\n| dock | rtsp://10.0.0.5/s1 |\n")
+    return w
+
+
+def cached(blocks: list[dict]) -> list[dict]:
+    """The blocks up to and including the cache_control marker."""
+    idx = max(i for i, b in enumerate(blocks) if "cache_control" in b)
+    return blocks[: idx + 1]
+
+
+def test_stable_prefix_is_byte_identical_between_turns_and_carries_the_only_marker(ws):
+    reg = build_registry()
+    first = build_system(ws, reg, pipelines_text="", now=T1)
+    later = build_system(ws, reg, pipelines_text="pipe_1 dock: running, 3 people", now=T1 + timedelta(minutes=7),
+                         skills_loaded=["parking-lot"])
+    assert json.dumps(cached(first)) == json.dumps(cached(later))
+    assert sum("cache_control" in b for b in first) == 1
+    tail_first, tail_later = first[len(cached(first)):], later[len(cached(later)):]
+    assert tail_first != tail_later
+    assert "2026-02-11" in tail_first[0]["text"]
+    assert not any("2026" in b["text"] for b in cached(first))  # no timestamp can break the cache
+
+
+def test_workspace_files_and_capabilities_are_in_the_stable_part(ws):
+    blocks = build_system(ws, build_registry(), capabilities="Blocks: line_counter, time_in_zone", now=T1)
+    stable = "\n".join(b["text"] for b in cached(blocks))
+    assert "# AGENTS.md" in stable and "warehouse" in stable
+    assert "rtsp://10.0.0.5/s1" in stable
+    assert cached(blocks)[-1]["text"] == "Blocks: line_counter, time_in_zone"
+    changed = build_system(ws, build_registry(), capabilities="Blocks: other", now=T1)
+    assert cached(changed) != cached(blocks)
+
+
+def test_identity_documents_builtin_models_images_and_workflow_format(ws):
+    identity = build_system(ws, build_registry(), now=T1)[0]["text"]
+    for needle in ("builtin/faces", "Haar", "builtin/people", "HOG", "otion", "workspace/project/version",
+                   "Slack file id", '"steps"', "$steps.", "remember", "run_inference"):
+        assert needle in identity, needle
+
+
+def test_skills_listed_in_tail_and_loaded_ones_in_full(ws):
+    blocks = build_system(ws, build_registry(), skills_loaded=["parking-lot"], now=T1)
+    tail = "\n".join(b["text"] for b in blocks[len(cached(blocks)):])
+    for name in ("ppe-compliance", "parking-lot", "package-delivery", "quality-inspection"):
+        assert f"- {name}:" in tail
+    assert "Skill loaded for this request: parking-lot" in tail
+    assert "# Parking Lot and Vehicle Monitoring" in tail
+    assert "Package Delivery Detection" not in tail  # only the matched skill is loaded in full
+
+
+def test_active_pipelines_in_tail(ws):
+    blocks = build_system(ws, build_registry(), pipelines_text="pipe_7 'dock' running 5 fps", now=T1)
+    assert any("pipe_7 'dock'" in b["text"] for b in blocks[len(cached(blocks)):])
+
+
+def test_heartbeat_mode_is_lighter_and_asks_for_heartbeat_ok(ws):
+    full = build_system(ws, build_registry(), now=T1)
+    hb = build_system(ws, build_registry(), mode="heartbeat", skills_loaded=["parking-lot"], now=T1)
+    text = "\n".join(b["text"] for b in hb)
+    assert "exactly HEARTBEAT_OK" in text
+    assert "Heartbeat Checklist" in text and "Is every running pipeline still receiving frames" in text
+    assert "rtsp://10.0.0.5/s1" in text  # cameras are named in alerts
+    assert "# AGENTS.md" not in text and "Skill loaded" not in text
+    assert len(json.dumps(hb)) < len(json.dumps(full)) / 2
+    assert sum("cache_control" in b for b in hb) == 1

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import threading
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from workspace.memory import MemoryStore
 
-NOON = datetime(2026, 3, 4, 12, 30, 5, tzinfo=timezone.utc).timestamp()
+NOON = datetime(2026, 3, 4, 12, 30, 5, tzinfo=UTC).timestamp()
 
 
 @pytest.fixture

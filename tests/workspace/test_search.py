@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -12,7 +12,7 @@ from workspace.chunking import chunk_markdown, tokenize
 from workspace.embeddings import Embedder, default_embedder
 from workspace.search import MemoryIndex
 
-NOW = datetime(2026, 3, 5, 8, 0, tzinfo=timezone.utc).timestamp()
+NOW = datetime(2026, 3, 5, 8, 0, tzinfo=UTC).timestamp()
 
 DAY_LOG = """# Observations 2026-03-04
 
@@ -122,7 +122,11 @@ def test_recent_notes_outrank_old_ones_knowledge_does_not_decay(tmp_path: Path) 
 
 def test_mmr_prefers_a_different_note_over_a_near_duplicate(tmp_path: Path) -> None:
     dupes = "".join(f"- 09:0{i}:00 person standing at the front door entrance\n" for i in range(5))
-    write(tmp_path, "2026-03-04.md", f"## cam1\n{dupes}- 09:30:00 a person was seen waiting for a while at the back door of the old warehouse building\n")
+    write(
+        tmp_path,
+        "2026-03-04.md",
+        f"## cam1\n{dupes}- 09:30:00 a person was seen waiting for a while at the back door of the old warehouse building\n",
+    )
     idx = index(tmp_path, None)
 
     plain = MemoryIndex(tmp_path, use_embeddings=False, clock=lambda: NOW, mmr_lambda=1.0)
@@ -137,6 +141,7 @@ def test_chunking_splits_bullets_and_windows_long_paragraphs() -> None:
     assert [c.text for c in chunks[:2]] == ["one continued", "two"]
     assert all(c.section == "cam2" and c.date == "2026-03-04" for c in chunks)
     windows = [c.text.split() for c in chunks[2:]]
-    assert len(windows) == 2 and windows[0][-20:] == windows[1][:20]  # 20 words of overlap
+    assert len(windows) == 3  # 80-word windows, 60 words apart
+    assert all(a[-20:] == b[:20] for a, b in zip(windows[:-1], windows[1:], strict=True))  # 20 words of overlap
     assert windows[-1][-1] == "w149"
     assert tokenize("The trucks at Dock-3") == ["truck", "dock-3"]

@@ -1,0 +1,45 @@
+"""active_state.json: the pipelines to start again after a restart, written atomically (tmp + rename)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from bot.pipelines import PipelineConfig
+
+log = logging.getLogger(__name__)
+
+VERSION = 1
+
+
+def save_state(path: Path, configs: list[PipelineConfig]) -> None:
+    """Write the configs; owner-only permissions because stream URLs may carry camera passwords."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = {"version": VERSION, "pipelines": [dataclasses.asdict(c) for c in configs]}
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        json.dump(data, fh, indent=2, default=str)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def load_state(path: Path) -> list[PipelineConfig]:
+    """The saved configs; a missing file is empty, a corrupt one is logged and ignored (never fatal)."""
+    from bot.pipelines import PipelineConfig
+
+    if not path.is_file():
+        return []
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        fields = {f.name for f in dataclasses.fields(PipelineConfig)}
+        return [PipelineConfig(**{k: v for k, v in p.items() if k in fields}) for p in data.get("pipelines", [])]
+    except (OSError, ValueError, TypeError, AttributeError) as exc:
+        log.warning("%s is unreadable (%s); no pipelines restored", path, type(exc).__name__)
+        return []

@@ -1,0 +1,111 @@
+"""Terminal rendering of AgentEvents, `/vision` replies and alerts (rich)."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.markdown import Markdown
+from rich.text import Text
+
+from bot.events import AgentEvent, EventType
+
+_SLACK_BOLD = re.compile(r"(?<![\w*])\*(\S(?:[^*\n]*\S)?)\*(?![\w*])")
+_MAX_RESULT = 600
+_MAX_THINKING = 800
+
+
+def key_help() -> str:
+    return ("ANTHROPIC_API_KEY is not set: run `export ANTHROPIC_API_KEY=sk-ant-...` (create a key at "
+            "https://console.anthropic.com/settings/keys) and start again")
+
+
+def _clip(text: str, limit: int) -> str:
+    text = text.strip()
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def save_frame(frames_dir: Path, data: dict[str, Any], label: str = "frame") -> str | None:
+    """Write a FRAME's (or a reply's) JPEG under frames/YYYY-MM-DD/; the path, or None if nothing to save."""
+    image = data.get("image")
+    if not image:
+        return None
+    folder = Path(frames_dir) / time.strftime("%Y-%m-%d")
+    folder.mkdir(parents=True, exist_ok=True)
+    slug = re.sub(r"[^A-Za-z0-9_-]+", "-", label).strip("-")[:40] or "frame"
+    path = folder / f"{time.strftime('%H%M%S')}_{int(time.time() * 1000) % 1000:03d}_{slug}.jpg"
+    path.write_bytes(image)
+    return str(path)
+
+
+class Renderer:
+    """Prints what the agent does: tool calls, results, thinking (dim), frames saved, errors (red)."""
+
+    def __init__(self, console: Console | None = None) -> None:
+        self.console = console or Console(highlight=False)
+
+    def prompt(self) -> str:
+        return "\x1b[1;36myou>\x1b[0m " if self.console.is_terminal else "you> "
+
+    def plain(self, text: str) -> None:
+        self.console.print(Text(text))
+
+    def note(self, text: str) -> None:
+        self.console.print(Text(text, style="dim"))
+
+    def warn(self, text: str) -> None:
+        self.console.print(Text(text, style="yellow"))
+
+    def error(self, text: str) -> None:
+        self.console.print(Text(f"error: {text}", style="bold red"))
+
+    def banner(self, rt: Any, session: str) -> None:
+        s = rt.settings
+        self.console.print(Text.assemble(("Vision Agent", "bold"), (
+            f" - workspace {rt.workspace.root}, model {s.llm.model}, backend {s.inference.backend}, "
+            f"session {session}", "dim")))
+        if not rt.llm_ready:
+            why = rt.missing.get("agent") or rt.missing.get("llm") or key_help()
+            self.console.print(Text(f"{why}. Meanwhile /vision commands work.", style="yellow"))
+        self.note("Type a message, /help for commands, /quit to leave.")
+
+    def event(self, ev: AgentEvent, frames_dir: Path) -> None:
+        d = ev.data
+        if ev.type is EventType.THINKING:
+            self.console.print(Text(_clip(d.get("text", ""), _MAX_THINKING), style="dim italic"))
+        elif ev.type is EventType.TOOL_CALL:
+            args = json.dumps(d.get("input") or {}, ensure_ascii=False, separators=(", ", ": "))
+            self.console.print(Text.assemble(("→ ", "cyan"), (d.get("name", "?"), "bold cyan"),
+                                             (" " + _clip(args, 200), "cyan")))
+        elif ev.type is EventType.TOOL_RESULT:
+            style = "red" if d.get("is_error") else "green"
+            self.console.print(Text(f"  ← {_clip(d.get('text', ''), _MAX_RESULT)}", style=style))
+        elif ev.type is EventType.FRAME:
+            path = d.get("path") or save_frame(frames_dir, d, d.get("caption", "frame"))
+            self.console.print(Text(f"  ▣ {d.get('caption', 'frame')}: saved {path}", style="magenta"))
+        elif ev.type in (EventType.RESPONSE, EventType.ASK_USER):
+            self.console.print(Markdown(d.get("text", "")))
+        elif ev.type is EventType.ERROR:
+            self.error(d.get("text", "unknown error"))
+        elif ev.type is EventType.ALERT:
+            self.console.print(Text(f"ALERT {d.get('camera')}: {d.get('summary') or d.get('text')}", style="bold red"))
+
+    def command_reply(self, reply: Any, frames_dir: Path) -> None:
+        text = _SLACK_BOLD.sub(r"\1", reply.text)  # the command core writes Slack-style *bold*
+        self.console.print(Text(text, style="" if getattr(reply, "ok", True) else "red"))
+        if getattr(reply, "frame", None):
+            caption = getattr(reply, "frame_caption", "") or "snapshot"
+            path = save_frame(frames_dir, {"image": reply.frame}, caption)
+            self.console.print(Text(f"  ▣ {caption}: saved {path}", style="magenta"))
+
+    def alert(self, alert: Any, frames_dir: Path) -> None:
+        when = time.strftime("%H:%M:%S", time.localtime(alert.time))
+        line = f"ALERT {when} {alert.camera} [{alert.rule}]: {alert.summary or alert.text}"
+        self.console.print(Text(line, style="bold red"))
+        if alert.frame:
+            path = save_frame(frames_dir, {"image": alert.frame}, f"alert-{alert.camera}")
+            self.console.print(Text(f"  ▣ alert frame: saved {path}", style="magenta"))

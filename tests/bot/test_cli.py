@@ -1,0 +1,150 @@
+"""The `vision-agent` command, run as a real subprocess (and in-process for the cheap error paths)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from bot.cli import main
+from tests.fakes.anthropic_api import FakeAnthropic, error, text
+
+ROOT = Path(__file__).resolve().parents[2]
+EXE = str(Path(sys.executable).with_name("vision-agent"))
+_KEEP = ("PATH", "HOME", "LANG", "NO_PROXY", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "TMPDIR")
+
+
+def _env(base_env: dict[str, str], **extra: str) -> dict[str, str]:
+    """A clean environment: nothing from the developer's shell but PATH/HOME (so no real keys leak in)."""
+    return {**{k: v for k, v in os.environ.items() if k in _KEEP}, **base_env, **extra}
+
+
+def _run(args: list[str], env: dict[str, str], stdin: str | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run([EXE, *args], env=env, input=stdin, capture_output=True, text=True, timeout=timeout,
+                          cwd=ROOT)
+
+
+def _png(path: Path) -> Path:
+    from PIL import Image
+
+    Image.new("RGB", (32, 24), (200, 30, 30)).save(path, format="PNG")
+    return path
+
+
+def test_help_is_fast_and_lists_the_commands() -> None:
+    t0 = time.perf_counter()
+    out = subprocess.run([EXE, "--help"], capture_output=True, text=True, timeout=30)
+    elapsed = time.perf_counter() - t0
+    assert out.returncode == 0 and out.stderr == ""
+    for cmd in ("init", "chat", "run", "serve", "inference-server"):
+        assert cmd in out.stdout
+    assert elapsed < 1.0, f"--help took {elapsed:.2f}s"
+
+
+def test_cli_module_imports_nothing_heavy() -> None:
+    code = ("import sys, bot.cli; bot.cli.build_parser(); "
+            "print(sorted({m.split('.')[0] for m in sys.modules} & "
+            "{'inference', 'torch', 'cv2', 'supervision', 'anthropic', 'pydantic', 'rich', 'slack_bolt'}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30, cwd=ROOT)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+def test_one_shot_without_key_exits_2_with_one_line(base_env: dict[str, str]) -> None:
+    out = _run(["chat", "-m", "hello"], _env(base_env))
+    assert out.returncode == 2
+    assert out.stdout == ""
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and "ANTHROPIC_API_KEY" in lines[0] and "export" in lines[0]
+    assert "Traceback" not in out.stderr
+
+
+def test_invalid_setting_exits_2_naming_it(base_env: dict[str, str], monkeypatch, capsys) -> None:
+    for k, v in _env(base_env, VISION_AGENT_BACKEND="grpc").items():
+        monkeypatch.setenv(k, v)
+    assert main(["chat", "-m", "hi"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0
+    assert "VISION_AGENT_BACKEND" in err and "inference.backend" in err and "'direct' or 'http'" in err
+
+
+def test_missing_image_exits_2(llm_env: dict[str, str], monkeypatch, capsys) -> None:
+    for k, v in llm_env.items():
+        monkeypatch.setenv(k, v)
+    assert main(["chat", "-m", "look", "--image", "/nonexistent/cat.jpg"]) == 2
+    assert "/nonexistent/cat.jpg does not exist" in capsys.readouterr().err
+
+
+def test_one_shot_prints_only_the_reply(llm_env: dict[str, str], anthropic_api: FakeAnthropic) -> None:
+    anthropic_api.enqueue(text("Two cameras are registered."))
+    out = _run(["chat", "-m", "what cameras do I have?", "--session", "t1"], llm_env)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "Two cameras are registered.\n"
+    [req] = anthropic_api.ok_requests
+    assert "what cameras do I have?" in str(req.body["messages"][-1]["content"])
+    assert (Path(llm_env["VISION_AGENT_WORKSPACE"]) / "AGENTS.md").is_file()  # the workspace was initialised
+
+
+def test_image_reaches_the_model_as_image_block(llm_env: dict[str, str], anthropic_api: FakeAnthropic,
+                                                tmp_path: Path) -> None:
+    img = _png(tmp_path / "red.png")
+    anthropic_api.enqueue(text("A red rectangle."))
+    out = _run(["chat", "-m", "what is this?", "--image", str(img)], llm_env)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "A red rectangle."
+    content = anthropic_api.ok_requests[0].body["messages"][-1]["content"]
+    images = [b for b in content if b.get("type") == "image"]
+    assert len(images) == 1 and images[0]["source"]["type"] == "base64"
+    note = " ".join(b.get("text", "") for b in content if b.get("type") == "text")
+    assert str(img.resolve()) in note  # tools can open it by path
+
+
+def test_one_shot_error_event_is_nonzero(llm_env: dict[str, str], anthropic_api: FakeAnthropic) -> None:
+    anthropic_api.enqueue(error(400, message="messages: bad request"))
+    out = _run(["chat", "-m", "hi"], llm_env)
+    assert out.returncode == 1
+    assert out.stdout == ""
+    assert "Traceback" not in out.stderr and out.stderr.strip()
+
+
+def test_repl_vision_help_works_without_key(base_env: dict[str, str]) -> None:
+    out = _run(["chat"], _env(base_env), stdin="/vision help\nhello\n/quit\n")
+    assert out.returncode == 0, out.stderr
+    assert "Usage" in out.stdout and "snapshot" in out.stdout and "route" in out.stdout
+    assert out.stdout.count("ANTHROPIC_API_KEY") >= 2  # in the banner and again for the free-text line
+    assert "Traceback" not in out.stderr
+
+
+def test_repl_turn_renders_reply_and_ends_on_eof(llm_env: dict[str, str], anthropic_api: FakeAnthropic) -> None:
+    anthropic_api.enqueue(text("Hello **there**."))
+    out = _run(["chat", "--session", "r1"], llm_env, stdin="hi\n")
+    assert out.returncode == 0, out.stderr
+    assert "Hello there." in out.stdout  # markdown rendered, not raw
+    assert len(anthropic_api.ok_requests) == 1
+
+
+def test_run_without_slack_tokens_starts_the_repl(base_env: dict[str, str], tmp_path: Path) -> None:
+    ws = tmp_path / "fresh"
+    out = _run(["run"], _env(base_env, VISION_AGENT_WORKSPACE=str(ws)), stdin="/quit\n")
+    assert out.returncode == 0, out.stderr
+    assert "you>" in out.stdout
+    assert (ws / "CAMERAS.md").is_file() and "Created the workspace" in out.stderr
+
+
+def test_init_reports_created_then_nothing(base_env: dict[str, str], monkeypatch, capsys) -> None:
+    for k, v in base_env.items():
+        monkeypatch.setenv(k, v)
+    assert main(["init"]) == 0
+    first = capsys.readouterr().out
+    assert "created skills/ppe-compliance/SKILL.md" in first and "created config.yaml" in first
+    assert main(["init"]) == 0
+    assert "nothing to create" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("port", ["0", "70000"])
+def test_inference_server_rejects_bad_port(port: str, capsys) -> None:
+    assert main(["inference-server", "--port", port]) == 2
+    assert "--port" in capsys.readouterr().err

@@ -1,0 +1,147 @@
+"""The /vision grammar shared by the CLI and Slack: every command, garbage, and the control allowlist."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bot.alerts import AlertRouter
+from bot.commands import USAGE, CommandContext, run_command
+from bot.config import load_settings
+from bot.pipelines import PipelineManager
+from tests.tools.fake_backend import FakeBackend, result
+
+CAMERAS = "| Name | URL | Location |\n|---|---|---|\n| dock | rtsp://admin:hunter2@10.0.0.5/s1 | Loading dock |\n"
+
+
+@pytest.fixture
+def backend() -> FakeBackend:
+    return FakeBackend()
+
+
+@pytest.fixture
+def ctx(settings, workspace_dir: Path, backend) -> CommandContext:
+    (workspace_dir / "CAMERAS.md").write_text(CAMERAS)
+    router = AlertRouter(workspace_dir / ".state" / "alerts.json", default_channel="#general")
+    mgr = PipelineManager(lambda: backend, workspace_dir / "active_state.json", settings)
+    return CommandContext(settings, mgr, router, None, user_id="U1", channel_id="C1")
+
+
+@pytest.mark.parametrize("text", ["", "help", "/vision", "/vision help"])
+async def test_help(ctx, text):
+    reply = await run_command(text, ctx)
+    assert reply.ok and reply.text == USAGE
+
+
+@pytest.mark.parametrize("text", ["/vision dance", "launch the missiles", 'start "unclosed', "!!!"])
+async def test_garbage_gets_usage_never_a_crash(ctx, text):
+    reply = await run_command(text, ctx)
+    assert not reply.ok and USAGE in reply.text
+
+
+async def test_start_a_camera_by_name_with_defaults_and_no_password_shown(ctx, backend):
+    reply = await run_command("/vision start dock", ctx)
+    assert reply.ok, reply.text
+    assert "*dock*" in reply.text and "builtin/people" in reply.text
+    assert "hunter2" not in reply.text and "admin:***@10.0.0.5" in reply.text
+    call = backend.calls[-1][1]
+    assert call["video_reference"] == "rtsp://admin:hunter2@10.0.0.5/s1"
+    assert call["workflow_spec"]["steps"][0]["type"] == "vision_agent/hog_people_detector@v1"
+
+
+async def test_start_options_model_fps_name_and_workflow(ctx, backend):
+    reply = await run_command("start 0 model=builtin/faces fps=2.5 name=desk", ctx)
+    assert reply.ok and "*desk*" in reply.text and "at 2.5 fps" in reply.text
+    assert backend.calls[-1][1]["max_fps"] == 2.5
+    reply = await run_command("start rtsp://10.0.0.9/live workflow=acme/ppe-check", ctx)
+    assert reply.ok, reply.text
+    call = backend.calls[-1][1]
+    assert (call["workspace_name"], call["workflow_id"], call["workflow_spec"]) == ("acme", "ppe-check", None)
+    assert "*10.0.0.9*" in reply.text  # default name from the host
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("start 0 model=builtin/faces workflow=a/b", "either model= or workflow="),
+        ("start 0 fps=fast", "fps must be a positive number"),
+        ("start 0 fps=-1", "fps must be a positive number"),
+        ("start 0 colour=red", "unknown option colour="),
+        ("start", "Usage: `/vision start"),
+        ("start 0 workflow=nope", "WORKSPACE/WORKFLOW_ID"),
+        ("start /etc/passwd", "VISION_AGENT_MEDIA_DIRS"),
+        ("start 0 model=builtin/unicorns", "unknown builtin model"),
+    ],
+)
+async def test_start_mistakes_get_one_line_fixes(ctx, text, expected):
+    reply = await run_command(text, ctx)
+    assert not reply.ok and expected in reply.text
+
+
+async def test_list_stop_pause_resume_by_name_id_and_all(ctx):
+    await run_command("start dock", ctx)
+    await run_command("start 0 name=desk", ctx)
+    listing = await run_command("list", ctx)
+    assert "*dock*" in listing.text and "*desk*" in listing.text and "running" in listing.text
+    assert (await run_command("pause dock", ctx)).text.startswith("Paused *dock*")
+    pid = ctx.manager().resolve("desk").pipeline_id
+    assert "Resumed *dock*" in (await run_command("resume dock", ctx)).text
+    assert "Stopped *desk*" in (await run_command(f"stop {pid}", ctx)).text
+    reply = await run_command("stop all", ctx)
+    assert "*dock*" in reply.text and "stopped" in reply.text
+    assert (await run_command("stop all", ctx)).text == "No pipelines to stop."
+    missing = await run_command("pause garage", ctx)
+    assert not missing.ok and "garage" in missing.text and "dock" in missing.text
+
+
+async def test_snapshot_posts_the_latest_frame_to_the_channel(ctx, backend):
+    await run_command("start dock", ctx)
+    early = await run_command("snapshot dock", ctx)
+    assert not early.ok and "No frame yet" in early.text
+    pid = ctx.manager().resolve("dock").pipeline_id
+    backend.emit(pid, result({"person": 2}, frame_id=42, frame=b"\xff\xd8\xffJPEG"))
+    reply = await run_command("snapshot dock", ctx)
+    assert reply.ok and reply.frame == b"\xff\xd8\xffJPEG" and reply.post_channel == "C1"
+    assert "frame #42" in reply.frame_caption and "2 person" in reply.frame_caption
+
+
+async def test_route_and_status(ctx):
+    assert (await run_command("route <#C999|alerts> camera=dock", ctx)).ok
+    assert (await run_command("route #all-alerts", ctx)).ok
+    assert ctx.router.routes() == {"dock": "C999", "*": "#all-alerts"}
+    ctx.router.mute("dock", 3600)
+    await run_command("start dock", ctx)
+    status = await run_command("status", ctx)
+    assert "dock → C999" in status.text and "* → #all-alerts" in status.text
+    assert "*Muted*: dock until" in status.text and "*dock*" in status.text
+
+
+async def test_allowlist_limits_control_but_not_viewing(base_env, workspace_dir: Path, backend):
+    settings = load_settings(base_env, slack={"allowed_users": ["U1"], "allowed_channels": ["C1"]})
+    mgr = PipelineManager(lambda: backend, workspace_dir / "active_state.json", settings)
+    router = AlertRouter(workspace_dir / "alerts.json")
+    stranger = CommandContext(settings, mgr, router, user_id="U2", channel_id="C1")
+    for text in ("start 0", "stop all", "pause x", "resume x", "route #x"):
+        reply = await run_command(text, stranger)
+        assert not reply.ok and "Only <@U1> may control pipelines" in reply.text
+    assert (await run_command("list", stranger)).ok and (await run_command("status", stranger)).ok
+    wrong_channel = CommandContext(settings, mgr, router, user_id="U1", channel_id="C2")
+    assert "only be controlled from <#C1>" in (await run_command("start 0", wrong_channel)).text
+    allowed = CommandContext(settings, mgr, router, user_id="U1", channel_id="C1")
+    assert (await run_command("start 0", allowed)).ok
+    assert backend.calls and router.routes() == {}
+
+
+async def test_manager_is_created_only_when_a_pipeline_command_needs_it(settings, workspace_dir: Path):
+    made = []
+
+    def factory() -> PipelineManager:
+        made.append(PipelineManager(FakeBackend, workspace_dir / "active_state.json", settings))
+        return made[-1]
+
+    ctx = CommandContext(settings, factory, None)
+    await run_command("help", ctx)
+    assert made == []
+    assert (await run_command("list", ctx)).text.startswith("No pipelines")
+    assert len(made) == 1 and (await run_command("route #x", ctx)).text == "Alert routing is not available in this process."

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from pydantic import Field
 
+from bot.backends.base import BackendError, InferenceResult
+from bot.media import MediaError, resolve_image
+from bot.redaction import redact
+from bot.summarize import summarize
 from tools.base import ToolArgs, ToolContext, ToolResult
 from tools.registry import ToolRegistry
 
@@ -38,19 +43,164 @@ class DetectZeroShotArgs(ToolArgs):
     confidence: float = Field(0.3, ge=0, le=1)
 
 
-NOT_YET = "not available yet: the inference backend is not wired into this build"
+DEFAULT_CONFIDENCE = 0.4
+ZERO_SHOT_MODEL = "yolo_world/v2-s"
+VLM_MODELS = ("florence2", "qwen2.5-vl", "paligemma", "claude")
+LOCAL_MODELS = "run_inference with model_id='builtin/faces' or 'builtin/people'"
+
+
+def _errors(exc: Exception) -> ToolResult:
+    """Expected failures (bad reference, backend, missing service) as one line the model can act on."""
+    return ToolResult.error(redact(str(exc)))
+
+
+async def _image(ref: str, ctx: ToolContext) -> bytes:
+    return await asyncio.to_thread(resolve_image, ref, ctx)
+
+
+def _label(ref: str, ctx: ToolContext) -> str:
+    """A short name for the image in summaries: the file name, the attachment name, or 'image'."""
+    if ref.startswith("data:") or len(ref) > 200:
+        return "image"
+    return redact(ref.rsplit("/", 1)[-1])[:60] or "image"
+
+
+def _with_frame(text: str, result: InferenceResult, include_frame: bool, caption: str) -> ToolResult:
+    if include_frame and result.frame:
+        return ToolResult(text=text, image=result.frame, frame=result.frame, frame_caption=caption)
+    return ToolResult(text=text)
 
 
 async def run_inference(args: RunInferenceArgs, ctx: ToolContext) -> ToolResult:
-    return ToolResult.error(f"run_inference is {NOT_YET}")
+    if not (args.model_id or args.workflow_spec or args.workflow_id):
+        return ToolResult.error(
+            "Say what to run: model_id ('builtin/faces', 'builtin/people' or 'workspace/project/version'), "
+            "workspace_name + workflow_id, or workflow_spec. To describe an image, use ask_about_image."
+        )
+    if args.workflow_id and not args.workspace_name:
+        return ToolResult.error("workflow_id needs workspace_name (the Roboflow workspace that owns it).")
+    try:
+        image = await _image(args.image, ctx)
+        if args.workflow_spec is not None:
+            from bot.backends.workflows import check_spec
+
+            problems = list(check_spec(args.workflow_spec, ctx.settings.inference.allow_custom_python) or [])
+            if problems:
+                return ToolResult.error("workflow_spec is invalid: " + "; ".join(problems[:5]) + ". Fix it and call again.")
+        result = await ctx.service("backend").run_single(
+            image, model_id=args.model_id, workflow_spec=args.workflow_spec, workspace_name=args.workspace_name,
+            workflow_id=args.workflow_id, parameters=args.parameters,
+            confidence=args.confidence if args.confidence is not None else DEFAULT_CONFIDENCE,
+        )
+    except (MediaError, BackendError, LookupError) as exc:
+        return _errors(exc)
+    text = summarize(result, label=_label(args.image, ctx))
+    return _with_frame(text, result, args.include_frame, text)
 
 
-async def ask_about_image(args: AskAboutImageArgs, ctx: ToolContext) -> ToolResult:
-    return ToolResult.error(f"ask_about_image is {NOT_YET}")
+def zero_shot_workflow(class_names: list[str], confidence: float) -> dict[str, Any]:
+    """A one-step YOLO-World workflow (needs the model weights: online, or cached on the inference server)."""
+    return {
+        "version": "1.0",
+        "inputs": [{"type": "WorkflowImage", "name": "image"}],
+        "steps": [{
+            "type": "roboflow_core/yolo_world_model@v1", "name": "yolo_world", "images": "$inputs.image",
+            "class_names": list(class_names), "version": ZERO_SHOT_MODEL.split("/", 1)[1], "confidence": confidence,
+        }],
+        "outputs": [{"type": "JsonField", "name": "predictions", "selector": "$steps.yolo_world.predictions"}],
+    }
 
 
 async def detect_zero_shot(args: DetectZeroShotArgs, ctx: ToolContext) -> ToolResult:
-    return ToolResult.error(f"detect_zero_shot is {NOT_YET}")
+    try:
+        image = await _image(args.image, ctx)
+        backend = ctx.service("backend")
+    except (MediaError, LookupError) as exc:
+        return _errors(exc)
+    try:
+        result = await asyncio.wait_for(
+            backend.run_single(image, workflow_spec=zero_shot_workflow(args.class_names, args.confidence),
+                               confidence=args.confidence),
+            timeout=ctx.settings.inference.request_timeout,
+        )
+    except (TimeoutError, BackendError) as exc:
+        why = redact(str(exc)) or "timed out"
+        return ToolResult.error(
+            f"YOLO-World ({ZERO_SHOT_MODEL}) is not reachable here: {why}. Use {LOCAL_MODELS} for faces/people, "
+            "or ask_about_image to look for other objects."
+        )
+    text = summarize(result, label=f"zero-shot {', '.join(args.class_names)[:60]}")
+    return _with_frame(text, result, True, text)
+
+
+def vlm_workflow(model: str, question: str) -> dict[str, Any] | None:
+    """A one-step VLM workflow, or None if this inference version has no block for `model`.
+
+    Florence-2 is a captioner, not a VQA model: it gets a detailed-caption task and the caller answers from it.
+    """
+    if model == "florence2":
+        step = {"type": "roboflow_core/florence_2@v1", "task_type": "more-detailed-caption",
+                "model_version": "florence-2-base"}
+    elif model == "qwen2.5-vl":
+        step = {"type": "roboflow_core/qwen25vl@v1", "prompt": question}
+    else:
+        return None
+    step.update({"name": "vlm", "images": "$inputs.image"})
+    return {
+        "version": "1.0",
+        "inputs": [{"type": "WorkflowImage", "name": "image"}],
+        "steps": [step],
+        "outputs": [{"type": "JsonField", "name": "answer", "selector": "$steps.vlm.*"}],
+    }
+
+
+def _answer_text(values: dict[str, Any]) -> str | None:
+    """The first non-empty string among the workflow outputs (the VLM's answer)."""
+    stack: list[Any] = [values]
+    while stack:
+        item = stack.pop(0)
+        if isinstance(item, str) and item.strip():
+            return item.strip()
+        if isinstance(item, dict):
+            stack.extend(item[k] for k in sorted(item, key=lambda k: k not in ("output", "raw_output", "answer")))
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+    return None
+
+
+def _own_vision(image: bytes, question: str, reason: str, ctx: ToolContext) -> ToolResult:
+    from bot.media import as_jpeg
+
+    jpeg = as_jpeg(image, ctx.settings.monitoring.result_image_max_dimension)
+    return ToolResult(text=f"{reason}Answer the question from this image yourself: {question}", image=jpeg)
+
+
+async def ask_about_image(args: AskAboutImageArgs, ctx: ToolContext) -> ToolResult:
+    try:
+        image = await _image(args.image, ctx)
+    except MediaError as exc:
+        return _errors(exc)
+    model = args.model.strip().lower()
+    if model not in VLM_MODELS:
+        return ToolResult.error(f"unknown model {args.model!r}; use one of: {', '.join(VLM_MODELS)}.")
+    backend = ctx.services.get("backend")
+    spec = vlm_workflow(model, args.question)
+    if model == "claude" or backend is None:
+        return _own_vision(image, args.question, "", ctx)
+    if spec is None:
+        return _own_vision(image, args.question, f"{args.model} has no block in this inference version. ", ctx)
+    try:
+        result = await asyncio.wait_for(backend.run_single(image, workflow_spec=spec),
+                                        timeout=ctx.settings.inference.request_timeout)
+        answer = _answer_text(result.values)
+    except (TimeoutError, BackendError) as exc:
+        why = redact(str(exc)).split(". ")[0] or "timed out"
+        return _own_vision(image, args.question, f"{args.model} is not available ({why}). ", ctx)
+    if not answer:
+        return _own_vision(image, args.question, f"{args.model} gave no answer. ", ctx)
+    if model == "florence2":
+        return ToolResult(text=f"Florence-2 detailed caption: {answer[:1500]}\nUse it to answer: {args.question}")
+    return ToolResult(text=f"{args.model}: {answer[:1500]}")
 
 
 def register(reg: ToolRegistry) -> None:

@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from pydantic import Field
 
+from bot.backends.base import BackendError, PipelineHandle
+from bot.media import MediaError, resolve_video
+from bot.pipelines import PipelineNotFound
+from bot.redaction import redact
+from bot.summarize import summarize, summarize_many
 from tools.base import ToolArgs, ToolContext, ToolResult
 from tools.registry import ToolRegistry
 
 
 class StartPipelineArgs(ToolArgs):
-    video_reference: str = Field(description="RTSP/HTTP URL, webcam index (0, 1, 2), or a video file path")
+    video_reference: str = Field(description="Camera name from CAMERAS.md, RTSP/HTTP URL, webcam index (0, 1, 2), or a video file path")
     pipeline_name: str = Field(description="Human-friendly name for this pipeline, e.g. the camera name")
     workflow_spec: dict[str, Any] | None = Field(None, description="Inline workflow specification")
     workspace_name: str | None = None
@@ -34,11 +40,83 @@ class NoArgs(ToolArgs):
     pass
 
 
-NOT_YET = "not available yet: pipelines are not wired into this build"
+EXPECTED = (BackendError, MediaError, PipelineNotFound, LookupError)
 
 
-async def _not_yet(args: Any, ctx: ToolContext) -> ToolResult:
-    return ToolResult.error(NOT_YET)
+def _manager(ctx: ToolContext) -> Any:
+    return ctx.service("pipelines")
+
+
+def _describe(h: PipelineHandle) -> str:
+    fps = f", {h.fps:.1f} fps" if h.fps else ""
+    err = f", error: {h.error}" if h.error else ""
+    return f"{h.name} (id {h.pipeline_id}): {h.status}, {h.frames} frames{fps}, source {redact(h.video_reference)}{err}"
+
+
+async def start_pipeline(args: StartPipelineArgs, ctx: ToolContext) -> ToolResult:
+    try:
+        source = await asyncio.to_thread(resolve_video, args.video_reference, ctx)
+        handle = await _manager(ctx).start(
+            source, args.pipeline_name, model_id=args.model_id, workflow_spec=args.workflow_spec,
+            workspace_name=args.workspace_name, workflow_id=args.workflow_id, max_fps=args.max_fps,
+            parameters=args.parameters,
+        )
+    except EXPECTED as exc:
+        return ToolResult.error(redact(str(exc)))
+    rate = f" at up to {args.max_fps:g} FPS" if args.max_fps else ""
+    return ToolResult(
+        text=f"Pipeline '{handle.name}' started (id: {handle.pipeline_id}, status {handle.status}). Processing "
+        f"{redact(handle.video_reference)}{rate} with {handle.workflow_description}. "
+        "Check it with get_pipeline_results in a few seconds."
+    )
+
+
+async def get_pipeline_results(args: GetResultsArgs, ctx: ToolContext) -> ToolResult:
+    try:
+        mgr = _manager(ctx)
+        handle = mgr.resolve(args.pipeline_id)
+        results = await mgr.results(handle.pipeline_id, args.max_results)
+        latest = mgr.latest(handle.pipeline_id) if args.include_frame else None
+        handle = mgr.resolve(handle.pipeline_id)
+    except EXPECTED as exc:
+        return ToolResult.error(redact(str(exc)))
+    status = f"{handle.name} is {handle.status} ({handle.frames} frames so far)"
+    if handle.error:
+        status += f"; error: {redact(handle.error)}"
+    text = f"{status}. " + summarize_many(results, label="New results") if results else f"{status}. No new results since the last check."
+    if latest is None and results:
+        latest = results[-1]
+    if not (args.include_frame and latest is not None and latest.frame):
+        if args.include_frame:
+            text += " No frame available yet."
+        return ToolResult(text=text)
+    caption = summarize(latest, label=handle.name)
+    return ToolResult(text=f"{text}\nShown frame: {caption}", image=latest.frame, frame=latest.frame, frame_caption=caption)
+
+
+async def list_pipelines(args: NoArgs, ctx: ToolContext) -> ToolResult:
+    try:
+        handles = await _manager(ctx).list()
+    except EXPECTED as exc:
+        return ToolResult.error(redact(str(exc)))
+    if not handles:
+        return ToolResult(text="No pipelines. Start one with start_pipeline.")
+    return ToolResult(text="\n".join(_describe(h) for h in handles))
+
+
+def _control(action: str):
+    async def run(args: PipelineRef, ctx: ToolContext) -> ToolResult:
+        try:
+            handle = await getattr(_manager(ctx), action)(args.pipeline_id)
+        except EXPECTED as exc:
+            return ToolResult.error(redact(str(exc)))
+        return ToolResult(text=_describe(handle))
+
+    run.__name__ = f"{action}_pipeline"
+    return run
+
+
+stop_pipeline, pause_pipeline, resume_pipeline = _control("stop"), _control("pause"), _control("resume")
 
 
 def register(reg: ToolRegistry) -> None:
@@ -48,15 +126,15 @@ def register(reg: ToolRegistry) -> None:
         "a Roboflow workflow (workspace_name + workflow_id), an inline workflow_spec (validated before deploy), "
         "or a simple model_id (wrapped into a detection + tracking workflow).",
         StartPipelineArgs,
-        _not_yet,
+        start_pipeline,
     )
     reg.register(
         "get_pipeline_results",
         "Get the latest results from a pipeline as a short summary. Set include_frame=true for an annotated snapshot.",
         GetResultsArgs,
-        _not_yet,
+        get_pipeline_results,
     )
-    reg.register("list_pipelines", "List all video processing pipelines with their status.", NoArgs, _not_yet)
-    reg.register("stop_pipeline", "Stop a video pipeline (by id or name).", PipelineRef, _not_yet)
-    reg.register("pause_pipeline", "Pause a running pipeline (can be resumed).", PipelineRef, _not_yet)
-    reg.register("resume_pipeline", "Resume a paused pipeline.", PipelineRef, _not_yet)
+    reg.register("list_pipelines", "List all video processing pipelines with their status.", NoArgs, list_pipelines)
+    reg.register("stop_pipeline", "Stop a video pipeline (by id or name). It stays stopped after a restart.", PipelineRef, stop_pipeline)
+    reg.register("pause_pipeline", "Pause a running pipeline (by id or name; can be resumed).", PipelineRef, pause_pipeline)
+    reg.register("resume_pipeline", "Resume a paused pipeline (by id or name).", PipelineRef, resume_pipeline)

@@ -10,14 +10,14 @@ from typing import Any
 from bot.backends.base import BackendError, Detection, InferenceResult, PipelineHandle, ResultListener
 
 
-def result(counts: dict[str, int], frame_id: int = 1, frame: bytes | None = b"\xff\xd8\xffframe", **values: Any) -> InferenceResult:
+def result(counts: dict[str, int], frame_id: int | None = 1, frame: bytes | None = b"\xff\xd8\xffframe", **values: Any) -> InferenceResult:
     """A result with `counts[name]` detections of each class, tracker ids 1..n, confidences 0.9 downwards."""
     dets, tid = [], 1
     for name, n in counts.items():
         for i in range(n):
             dets.append(Detection(name, round(0.9 - 0.05 * i, 2), (10.0 * i, 0.0, 10.0 * i + 5, 5.0), tracker_id=tid))
             tid += 1
-    return InferenceResult(tuple(dets), dict(values), frame, frame_id, time.time() + frame_id * 0.1, (640, 480))
+    return InferenceResult(tuple(dets), dict(values), frame, frame_id, time.time() + (frame_id or 0) * 0.1, (640, 480))
 
 
 class FakeBackend:

@@ -8,33 +8,12 @@ from pathlib import Path
 from typing import Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-DEFAULT_WORKSPACE = "~/.vision_agent"
+from bot.config_sources import DEFAULT_WORKSPACE, ENV_MAP, SettingsError, describe_error, gather, workspace_path
 
-# env var -> dotted path in Settings. Env always wins over config.yaml.
-ENV_MAP: dict[str, str] = {
-    "ANTHROPIC_API_KEY": "llm.api_key",
-    "ANTHROPIC_BASE_URL": "llm.base_url",
-    "VISION_AGENT_MODEL": "llm.model",
-    "VISION_AGENT_WORKSPACE": "workspace",
-    "VISION_AGENT_BACKEND": "inference.backend",
-    "INFERENCE_SERVER_URL": "inference.server_url",
-    "ROBOFLOW_API_KEY": "inference.api_key",
-    "VISION_AGENT_MEDIA_DIRS": "inference.media_dirs",
-    "VISION_AGENT_HEARTBEAT_MINUTES": "heartbeat.interval_minutes",
-    "VISION_AGENT_ALERT_CHANNEL": "slack.alert_channel",
-    "SLACK_BOT_TOKEN": "slack.bot_token",
-    "SLACK_APP_TOKEN": "slack.app_token",
-    "SLACK_API_URL": "slack.api_url",
-}
-
-
-class SettingsError(Exception):
-    """A setting has an invalid value; str() is one line naming it."""
-
+__all__ = ["DEFAULT_WORKSPACE", "ENV_MAP", "Settings", "SettingsError", "load_settings", "workspace_path"]
 
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -168,66 +147,6 @@ class WorkspaceSection(_Section):
     path: str | None = None
 
 
-def _set_dotted(d: dict[str, Any], dotted: str, value: Any) -> None:
-    *parents, leaf = dotted.split(".")
-    for p in parents:
-        d = d.setdefault(p, {})
-    d[leaf] = value
-
-
-def _deep_merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
-    out = dict(base)
-    for k, v in top.items():
-        out[k] = _deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
-    return out
-
-
-def workspace_path(environ: dict[str, str] | None = None) -> Path:
-    env = os.environ if environ is None else environ
-    return Path(env.get("VISION_AGENT_WORKSPACE") or DEFAULT_WORKSPACE).expanduser()
-
-
-_PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
-_UNSET = object()
-
-
-def _resolve(node: Any, environ: dict[str, str] | os._Environ) -> Any:
-    """Replace ${VAR} / ${VAR:-default} in config.yaml strings; a value naming an unset variable is dropped."""
-    if isinstance(node, dict):
-        out = {k: _resolve(v, environ) for k, v in node.items()}
-        return {k: v for k, v in out.items() if v is not _UNSET}
-    if isinstance(node, list):
-        return [v for v in (_resolve(x, environ) for x in node) if v is not _UNSET]
-    if not isinstance(node, str) or "${" not in node:
-        return node
-    missing = False
-
-    def sub(m: re.Match[str]) -> str:
-        nonlocal missing
-        val = environ.get(m.group(1)) or m.group(2)
-        if val is None:
-            missing = True
-            return ""
-        return val
-
-    text = _PLACEHOLDER.sub(sub, node)
-    return _UNSET if missing else text
-
-
-def _read_yaml(cfg_file: Path) -> dict[str, Any]:
-    try:
-        loaded = yaml.safe_load(cfg_file.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark else ""
-        raise SettingsError(f"{cfg_file}: not valid YAML{where}; fix it or delete the file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SettingsError(f"{cfg_file}: cannot be read ({exc.__class__.__name__}); check its permissions") from None
-    if not isinstance(loaded, dict):
-        raise SettingsError(f"{cfg_file}: must be a mapping of sections (llm:, inference:, heartbeat:, ...)")
-    return loaded
-
-
 class _MappedEnvSource(PydanticBaseSettingsSource):
     """Reads the documented env vars (flat names) into the nested settings, and config.yaml beneath them."""
 
@@ -239,25 +158,7 @@ class _MappedEnvSource(PydanticBaseSettingsSource):
         return None, field_name, False
 
     def __call__(self) -> dict[str, Any]:
-        ws = workspace_path(self._environ)
-        data: dict[str, Any] = {}
-        cfg_file = ws / "config.yaml"
-        if cfg_file.is_file():
-            loaded = _resolve(_read_yaml(cfg_file), self._environ)
-            ws_section = loaded.pop("workspace", None) or {}
-            loaded.pop("interface", None)  # seed App. C key; the adapter is chosen by the command
-            data = loaded
-            ws_path = ws_section.get("path") if isinstance(ws_section, dict) else ws_section
-            if ws_path and not self._environ.get("VISION_AGENT_WORKSPACE"):
-                ws = Path(str(ws_path)).expanduser()
-        env_data: dict[str, Any] = {}
-        for var, dotted in ENV_MAP.items():
-            val = self._environ.get(var)
-            if val is not None and val.strip() != "":
-                _set_dotted(env_data, dotted, val.strip())
-        merged = _deep_merge(data, env_data)
-        merged.setdefault("workspace", str(ws))
-        return merged
+        return gather(self._environ)
 
 
 class Settings(BaseSettings):
@@ -289,33 +190,12 @@ class Settings(BaseSettings):
 _ENVIRON_OVERRIDE: dict[str, dict[str, str] | None] = {"env": None}
 
 
-_SECRET_HINTS = ("key", "token", "secret")
-
-
-def _describe(err: dict[str, Any], environ: dict[str, str] | os._Environ) -> str:
-    """'invalid setting VAR (dotted): why' — naming the env var only when the value came from it."""
-    dotted = ".".join(str(p) for p in err["loc"])
-    name = f"{dotted} (in {workspace_path(environ) / 'config.yaml'})"
-    for var, path in ENV_MAP.items():
-        if (dotted == path or dotted.startswith(path + ".")) and (environ.get(var) or "").strip():
-            name = f"{var} ({dotted})"
-            break
-    if err["type"] == "extra_forbidden":
-        return f"unknown setting {name}: remove it or fix its spelling"
-    msg = str(err["msg"]).removeprefix("Value error, ")
-    bad = err.get("input")
-    secret = any(h in dotted for h in _SECRET_HINTS)
-    if not secret and isinstance(bad, (str, int, float)) and "got " not in msg:
-        msg += f" (got {str(bad)[:60]!r})"
-    return f"invalid setting {name}: {msg}"
-
-
 def load_settings(environ: dict[str, str] | None = None, **overrides: Any) -> Settings:
     """Load settings; raise SettingsError whose message is one line naming the bad setting."""
     _ENVIRON_OVERRIDE["env"] = environ
     try:
         return Settings(**overrides)
     except ValidationError as exc:
-        raise SettingsError(_describe(exc.errors()[0], os.environ if environ is None else environ)) from None
+        raise SettingsError(describe_error(exc.errors()[0], os.environ if environ is None else environ)) from None
     finally:
         _ENVIRON_OVERRIDE["env"] = None

@@ -55,7 +55,7 @@ def parse_camera_table(text: str) -> list[Camera]:
             continue
         if all(set(c) <= set("-: ") for c in cells):
             continue  # the |---|---| separator
-        row = dict(zip(header, cells))
+        row = dict(zip(header, cells, strict=False))  # short rows leave columns empty
         if row.get("name") and row.get("url"):
             cameras.append(Camera(row["name"], row["url"], row.get("location", ""), row.get("notes", "")))
     return cameras

@@ -227,10 +227,11 @@ class Agent:
                 self.sessions.append(key, {"role": "user", "content": [msgs.interrupted_result(i) for i in ids]})
 
     def _trim_heartbeat(self, key: str) -> None:
+        # Heartbeats repeat forever: keep the last few checks (with this one) so the cost per check stays flat.
         starts = turn_starts(self.sessions.history(key))
-        if len(starts) > HEARTBEAT_TURNS_KEPT:
+        if len(starts) >= HEARTBEAT_TURNS_KEPT:
             self.sessions.compact(key, "Earlier heartbeat checks were trimmed; anything notable was reported then.",
-                                  starts[-HEARTBEAT_TURNS_KEPT])
+                                  starts[-(HEARTBEAT_TURNS_KEPT - 1)])
 
     def _mark_usage(self, key: str, resp: LLMResponse, history_len: int) -> None:
         u = resp.usage

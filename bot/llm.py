@@ -167,6 +167,12 @@ class LLMClient:
         resp.cost = self.usage.add(resp.usage, session_key)
         return resp
 
+    async def aclose(self) -> None:
+        """Close the HTTP connection pool (call before the event loop ends)."""
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
+
     def _check_budget(self) -> None:
         limit = self.settings.llm.cost_limit_daily
         spent = self.usage.today()["cost"]

@@ -25,9 +25,21 @@ def tuned(settings: Settings, **llm: object) -> Settings:
     return settings.model_copy(update={"llm": settings.llm.model_copy(update=llm)})
 
 
+_OPEN: list[LLMClient] = []
+
+
+@pytest.fixture(autouse=True)
+async def _close_clients():
+    yield
+    while _OPEN:
+        await _OPEN.pop().aclose()
+
+
 def client(settings: Settings, tmp_path=None, **kw) -> LLMClient:
     usage = tmp_path / "usage.json" if tmp_path is not None else None
-    return LLMClient(settings, usage, retry_base_delay=0.001, **kw)
+    llm = LLMClient(settings, usage, retry_base_delay=0.001, **kw)
+    _OPEN.append(llm)
+    return llm
 
 
 async def test_cache_control_only_on_last_tool_and_caller_tools_untouched(anthropic_api, llm_settings):

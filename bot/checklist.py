@@ -1,0 +1,58 @@
+"""HEARTBEAT.md items with a schedule tag ('[every 2h]', '[at 18:00]') and when each one is due."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+_COMMENT = re.compile(r"<!--.*?-->", re.S)
+_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(.*)$")
+_TAG = re.compile(
+    r"\[\s*(?:every\s+(?P<n>\d+(?:\.\d+)?)\s*(?P<unit>m|min|mins|minutes?|h|hrs?|hours?)"
+    r"|(?:at|daily(?:\s+at)?)\s+(?P<at>[01]?\d:[0-5]\d|2[0-3]:[0-5]\d))\s*\]",
+    re.I,
+)
+
+
+@dataclass(frozen=True)
+class ChecklistItem:
+    """One scheduled checklist line; untagged lines are only looked at when tier 1 has news."""
+
+    text: str
+    every: timedelta | None = None
+    at: str | None = None  # "HH:MM" in the heartbeat time zone
+
+    @property
+    def key(self) -> str:
+        return hashlib.sha1(self.text.encode("utf-8")).hexdigest()[:12]
+
+    def due(self, now: datetime, last_done: float | None) -> bool:
+        """Whether the item should be checked at `now` (tz-aware), given when it was last checked."""
+        if self.every is not None:
+            return last_done is None or now.timestamp() - last_done >= self.every.total_seconds()
+        if self.at is not None:
+            hh, mm = (int(x) for x in self.at.split(":"))
+            slot = now.replace(hour=hh, minute=mm, second=0, microsecond=0)
+            return now >= slot and (last_done is None or last_done < slot.timestamp())
+        return False
+
+
+def scheduled_items(checklist: str) -> list[ChecklistItem]:
+    """The tagged items of a HEARTBEAT.md text (comments ignored)."""
+    items: list[ChecklistItem] = []
+    for line in _COMMENT.sub("", checklist).splitlines():
+        m = _ITEM.match(line)
+        tag = _TAG.search(m.group(1)) if m else None
+        if not m or not tag:
+            continue
+        text = _TAG.sub("", m.group(1)).strip()
+        if tag.group("at"):
+            items.append(ChecklistItem(text, at=tag.group("at")))
+        else:
+            n, unit = float(tag.group("n")), tag.group("unit").lower()
+            items.append(
+                ChecklistItem(text, every=timedelta(hours=n) if unit.startswith("h") else timedelta(minutes=n))
+            )
+    return items

@@ -1,0 +1,98 @@
+"""Built-in cron actions: the daily summary and camera snapshots, posted through the alert router."""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections import Counter
+from typing import Any
+
+from bot.alerts import DEFAULT_CAMERA, Alert
+from bot.events import EventType
+
+log = logging.getLogger(__name__)
+
+_ALERT = re.compile(r"^\d{2}:\d{2}:\d{2} (?:HEARTBEAT )?ALERT(?: ([\w:.>*-]+))?:")
+MAX_LOG_CHARS = 8000  # of the day's log shown to the model; the counts above it are exact regardless
+
+
+def day_counts(by_camera: dict[str, list[str]]) -> dict[str, tuple[int, Counter[str]]]:
+    """Per camera: observations that are not alerts, and alerts by rule."""
+    out: dict[str, tuple[int, Counter[str]]] = {}
+    for cam, bullets in by_camera.items():
+        rules: Counter[str] = Counter()
+        plain = 0
+        for b in bullets:
+            m = _ALERT.match(b)
+            if m:
+                rules[m.group(1) or "heartbeat"] += 1
+            else:
+                plain += 1
+        out[cam] = (plain, rules)
+    return out
+
+
+def summary_lines(day: str, counts: dict[str, tuple[int, Counter[str]]]) -> list[str]:
+    lines = [f"Daily summary for {day}"]
+    for cam in sorted(counts):
+        plain, rules = counts[cam]
+        detail = ", ".join(f"{r} ×{n}" for r, n in rules.most_common())
+        lines.append(
+            f"- {cam}: {sum(rules.values())} alerts" + (f" ({detail})" if detail else "") + f", {plain} other notes"
+        )
+    return lines
+
+
+async def daily_summary(agent: Any, memory: Any, router: Any, date: str | None = None) -> str | None:
+    """Post a short report of a day's observations and alerts (default today); None on a day with nothing."""
+    day = date or memory.today()
+    by_camera = memory.observations_by_camera(day)
+    if not by_camera:
+        log.info("daily summary %s: nothing was observed, nothing posted", day)
+        return None
+    counts = day_counts(by_camera)
+    lines = summary_lines(day, counts)
+    if agent is not None:
+        narrative = await _narrative(agent, day, memory.get_daily_observations(day))
+        if narrative:
+            lines += ["", narrative]
+    text = "\n".join(lines)
+    totals = {cam: sum(rules.values()) for cam, (_, rules) in counts.items()}
+    await router.dispatch(Alert(DEFAULT_CAMERA, "daily_summary", text, totals, summary=lines[0]))
+    return text
+
+
+async def _narrative(agent: Any, day: str, log_text: str) -> str:
+    """A few sentences from the model, in a session of its own (never a chat session)."""
+    prompt = (
+        f"Write the daily summary for {day} in at most five short sentences: what happened on each camera, "
+        "anything unusual, anything to check tomorrow. Do not call tools. The day's observation log:\n\n"
+        + log_text[-MAX_LOG_CHARS:]
+    )
+    parts: list[str] = []
+    try:
+        async for ev in agent.process_message(f"cron:daily_summary:{day}", prompt, []):
+            if ev.type in (EventType.RESPONSE, EventType.ASK_USER):
+                parts.append(ev.data.get("text", ""))
+    except Exception:  # the counts still go out without the prose
+        log.exception("daily summary narrative failed")
+    return "\n".join(p for p in parts if p).strip()
+
+
+async def snapshot(pipelines: Any, router: Any, memory: Any, camera: str) -> bool:
+    """Post the latest annotated frame of a camera's pipeline; False (and a log line) if it has none."""
+    try:
+        latest = pipelines.latest(camera) if pipelines is not None else None
+    except Exception:  # noqa: BLE001 - unknown or stopped pipeline
+        latest = None
+    if latest is None or not latest.frame:
+        log.warning("snapshot of %s skipped: no frame; is a pipeline named %s running?", camera, camera)
+        return False
+    counts = latest.counts()
+    seen = ", ".join(f"{k} ×{v}" for k, v in counts.items()) or "nothing detected"
+    await router.dispatch(
+        Alert(camera, "snapshot", f"{camera}: scheduled snapshot ({seen})", counts, frame=latest.frame)
+    )
+    if memory is not None:
+        memory.store(f"snapshot: {seen}", "observation", camera_id=camera)
+    return True

@@ -1,0 +1,265 @@
+"""The scheduler thread (`schedule`): heartbeat, tier-1 health ticks, persisted cron jobs; no job overlaps itself."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import re
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import schedule
+from tinydb import Query, TinyDB
+
+from bot import cron_jobs
+from bot.alerts import in_window
+from bot.heartbeat import Heartbeat
+
+log = logging.getLogger(__name__)
+
+Action = Callable[["CronJob"], Any]  # may return an awaitable: it then runs on the main loop
+_WHEN = re.compile(
+    r"^\s*(?:(?:daily\s+)?at\s+(?P<at>\d{1,2}:\d{2})|every\s+(?P<n>\d+(?:\.\d+)?)?\s*(?P<unit>minutes?|mins?|m|hours?|h|days?|d))\s*$",
+    re.I,
+)
+
+
+@dataclass(frozen=True)
+class CronJob:
+    """A persisted job: an action at a daily time ('18:00', heartbeat time zone) or every N minutes."""
+
+    name: str
+    action: str
+    at: str | None = None
+    every_minutes: float | None = None
+    camera: str | None = None
+    enabled: bool = True
+
+    def describe(self) -> str:
+        when = f"daily at {self.at}" if self.at else f"every {self.every_minutes:g} min"
+        return f"{self.name}: {self.action}{' of ' + self.camera if self.camera else ''}, {when}"
+
+
+def parse_when(text: str) -> dict[str, Any]:
+    """'at 18:00' / 'daily at 6:30' / 'every hour' / 'every 15 minutes' -> CronJob fields; ValueError otherwise."""
+    m = _WHEN.match(text)
+    if not m:
+        raise ValueError(f"cannot read the schedule {text!r}; say 'at 18:00' or 'every 30 minutes' or 'every hour'")
+    if m.group("at"):
+        hh, mm = (int(x) for x in m.group("at").split(":"))
+        if hh > 23 or mm > 59:
+            raise ValueError(f"{m.group('at')} is not a time of day; use HH:MM between 00:00 and 23:59")
+        return {"at": f"{hh:02d}:{mm:02d}"}
+    n, unit = float(m.group("n") or 1), m.group("unit").lower()
+    minutes = n * (1440 if unit.startswith("d") else 60 if unit.startswith("h") else 1)
+    if minutes <= 0:
+        raise ValueError("the interval must be more than zero minutes")
+    return {"every_minutes": minutes}
+
+
+class Scheduler:
+    """Runs on its own thread; coroutine jobs go to the main loop (run_coroutine_threadsafe)."""
+
+    def __init__(
+        self,
+        settings: Any,
+        agent: Any = None,
+        monitor: Any = None,
+        workspace: Any = None,
+        *,
+        router: Any = None,
+        pipelines: Any = None,
+        memory: Any = None,
+        db_path: Path | None = None,
+        tick_seconds: float = 1.0,
+        health_seconds: float = 10.0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.settings = settings
+        self.monitor = monitor
+        self.router = router or getattr(monitor, "router", None)
+        self.pipelines = pipelines or getattr(monitor, "pipelines", None)
+        self.memory = memory or getattr(monitor, "memory", None)
+        self.agent = agent
+        self.heartbeat = Heartbeat(agent, monitor, self.router, settings, workspace, self.pipelines, self.memory, clock)
+        self.tick_seconds, self.health_seconds = tick_seconds, health_seconds
+        self._tz = ZoneInfo(settings.heartbeat.timezone)
+        self._clock = clock
+        db_path = db_path or Path(settings.workspace) / ".state" / "cron.json"
+        db_path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = TinyDB(db_path)
+        self._sched = schedule.Scheduler()
+        self._lock = threading.RLock()
+        self._running: set[str] = set()
+        self._workers: set[threading.Thread] = set()
+        self._futures: set[Any] = set()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.runs: Counter[str] = Counter()
+        self.skipped: Counter[str] = Counter()
+        self.failures: Counter[str] = Counter()
+        self.actions: dict[str, Action] = {
+            "heartbeat": lambda job: self.heartbeat.run(),
+            "daily_summary": lambda job: cron_jobs.daily_summary(self.agent, self.memory, self.router),
+            "snapshot": lambda job: cron_jobs.snapshot(self.pipelines, self.router, self.memory, job.camera or ""),
+        }
+        self._seed_defaults()
+
+    # lifecycle ------------------------------------------------------------
+    def start(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
+        """Schedule the heartbeat, health ticks and saved jobs, then start the thread (call on the main loop)."""
+        if self._thread is not None:
+            return
+        self._loop = loop or asyncio.get_running_loop()
+        hb = self.settings.heartbeat
+        if hb.enabled and hb.interval_minutes > 0:
+            self.every(hb.interval_minutes * 60, self.heartbeat.run, "heartbeat")
+        if self.monitor is not None and self.health_seconds > 0:
+            self.every(self.health_seconds, self.monitor.check_health, "health")
+        for job in self.jobs():
+            self._schedule(job)
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._loop_forever, name="scheduler", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop the thread, cancel coroutine jobs still running, wait briefly for worker threads."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+            self._thread = None
+        with self._lock:
+            futures, workers = list(self._futures), list(self._workers)
+        for fut in futures:
+            fut.cancel()
+        for w in workers:
+            w.join(timeout)
+        self._sched.clear()
+
+    def _loop_forever(self) -> None:
+        while not self._stop.wait(self.tick_seconds):
+            self.run_pending()
+
+    def run_pending(self) -> None:
+        with self._lock:
+            self._sched.run_pending()
+
+    # jobs -----------------------------------------------------------------
+    def every(self, seconds: float, fn: Callable[[], Any], name: str, active_hours: bool = False) -> None:
+        """An internal recurring job (not persisted). fn may be sync (runs on a worker thread) or async."""
+        with self._lock:
+            self._sched.every(seconds).seconds.do(self._fire, name, fn, active_hours).tag(name)
+
+    def add_job(
+        self,
+        name: str,
+        action: str,
+        *,
+        at: str | None = None,
+        every_minutes: float | None = None,
+        camera: str | None = None,
+    ) -> CronJob:
+        """Save a cron job (replacing one with the same name) and schedule it if the thread runs."""
+        if action not in self.actions:
+            raise ValueError(f"unknown job action {action!r}; use one of {', '.join(sorted(self.actions))}")
+        if (at is None) == (every_minutes is None):
+            raise ValueError("give a job either a daily time (at='18:00') or an interval (every_minutes=60)")
+        if action == "snapshot" and not camera:
+            raise ValueError("a snapshot job needs a camera (the pipeline name)")
+        job = CronJob(name, action, at, every_minutes, camera)
+        with self._lock:
+            self._db.table("jobs").upsert(asdict(job), Query().name == name)
+            self._sched.clear(f"cron:{name}")
+            if self._thread is not None:
+                self._schedule(job)
+        return job
+
+    def remove_job(self, name: str) -> bool:
+        with self._lock:
+            self._sched.clear(f"cron:{name}")
+            return bool(self._db.table("jobs").remove(Query().name == name))
+
+    def jobs(self) -> list[CronJob]:
+        with self._lock:
+            return [CronJob(**row) for row in self._db.table("jobs").all()]
+
+    def run_now(self, name: str) -> None:
+        """Fire a saved job at once (still never alongside itself)."""
+        job = next((j for j in self.jobs() if j.name == name), None)
+        if job is None:
+            raise KeyError(f"no cron job named {name!r}")
+        self._fire(f"cron:{name}", lambda: self.actions[job.action](job), False)
+
+    def _schedule(self, job: CronJob) -> None:
+        if not job.enabled:
+            return
+        run = lambda: self.actions[job.action](job)  # noqa: E731 - looked up at run time: actions can be replaced
+        tag = f"cron:{job.name}"
+        if job.at:
+            self._sched.every().day.at(job.at, self._tz.key).do(self._fire, tag, run, False).tag(tag)
+        else:
+            self._sched.every(float(job.every_minutes or 60) * 60).seconds.do(self._fire, tag, run, True).tag(tag)
+
+    def _seed_defaults(self) -> None:
+        """A daily summary at 18:00, once per workspace (a user who deletes it keeps it deleted)."""
+        meta = self._db.table("meta")
+        if not meta.get(Query().seeded.exists()):
+            meta.insert({"seeded": True})
+            if not self.jobs():
+                self.add_job("daily_summary", "daily_summary", at="18:00")
+
+    # running ----------------------------------------------------------------
+    def _fire(self, name: str, fn: Callable[[], Any], active_hours: bool) -> None:
+        """Start a job on a worker thread unless the previous run of the same job is still going."""
+        window = self.settings.heartbeat.active_hours
+        if active_hours and window and not in_window(window, datetime.fromtimestamp(self._clock(), self._tz)):
+            return
+        with self._lock:
+            if name in self._running:
+                self.skipped[name] += 1
+                log.info("job %s skipped: its previous run is still going", name)
+                return
+            self._running.add(name)
+            worker = threading.Thread(target=self._execute, args=(name, fn), name=f"job:{name}", daemon=True)
+            self._workers.add(worker)
+        worker.start()
+
+    def _execute(self, name: str, fn: Callable[[], Any]) -> None:
+        fut = None
+        try:
+            result = fn()
+            if inspect.isawaitable(result):
+                if self._loop is None or self._loop.is_closed():
+                    getattr(result, "close", lambda: None)()  # never awaited: close it quietly
+                    raise RuntimeError("scheduler has no running event loop for coroutine jobs")
+                fut = asyncio.run_coroutine_threadsafe(_awaited(result), self._loop)
+                with self._lock:
+                    self._futures.add(fut)
+                fut.result()
+            with self._lock:
+                self.runs[name] += 1
+        except BaseException as exc:  # noqa: BLE001 - the scheduler outlives any job
+            if fut is not None and fut.cancelled():
+                log.info("job %s cancelled", name)
+            else:
+                with self._lock:
+                    self.failures[name] += 1
+                log.error("scheduled job %s failed: %s", name, exc, exc_info=isinstance(exc, Exception))
+        finally:
+            with self._lock:
+                self._running.discard(name)
+                self._futures.discard(fut)
+                self._workers.discard(threading.current_thread())
+
+
+async def _awaited(aw: Any) -> Any:
+    return await aw

@@ -1,0 +1,130 @@
+"""`vision-agent serve`: check tokens, build the runtime and the Bolt app, register handlers, open the socket."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import aiohttp
+from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+from slack_bolt.async_app import AsyncApp
+from slack_bolt.authorization import AuthorizeResult
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.config import Settings
+from handlers import register
+from handlers.context import SlackBot
+from handlers.health import HealthServer
+
+log = logging.getLogger(__name__)
+
+
+class TokenError(ValueError):
+    """Missing or malformed Slack tokens; str() is one line saying what to do."""
+
+
+def check_tokens(settings: Settings) -> tuple[str, str]:
+    """(bot token, app token), or TokenError naming the variable to fix. Never echoes a secret."""
+    slack = settings.slack
+    bot = slack.bot_token.get_secret_value().strip() if slack.bot_token else ""
+    app = slack.app_token.get_secret_value().strip() if slack.app_token else ""
+    if not bot:
+        raise TokenError("SLACK_BOT_TOKEN is not set: copy the Bot User OAuth Token (xoxb-…) from your Slack app's "
+                         "OAuth & Permissions page (create the app from manifest.yml).")
+    if not bot.startswith("xoxb-"):
+        raise TokenError("SLACK_BOT_TOKEN must be the bot token starting with xoxb- (OAuth & Permissions page), "
+                         "not a user or app token.")
+    if not app:
+        raise TokenError("SLACK_APP_TOKEN is not set: create an app-level token with connections:write "
+                         "(Basic Information → App-Level Tokens); it starts with xapp-.")
+    if not app.startswith("xapp-"):
+        raise TokenError("SLACK_APP_TOKEN must be the app-level token starting with xapp- "
+                         "(Basic Information → App-Level Tokens).")
+    return bot, app
+
+
+def build_app(client: AsyncWebClient, identity: dict[str, Any]) -> AsyncApp:
+    """The Bolt app over `client` (whose base_url is SLACK_API_URL), authorized from our one auth.test."""
+    token = client.token
+    result = AuthorizeResult(enterprise_id=None, team_id=identity["team_id"], bot_token=token,
+                             bot_id=identity.get("bot_id"), bot_user_id=identity["user_id"])
+
+    async def authorize() -> AuthorizeResult:
+        # No network call per event: dispatch never waits, so envelopes reach handlers in arrival order.
+        return result
+
+    client.token = None  # with `authorize`, Bolt warns about a client token it would ignore; put it back after
+    app = AsyncApp(client=client, authorize=authorize, name="vision-agent", request_verification_enabled=False)
+    client.token = token  # app.client also serves work off the request path (turns, alerts)
+    return app
+
+
+async def run(settings: Settings, runtime: Any = None, *, on_ready: Callable[[SlackBot], Any] | None = None,
+              stop: asyncio.Event | None = None) -> int:
+    """Serve until `stop` is set (or forever); `on_ready(bot)` once connected (tests, benchmarks).
+
+    Raises TokenError / SlackApiError for bad credentials. A runtime passed in is left open.
+    """
+    bot_token, app_token = check_tokens(settings)
+    client = AsyncWebClient(token=bot_token, base_url=settings.slack.api_url)
+    identity = (await client.auth_test()).data  # a bad or revoked token fails here, before anything starts
+    own_runtime = runtime is None
+    if own_runtime:
+        from bot.runtime import Runtime
+
+        runtime = await Runtime(settings).start()
+    app = build_app(client, identity)
+    bot = register(app, runtime)
+    bot.set_identity(identity)
+    # The socket client asks apps.connections.open through the same client, so SLACK_API_URL covers both.
+    handler = AsyncSocketModeHandler(app, app_token, web_client=client)
+    # Validate the app token now: the SDK would otherwise retry a rejected token forever. Slack's answer is
+    # the socket URL itself, which the client then uses instead of asking again.
+    handler.client.wss_uri = (await client.apps_connections_open(app_token=app_token))["url"]
+    bot.socket = handler.client
+    health = HealthServer(bot, settings.slack.health_port) if settings.slack.health_port is not None else None
+    try:
+        if health is not None:
+            await health.start()
+        await handler.connect_async()
+        log.info("connected to Slack as %s in %s", identity.get("user"), identity.get("team"))
+        if on_ready is not None:
+            on_ready(bot)
+        await (stop or asyncio.Event()).wait()
+    finally:
+        await handler.close_async()
+        await bot.close()
+        if health is not None:
+            await health.stop()
+        if own_runtime:
+            await runtime.close()
+    return 0
+
+
+def serve(settings: Settings) -> int:
+    """Entry point of `vision-agent serve`: exit 0 on SIGINT/SIGTERM, 2 with one line on bad credentials."""
+    async def main() -> int:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        return await run(settings, stop=stop)
+
+    try:
+        check_tokens(settings)
+        return asyncio.run(main())
+    except TokenError as exc:
+        print(f"vision-agent serve: {exc}", file=sys.stderr)
+    except (aiohttp.ClientError, OSError) as exc:
+        print(f"vision-agent serve: cannot reach Slack at {settings.slack.api_url} ({type(exc).__name__}); "
+              "check the network or SLACK_API_URL.", file=sys.stderr)
+        return 1
+    except SlackApiError as exc:
+        print(f"vision-agent serve: Slack rejected the tokens ({exc.response.get('error')}); check SLACK_BOT_TOKEN "
+              "and SLACK_APP_TOKEN belong to the installed app.", file=sys.stderr)
+    return 2

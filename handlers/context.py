@@ -1,0 +1,92 @@
+"""SlackBot: the adapter's state shared by every handler (runtime, thread book, queues, identity)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from handlers.files import FileFetcher
+from handlers.queue import SessionQueues
+from handlers.threads import Deduper, ThreadBook
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Stats:
+    """What the health endpoint and the benchmark read."""
+
+    events: int = 0
+    turns: int = 0
+    turn_errors: int = 0
+    last_event: float | None = None
+
+
+@dataclass
+class SlackBot:
+    """Everything the Slack handlers share. Built by `handlers.register`; reached in listeners as context["vision"]."""
+
+    runtime: Any
+    client: Any  # the app's AsyncWebClient (used off the request path: turns, alerts)
+    threads: ThreadBook
+    fetcher: FileFetcher
+    dedupe: Deduper = field(default_factory=Deduper)
+    queues: SessionQueues | None = None
+    team_id: str = ""
+    bot_user_id: str = ""
+    bot_id: str = ""
+    status_supported: dict[str, bool] = field(default_factory=dict)  # channel -> setStatus works there
+    stats: Stats = field(default_factory=Stats)
+    socket: Any = None  # the socket-mode client, for health
+    _tasks: set[asyncio.Task[Any]] = field(default_factory=set)
+
+    @property
+    def settings(self) -> Any:
+        return self.runtime.settings
+
+    @property
+    def agent(self) -> Any:
+        return getattr(self.runtime, "agent", None)
+
+    def llm_unavailable(self) -> str | None:
+        """Why free text cannot go to Claude right now (one line), or None."""
+        if self.agent is None:
+            missing = getattr(self.runtime, "missing", {}) or {}
+            return missing.get("agent") or missing.get("llm") or "the agent is not configured"
+        llm = getattr(self.runtime, "llm", None)
+        if llm is not None and getattr(llm, "available", True) is False:
+            return "ANTHROPIC_API_KEY is not set; add it to the environment and restart"
+        return None
+
+    def set_identity(self, auth_test: dict[str, Any]) -> None:
+        """Who we are, from auth.test: our own messages are recognised by these ids."""
+        self.team_id, self.bot_user_id = auth_test["team_id"], auth_test["user_id"]
+        self.bot_id = auth_test.get("bot_id") or ""
+
+    def spawn(self, coro: Any) -> asyncio.Task[Any]:
+        """Fire-and-forget work that must not be garbage-collected mid-flight (reactions, uploads)."""
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._done)
+        return task
+
+    def _done(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("background Slack call failed: %s", task.exception())
+
+    def note_event(self) -> None:
+        self.stats.events += 1
+        self.stats.last_event = time.time()
+
+    async def close(self) -> None:
+        if self.queues is not None:
+            await self.queues.cancel()
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.fetcher.close()
+        self.threads.close()

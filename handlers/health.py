@@ -1,0 +1,94 @@
+"""GET /healthz on a local port: socket connected?, pipelines running, last heartbeat (200 healthy, 503 not)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from datetime import datetime, timezone
+from typing import Any
+
+from aiohttp import web
+
+from handlers.context import SlackBot
+
+log = logging.getLogger(__name__)
+LIVE = {"starting", "running", "paused"}
+
+
+def _iso(ts: float | None) -> str | None:
+    return datetime.fromtimestamp(ts, timezone.utc).isoformat(timespec="seconds") if ts else None
+
+
+async def socket_connected(bot: SlackBot) -> bool:
+    client = bot.socket
+    if client is None:
+        return False
+    try:
+        return bool(await client.is_connected())
+    except Exception:
+        return False
+
+
+def pipelines_running(runtime: Any) -> int:
+    """Counted from the manager's last-known handles: never builds the (slow) backend for a health probe."""
+    mgr = getattr(runtime, "pipelines", None)
+    if mgr is None:
+        return 0
+    try:
+        return sum(1 for h in mgr.snapshot() if h.status in LIVE)
+    except Exception:
+        return 0
+
+
+def last_heartbeat(runtime: Any) -> float | None:
+    sched = getattr(runtime, "scheduler", None)
+    for name in ("last_heartbeat", "last_run"):
+        value = getattr(sched, name, None)
+        if isinstance(value, (int, float)):
+            return float(value)
+    return None
+
+
+async def report(bot: SlackBot) -> tuple[int, dict[str, Any]]:
+    connected = await socket_connected(bot)
+    pong = getattr(bot.socket, "last_ping_pong_time", None)
+    body = {
+        "status": "ok" if connected else "disconnected",
+        "socket": connected,
+        "socket_last_pong": _iso(pong),
+        "pipelines": pipelines_running(bot.runtime),
+        "last_heartbeat": _iso(last_heartbeat(bot.runtime)),
+        "sessions_busy": bot.queues.busy_sessions if bot.queues else 0,
+        "events": bot.stats.events,
+        "last_event": _iso(bot.stats.last_event),
+        "time": _iso(time.time()),
+    }
+    return (200 if connected else 503), body
+
+
+class HealthServer:
+    """A tiny aiohttp server bound to 127.0.0.1 by default (containers: host='0.0.0.0')."""
+
+    def __init__(self, bot: SlackBot, port: int, host: str = "127.0.0.1") -> None:
+        self.bot, self.port, self.host = bot, port, host
+        self._runner: web.AppRunner | None = None
+
+    async def start(self) -> int:
+        app = web.Application()
+        app.router.add_get("/healthz", self._healthz)
+        self._runner = web.AppRunner(app, handle_signals=False, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port)
+        await site.start()
+        self.port = site._server.sockets[0].getsockname()[1]  # port 0 → the one the OS chose
+        log.info("health endpoint on http://%s:%d/healthz", self.host, self.port)
+        return self.port
+
+    async def _healthz(self, request: web.Request) -> web.Response:
+        status, body = await report(self.bot)
+        return web.json_response(body, status=status)
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None

@@ -1,0 +1,124 @@
+"""AgentEvents → Slack calls in the same thread: status, reactions, frame uploads, the final reply."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from slack_sdk.errors import SlackApiError
+
+from bot.events import AgentEvent, EventType
+from handlers.mrkdwn import escape, fallback_text, to_messages
+from handlers.threads import Conversation
+
+log = logging.getLogger(__name__)
+
+WORKING, DONE, FAILED = "eyes", "white_check_mark", "x"
+_HARMLESS = {"already_reacted", "no_reaction", "message_not_found"}
+
+
+async def react(client: Any, channel: str, ts: str, add: str | None = None, remove: str | None = None) -> None:
+    """Swap reactions on a message; the ones Slack says are already in place are fine."""
+    for method, name in ((client.reactions_remove, remove), (client.reactions_add, add)):
+        if not name:
+            continue
+        try:
+            await method(channel=channel, timestamp=ts, name=name)
+        except SlackApiError as exc:
+            if exc.response.get("error") not in _HARMLESS:
+                log.warning("reaction %s on %s failed: %s", name, channel, exc.response.get("error"))
+
+
+async def post_markdown(client: Any, channel: str, thread_ts: str | None, markdown: str) -> list[str]:
+    """Post Claude's markdown as mrkdwn sections, split to Slack's limits; returns the message timestamps."""
+    posted = []
+    for sections in to_messages(markdown):
+        blocks = [{"type": "section", "text": {"type": "mrkdwn", "text": s}} for s in sections]
+        resp = await client.chat_postMessage(channel=channel, thread_ts=thread_ts, text=fallback_text(sections),
+                                             blocks=blocks, unfurl_links=False, unfurl_media=False)
+        posted.append(resp["ts"])
+    return posted
+
+
+async def upload_frame(client: Any, channel: str, thread_ts: str | None, image: bytes, caption: str,
+                       name: str = "frame") -> str | None:
+    """Upload an annotated frame into the thread; returns None on success, else a one-line reason."""
+    try:
+        await client.files_upload_v2(channel=channel, thread_ts=thread_ts, file=image,
+                                     filename=f"{name}-{int(time.time())}.jpg", title=caption[:250] or name,
+                                     initial_comment=escape(caption) if caption else None)
+        return None
+    except SlackApiError as exc:
+        err = exc.response.get("error", "error")
+        log.warning("frame upload to %s failed: %s", channel, err)
+        if err in ("not_in_channel", "channel_not_found"):
+            return "I could not post the image here: invite me to this channel (`/invite @Vision Agent`)."
+        return f"I could not upload the image ({err}); try again."
+
+
+class TurnRenderer:
+    """Renders one turn's events into its conversation; `finish()` leaves a final ✅ / ❌ on the message."""
+
+    def __init__(self, client: Any, conv: Conversation, status_supported: dict[str, bool]) -> None:
+        self.client, self.conv = client, conv
+        self._status_ok = status_supported
+        self.replied = False
+        self.failed = False
+        self.frames = 0
+
+    async def status(self, text: str) -> None:
+        """assistant.threads.setStatus, best effort: where Slack refuses it we stop asking (reactions remain)."""
+        conv = self.conv
+        if conv.thread_ts is None or self._status_ok.get(conv.channel) is False:
+            return
+        try:
+            await self.client.assistant_threads_setStatus(channel_id=conv.channel, thread_ts=conv.thread_ts,
+                                                          status=text)
+            self._status_ok[conv.channel] = True
+        except SlackApiError as exc:
+            log.info("setStatus unavailable in %s (%s); using reactions only", conv.channel,
+                     exc.response.get("error"))
+            self._status_ok[conv.channel] = False
+
+    async def handle(self, ev: AgentEvent) -> None:
+        kind, data = ev.type, ev.data
+        if kind is EventType.THINKING:
+            await self.status("is thinking…")
+        elif kind is EventType.TOOL_CALL:
+            await self.status(f"is running {data.get('name', 'a tool')}…")
+        elif kind is EventType.FRAME:
+            await self.frame(data.get("image"), data.get("caption") or "")
+        elif kind in (EventType.RESPONSE, EventType.ASK_USER):
+            await self.reply(data.get("text") or "")
+        elif kind is EventType.ERROR:
+            await self.error(data.get("text") or "Something went wrong.")
+
+    async def frame(self, image: bytes | None, caption: str) -> None:
+        if not image:
+            return
+        self.frames += 1
+        problem = await upload_frame(self.client, self.conv.channel, self.conv.thread_ts, image, caption)
+        if problem:
+            await self.note(problem)
+
+    async def reply(self, markdown: str) -> None:
+        if markdown.strip():
+            await post_markdown(self.client, self.conv.channel, self.conv.thread_ts, markdown)
+            self.replied = True
+
+    async def note(self, text: str) -> None:
+        """A one-line message from the adapter itself (refused file, upload problem)."""
+        await self.client.chat_postMessage(channel=self.conv.channel, thread_ts=self.conv.thread_ts,
+                                           text=escape(text))
+
+    async def error(self, text: str) -> None:
+        self.failed = True
+        await self.note(f":warning: {text}")
+        self.replied = True
+
+    async def finish(self) -> None:
+        if not self.replied:
+            await self.status("")  # a reply clears the status by itself; without one, clear it explicitly
+        await react(self.client, self.conv.channel, self.conv.message_ts,
+                    add=FAILED if self.failed else DONE, remove=WORKING)

@@ -1,0 +1,179 @@
+"""The Slack emulator's Web API methods, validating arguments the way Slack does (limits, unknown ids)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+MAX_TEXT = 40_000
+MAX_SECTION = 3_000
+MAX_BLOCKS = 50
+
+
+class SlackError(Exception):
+    """A Slack API error code (`{"ok": false, "error": code}`)."""
+
+    def __init__(self, error: str) -> None:
+        super().__init__(error)
+        self.error = error
+
+
+def _require(params: dict[str, Any], *names: str) -> None:
+    for name in names:
+        if params.get(name) in (None, ""):
+            raise SlackError("invalid_arguments" if name not in ("channel", "channel_id") else "channel_not_found")
+
+
+def check_blocks(blocks: Any) -> None:
+    """Slack's block limits: <= 50 blocks, section text <= 3,000 chars, header <= 150."""
+    if not isinstance(blocks, list) or len(blocks) > MAX_BLOCKS:
+        raise SlackError("invalid_blocks")
+    for block in blocks:
+        text = (block.get("text") or {}).get("text", "") if isinstance(block, dict) else None
+        if text is None or (block.get("type") == "section" and len(text) > MAX_SECTION):
+            raise SlackError("invalid_blocks")
+        if block.get("type") == "header" and len(text) > 150:
+            raise SlackError("invalid_blocks")
+
+
+def _check_message(params: dict[str, Any]) -> None:
+    if not params.get("text") and not params.get("blocks"):
+        raise SlackError("no_text")
+    if len(params.get("text") or "") > MAX_TEXT:
+        raise SlackError("msg_too_long")
+    if params.get("blocks"):
+        check_blocks(params["blocks"])
+
+
+class WebApiMethods:
+    """Mixed into SlackEmulator: one `api_<method>` per Web API method the bot may call."""
+
+    status_error: str | None = None  # set to make assistant.threads.setStatus fail with this error
+
+    def _bot_message(self, params: dict[str, Any]) -> dict[str, Any]:
+        msg = {"type": "message", "user": self.bot_user_id, "bot_id": self.bot_id, "app_id": self.app_id,
+               "text": params.get("text") or "", "team": self.team_id}
+        for key in ("blocks", "thread_ts", "metadata"):
+            if params.get(key):
+                msg[key] = params[key]
+        return msg
+
+    def _thread_exists(self, channel: str, thread_ts: str | None) -> None:
+        if thread_ts:
+            self.find_message(channel, thread_ts)  # Slack would post top-level or fail; we fail loudly
+
+    # identity / socket ------------------------------------------------------
+    def api_auth_test(self, params: dict[str, Any]) -> dict[str, Any]:
+        return {"url": "https://emulated.slack.com/", "team": "Emulated", "user": "vision-agent",
+                "team_id": self.team_id, "user_id": self.bot_user_id, "bot_id": self.bot_id,
+                "is_enterprise_install": False}
+
+    def api_apps_connections_open(self, params: dict[str, Any]) -> dict[str, Any]:
+        return {"url": self.socket_url()}
+
+    # chat --------------------------------------------------------------------
+    def api_chat_postMessage(self, params: dict[str, Any]) -> dict[str, Any]:
+        _require(params, "channel")
+        ch = self.channel(params["channel"])
+        _check_message(params)
+        self._thread_exists(ch.id, params.get("thread_ts"))
+        msg = self.store_message(ch.id, self._bot_message(params))
+        self.echo_bot_message(ch, msg)
+        return {"channel": ch.id, "ts": msg["ts"], "message": msg}
+
+    def api_chat_update(self, params: dict[str, Any]) -> dict[str, Any]:
+        _require(params, "channel", "ts")
+        ch = self.channel(params["channel"])
+        _check_message(params)
+        msg = self.find_message(ch.id, params["ts"])
+        msg["text"] = params.get("text") or ""
+        msg["blocks"] = params.get("blocks") or []
+        msg["edited"] = {"user": self.bot_user_id, "ts": self.next_ts()}
+        return {"channel": ch.id, "ts": msg["ts"], "text": msg["text"]}
+
+    def api_chat_postEphemeral(self, params: dict[str, Any]) -> dict[str, Any]:
+        _require(params, "channel", "user")
+        self.channel(params["channel"])
+        _check_message(params)
+        return {"message_ts": self.next_ts()}
+
+    # reactions -----------------------------------------------------------------
+    def api_reactions_add(self, params: dict[str, Any]) -> dict[str, Any]:
+        _require(params, "channel", "timestamp", "name")
+        msg = self.find_message(self.channel(params["channel"]).id, params["timestamp"])
+        users = msg.setdefault("reactions_by", {}).setdefault(params["name"], [])
+        if self.bot_user_id in users:
+            raise SlackError("already_reacted")
+        users.append(self.bot_user_id)
+        return {}
+
+    def api_reactions_remove(self, params: dict[str, Any]) -> dict[str, Any]:
+        _require(params, "channel", "timestamp", "name")
+        msg = self.find_message(self.channel(params["channel"]).id, params["timestamp"])
+        users = msg.setdefault("reactions_by", {}).get(params["name"], [])
+        if self.bot_user_id not in users:
+            raise SlackError("no_reaction")
+        users.remove(self.bot_user_id)
+        return {}
+
+    # conversations -------------------------------------------------------------
+    def api_conversations_replies(self, params: dict[str, Any]) -> dict[str, Any]:
+        _require(params, "channel", "ts")
+        msgs = self.messages(params["channel"], params["ts"])
+        if not msgs:
+            raise SlackError("thread_not_found")
+        return {"messages": msgs, "has_more": False}
+
+    def api_conversations_info(self, params: dict[str, Any]) -> dict[str, Any]:
+        _require(params, "channel")
+        ch = self.channel(params["channel"])
+        return {"channel": {"id": ch.id, "name": ch.name, "is_im": ch.is_im, "is_private": ch.is_private,
+                            "is_channel": not ch.is_im and not ch.is_private, "is_member": True}}
+
+    # files -----------------------------------------------------------------------
+    def api_files_info(self, params: dict[str, Any]) -> dict[str, Any]:
+        _require(params, "file")
+        if params["file"] not in self.files:
+            raise SlackError("file_not_found")
+        return {"file": dict(self.files[params["file"]])}
+
+    def api_files_getUploadURLExternal(self, params: dict[str, Any]) -> dict[str, Any]:
+        _require(params, "filename", "length")
+        fid = self.next_id("F")
+        self.files[fid] = {"id": fid, "name": params["filename"], "title": params["filename"], "size": 0,
+                           "mimetype": "application/octet-stream", "user": self.bot_user_id}
+        return {"upload_url": f"{self.base_url}/upload/{fid}", "file_id": fid}
+
+    def api_files_completeUploadExternal(self, params: dict[str, Any]) -> dict[str, Any]:
+        _require(params, "files")
+        shared = []
+        for item in params["files"]:
+            if item.get("id") not in self.file_bytes:
+                raise SlackError("file_not_found")
+            info = self.files[item["id"]]
+            info["title"] = item.get("title") or info["name"]
+            shared.append(dict(info))
+        if params.get("channel_id"):
+            ch = self.channel(params["channel_id"])
+            self._thread_exists(ch.id, params.get("thread_ts"))
+            msg = self._bot_message({"text": params.get("initial_comment") or "", "thread_ts": params.get("thread_ts")})
+            msg.update(files=shared, subtype="file_share", upload=True)
+            self.store_message(ch.id, msg)
+        return {"files": shared}
+
+    # assistant threads -----------------------------------------------------------
+    def api_assistant_threads_setStatus(self, params: dict[str, Any]) -> dict[str, Any]:
+        _require(params, "channel_id", "thread_ts")
+        self.channel(params["channel_id"])
+        if "status" not in params:
+            raise SlackError("invalid_arguments")
+        if self.status_error:
+            raise SlackError(self.status_error)
+        return {}
+
+    def api_assistant_threads_setSuggestedPrompts(self, params: dict[str, Any]) -> dict[str, Any]:
+        _require(params, "channel_id", "prompts")
+        return {}
+
+    def api_assistant_threads_setTitle(self, params: dict[str, Any]) -> dict[str, Any]:
+        _require(params, "channel_id", "thread_ts", "title")
+        return {}

@@ -261,7 +261,7 @@ class Agent:
         try:
             resp = await self.llm.chat(summary_request(history[:keep_from]), [],
                                        [{"type": "text", "text": SUMMARY_SYSTEM}], max_tokens=1024,
-                                       thinking=False, session_key=key)
+                                       thinking=False, session_key=key, cache_history=False)
         except LLMError as exc:
             log.warning("context summary for %s failed: %s", key, exc)
             return

@@ -64,6 +64,24 @@ def with_last_tool_cached(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def with_history_cached(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A copy of messages with cache_control on the last block of the last message.
+
+    The next call of a tool loop (or the next turn within the cache lifetime) then reads the whole history
+    from the cache instead of paying full price for it again. Only that message and block are copied.
+    """
+    if not messages or messages[-1].get("role") != "user":
+        return messages
+    last = dict(messages[-1])
+    content = last.get("content")
+    blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content or [])
+    if not blocks or blocks[-1].get("type") not in ("text", "image", "tool_result"):
+        return messages
+    blocks[-1] = {**blocks[-1], "cache_control": {"type": "ephemeral"}}
+    last["content"] = blocks
+    return [*messages[:-1], last]
+
+
 def parse_response(message: Any) -> LLMResponse:
     """An SDK Message -> LLMResponse with content blocks as plain dicts."""
     blocks = [b.model_dump(mode="json", exclude_none=True) for b in message.content]
@@ -128,6 +146,7 @@ class LLMClient:
         system: list[dict[str, Any]],
         max_tokens: int | None = None,
         thinking: bool | None = None,
+        cache_history: bool = True,
     ) -> dict[str, Any]:
         """The keyword arguments for messages.create (exposed so the prefix benchmark can inspect them)."""
         cfg = self.settings.llm
@@ -135,7 +154,7 @@ class LLMClient:
             "model": self.model,
             "max_tokens": max_tokens or cfg.max_tokens,
             "system": system,
-            "messages": messages,
+            "messages": with_history_cached(messages) if cache_history else messages,
         }
         if tools:
             req["tools"] = with_last_tool_cached(tools)
@@ -157,11 +176,12 @@ class LLMClient:
         thinking: bool | None = None,
         *,
         session_key: str | None = None,
+        cache_history: bool = True,
     ) -> LLMResponse:
         """Send one request; retries transient failures; raises LLMError subclasses with one-line messages."""
         self._check_budget()
         client = self._sdk()
-        req = self.build_request(messages, tools, system, max_tokens, thinking)
+        req = self.build_request(messages, tools, system, max_tokens, thinking, cache_history)
         message = await self._with_retries(client, req)
         resp = parse_response(message)
         resp.cost = self.usage.add(resp.usage, session_key)

@@ -245,6 +245,7 @@ async def test_context_guard_summarises_into_memory_and_keeps_tool_pairs(anthrop
     assert kinds(events) == ["thinking", "response"]
     summary_req = anthropic_api.requests[2].body
     assert "tools" not in summary_req and "Watch the dock" in summary_req["messages"][0]["content"]
+    assert "cache_control" not in json.dumps(summary_req["messages"])  # a one-off request is not cached
     final = anthropic_api.requests[3].body["messages"]
     assert final[0]["content"][0]["text"] == f"{SUMMARY_PREFIX}\n- user watches the dock; forklift question answered"
     assert final[0]["content"][-1]["text"] == "And now?" and len(final) == 1

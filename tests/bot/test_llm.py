@@ -178,3 +178,20 @@ def test_emulator_usable_from_sync_code():
         msg = anthropic.Anthropic(api_key="sk-ant-test", base_url=api.url).messages.create(
             model="claude-sonnet-4-5", max_tokens=10, messages=HELLO)
     assert msg.content[0].text == "sync ok"
+
+
+async def test_history_marker_on_last_user_block_lets_the_next_call_read_the_history(anthropic_api, llm_settings):
+    anthropic_api.enqueue(tool_use(("think", {"thought": "x"})), text("done"))
+    llm = client(llm_settings)
+    history = [{"role": "user", "content": "describe the dock camera " * 40}]
+    first = await llm.chat(history, TOOLS, SYSTEM)
+    assert history == [{"role": "user", "content": "describe the dock camera " * 40}]  # caller's list untouched
+    history += [{"role": "assistant", "content": first.content_blocks},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": first.tool_calls[0].id,
+                                              "content": "ok"}]}]
+    second = await llm.chat(history, TOOLS, SYSTEM)
+    sent = anthropic_api.requests[1].body["messages"]
+    assert sent[-1]["content"][-1]["cache_control"] == {"type": "ephemeral"}
+    assert "cache_control" not in history[-1]["content"][-1]
+    # the whole first request (tools, system and the first message) is read back from the cache
+    assert second.usage["cache_read_input_tokens"] == first.usage["cache_creation_input_tokens"]

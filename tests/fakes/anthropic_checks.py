@@ -182,25 +182,32 @@ def _segments(body: dict[str, Any]) -> list[tuple[str, Any]]:
     return segs
 
 
-def cache_usage(body: dict[str, Any], cache: set[str], min_tokens: int = 0) -> tuple[int, int]:
+def cache_usage(body: dict[str, Any], cache: set[str], min_tokens: int = 0, lookback: int = 20) -> tuple[int, int]:
     """(cache_creation_input_tokens, cache_read_input_tokens), updating `cache` like the API's prompt cache.
 
-    The prefix up to each cache_control breakpoint is hashed; the longest prefix seen before is read,
-    the rest up to the last breakpoint is written.
+    The prefix up to each cache_control breakpoint is written; a read is the longest cached prefix ending at a
+    breakpoint or at one of the `lookback` blocks before it (how the API finds the previous turn's entry).
     """
     h = hashlib.sha256(body.get("model", "").encode())
     chars = 0
-    points: list[tuple[str, int]] = []
+    prefixes: list[tuple[str, int]] = []  # (hash, tokens) after each block
+    breakpoints: list[int] = []
     for kind, seg in _segments(body):
         stripped = {k: v for k, v in seg.items() if k != "cache_control"} if isinstance(seg, dict) else seg
         piece = kind + _canon(stripped)
         h.update(piece.encode())
         chars += len(piece)
+        prefixes.append((h.hexdigest(), chars // 4))
         if isinstance(seg, dict) and "cache_control" in seg:
-            points.append((h.hexdigest(), chars // 4))
-    points = [p for p in points if p[1] >= min_tokens]
+            breakpoints.append(len(prefixes) - 1)
+    points = [p for p in breakpoints if prefixes[p][1] >= min_tokens]
     if not points:
         return 0, 0
-    read = max((tokens for digest, tokens in points if digest in cache), default=0)
-    cache.update(digest for digest, _ in points)
-    return max(0, points[-1][1] - read), read
+    read = 0
+    for p in points:
+        for q in range(p, max(-1, p - lookback - 1), -1):
+            if prefixes[q][0] in cache:
+                read = max(read, prefixes[q][1])
+                break
+    cache.update(prefixes[p][0] for p in points)
+    return max(0, prefixes[points[-1]][1] - read), read

@@ -71,7 +71,7 @@ def one_shot(settings: Settings, text: str, images: list[str], session: str) -> 
 async def _one_shot(settings: Settings, text: str, attachments: list[Attachment], session: str) -> int:
     from bot.runtime import Runtime
 
-    async with Runtime(settings) as rt:
+    async with Runtime(settings, background=False) as rt:  # one question: no pipeline restore, no heartbeat
         if not rt.llm_ready:
             print(f"vision-agent: {_why_no_agent(rt)}", file=sys.stderr)
             return 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable
 from pathlib import Path
@@ -25,16 +26,17 @@ class Lazy:
         self._obj: Any = None
 
     @property
-    def built(self) -> bool:
+    def lazy_built(self) -> bool:
         return self._obj is not None
 
-    def get(self) -> Any:
+    def lazy_object(self) -> Any:
+        """The wrapped object, built now if needed (names chosen not to shadow the object's own attributes)."""
         if self._obj is None:
             self._obj = self._factory()
         return self._obj
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self.get(), name)
+        return getattr(self.lazy_object(), name)
 
 
 class Runtime:
@@ -45,8 +47,9 @@ class Runtime:
     Use `async with Runtime(settings) as rt:` or `await rt.start()` ... `await rt.close()`.
     """
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, *, background: bool = True) -> None:
         self.settings = settings
+        self.background = background  # restore pipelines + run the scheduler; off for one-shot commands
         self.workspace = Workspace(settings.workspace)
         self.created: list[Path] = []  # what workspace init created on start
         self.missing: dict[str, str] = {}
@@ -88,6 +91,8 @@ class Runtime:
         self.llm = self._optional("llm", self._build_llm)
         self.sessions = self._optional("sessions", self._build_sessions)
         self.agent = self._optional("agent", self._build_agent) if self.llm and self.sessions else None
+        if not self.background:
+            return self
         self.scheduler = self._optional("scheduler", self._build_scheduler)
         if self.monitor is not None:
             self.monitor.start()  # listens to pipeline results before any pipeline is restored
@@ -135,7 +140,7 @@ class Runtime:
     def _build_pipelines(self) -> Any:
         from bot.pipelines import PipelineManager
 
-        return PipelineManager(self.backend.get, self.workspace.active_state_path, self.settings)
+        return PipelineManager(self.backend.lazy_object, self.workspace.active_state_path, self.settings)
 
     def _build_monitor(self) -> Any:
         from bot.monitor import Monitor
@@ -162,19 +167,34 @@ class Runtime:
 
         return Agent(
             llm=self.llm, tools=self.tools, sessions=self.sessions, settings=self.settings,
-            workspace=self.workspace, services=self.services,
+            workspace=self.workspace, services=self.services, pipelines_text=self.pipelines_text,
         )
 
     def _build_scheduler(self) -> Any:
         from bot.scheduler import Scheduler
 
-        return Scheduler(settings=self.settings, agent=self.agent, monitor=self.monitor, workspace=self.workspace)
+        return Scheduler(
+            self.settings, self.agent, self.monitor, self.workspace,
+            router=self.router, pipelines=self.pipelines, memory=self.memory,
+        )
 
     # use ----------------------------------------------------------------
     @property
     def llm_ready(self) -> bool:
         """True when free text can go to Claude (an API key is set and the agent core is built)."""
         return self.agent is not None and bool(getattr(self.llm, "available", False))
+
+    def pipelines_text(self) -> str:
+        """Running pipelines for the dynamic part of the prompt (sources are already credential-redacted)."""
+        if self.pipelines is None:
+            return ""
+        lines = []
+        for h in self.pipelines.snapshot():
+            fps = f", {h.fps:.1f} fps" if h.fps else ""
+            err = f", error: {h.error}" if h.error else ""
+            lines.append(f"- {h.name} ({h.pipeline_id}): {h.status}{fps}, source {h.video_reference}, "
+                         f"{h.workflow_description}{err}")
+        return "\n".join(lines)
 
     def command_context(self, user_id: str | None = None, channel_id: str | None = None) -> Any:
         """The context `bot.commands.run_command` needs, from this runtime's services."""
@@ -189,10 +209,11 @@ class Runtime:
     async def close(self) -> None:
         """Stop the scheduler, then pipelines' threads (they stay in active_state.json for the next start)."""
         if self.scheduler is not None:
-            await _maybe_await(self.scheduler.stop())
+            # stop() joins the scheduler thread, which may be waiting on this loop: never block the loop on it
+            await _maybe_await(await asyncio.to_thread(self.scheduler.stop))
         if self.pipelines is not None:
             await self.pipelines.close()
-        if self.backend.built:  # pipelines may have closed it already: backends make close() idempotent
+        if self.backend.lazy_built:  # pipelines may have closed it already: backends make close() idempotent
             await self.backend.close()
         self._started = False
 

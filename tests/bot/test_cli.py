@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from bot.cli import main
-from tests.fakes.anthropic_api import FakeAnthropic, error, text
+from tests.fakes.anthropic_api import FakeAnthropic, error, text, tool_use
 
 ROOT = Path(__file__).resolve().parents[2]
 EXE = str(Path(sys.executable).with_name("vision-agent"))
@@ -118,12 +118,18 @@ def test_repl_vision_help_works_without_key(base_env: dict[str, str]) -> None:
     assert "Traceback" not in out.stderr
 
 
-def test_repl_turn_renders_reply_and_ends_on_eof(llm_env: dict[str, str], anthropic_api: FakeAnthropic) -> None:
-    anthropic_api.enqueue(text("Hello **there**."))
-    out = _run(["chat", "--session", "r1"], llm_env, stdin="hi\n")
+def test_repl_renders_tool_calls_results_and_reply(llm_env: dict[str, str], anthropic_api: FakeAnthropic) -> None:
+    anthropic_api.enqueue(
+        tool_use(("think", {"thought": "plan the check"}), ("no_such_tool", {}), text="Checking first."),
+        text("Hello **there**."),
+    )
+    out = _run(["chat", "--session", "r1"], llm_env, stdin="hi\n")  # EOF after one line ends the REPL
     assert out.returncode == 0, out.stderr
-    assert "Hello there." in out.stdout  # markdown rendered, not raw
-    assert len(anthropic_api.ok_requests) == 1
+    assert "Checking first." in out.stdout  # text next to tool calls is shown as thinking
+    assert "→ think" in out.stdout and "plan the check" in out.stdout
+    assert "→ no_such_tool" in out.stdout and "Unknown tool" in out.stdout  # the is_error result is shown
+    assert "Hello there." in out.stdout and "**" not in out.stdout  # markdown rendered, not raw
+    assert len(anthropic_api.ok_requests) == 2
 
 
 def test_run_without_slack_tokens_starts_the_repl(base_env: dict[str, str], tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -37,12 +37,14 @@ class MonitorEvent:
     counts: dict[str, int] = field(default_factory=dict)
     frame: bytes | None = None
     pipeline_id: str | None = None
+    suppressed: int = 0  # same camera+rule events held back by the cooldown before this one
 
     def to_alert(self) -> Alert:
+        more = f" (+{self.suppressed} more within the cooldown)" if self.suppressed else ""
         return Alert(
             self.camera,
             self.rule,
-            f"{self.camera}: {self.text}",
+            f"{self.camera}: {self.text}{more}",
             dict(self.counts),
             self.time,
             self.frame,
@@ -134,12 +136,13 @@ class Monitor:
                 hit = evaluate(rule, state, result, now)
                 if hit is not None:
                     ev = MonitorEvent(camera, rule.id, hit.text, now, hit.counts, result.frame, handle.pipeline_id)
-                    if self._admit(ev, rule.cooldown_seconds):
-                        fired.append(ev)
+                    admitted = self._admit(ev, rule.cooldown_seconds)
+                    if admitted is not None:
+                        fired.append(admitted)
         for ev in fired:
             self._emit_threadsafe(ev)
 
-    def _admit(self, ev: MonitorEvent, cooldown: float | None) -> MonitorEvent | None:
+    def _admit(self, ev: MonitorEvent, cooldown: float | None) -> MonitorEvent | None:  # holding self._lock
         """Per camera+rule cooldown: within it the event is only counted, then mentioned by the next one."""
         key = (ev.camera, ev.rule)
         last = self._last_fired.get(key)
@@ -147,6 +150,7 @@ class Monitor:
             self._suppressed[key] = self._suppressed.get(key, 0) + 1
             return None
         self._last_fired[key] = ev.time
+        ev = replace(ev, suppressed=self._suppressed.pop(key, 0))
         self._new.append(ev)
         return ev
 
@@ -162,8 +166,9 @@ class Monitor:
             for h in handles:
                 for rule, text in self._health_problems(h, now):
                     ev = MonitorEvent(h.name, rule, text, now, {}, self._latest_frame(h), h.pipeline_id)
-                    if self._admit(ev, None):
-                        events.append(ev)
+                    admitted = self._admit(ev, None)
+                    if admitted is not None:
+                        events.append(admitted)
         for ev in events:
             await self.emit(ev)
         return events
@@ -210,11 +215,7 @@ class Monitor:
 
     async def emit(self, ev: MonitorEvent) -> str | None:
         """Route the alert (mute, cooldown, quiet hours apply) and log it in today's observations."""
-        with self._lock:
-            extra = self._suppressed.pop((ev.camera, ev.rule), 0)
         alert = ev.to_alert()
-        if extra:
-            alert = Alert(**{**alert.as_dict(), "text": f"{alert.text} (+{extra} more within the cooldown)"})
         reason = await self.router.dispatch(alert)
         if self.memory is not None:
             note = f"ALERT {ev.rule}: {ev.text}" + (f" (not posted: {reason})" if reason else "")

@@ -1,0 +1,161 @@
+"""Tier 1: rule events from results, cooldown/dedupe, mutes, health, persistence, concurrent pipelines."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from bot.config import Settings
+from bot.monitor import Monitor
+from bot.monitor_rules import Rule
+from tests.bot.monitor_helpers import JPEG, Clock, FakePipelines, make_router, result
+from workspace.memory import MemoryStore
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def rig(tmp_path: Path, settings: Settings, clock: Clock):
+    router, sink = make_router(tmp_path, clock, cooldown=60)
+    pipelines = FakePipelines()
+    memory = MemoryStore(tmp_path, clock=clock, use_embeddings=False)
+    monitor = Monitor(router, pipelines, settings, memory, clock=clock, stall_seconds=30)
+    return monitor, pipelines, sink, memory, router
+
+
+async def test_line_crossing_alerts_once_with_frame_and_cooldown_holds_the_second(rig, clock: Clock) -> None:
+    monitor, pipes, sink, memory, _ = rig
+    monitor.start()
+    pipes.add("door", started_at=clock())
+    pipes.push("door", result(count_in=0))  # baseline: no crossing yet
+    pipes.push("door", result(faces=1, count_in=1))
+    clock.advance(5)
+    pipes.push("door", result(faces=1, count_in=2))  # inside the 300 s monitoring cooldown
+    await monitor.flush()
+
+    assert len(sink.alerts) == 1
+    alert, channel = sink.received[0]
+    assert (alert.camera, alert.rule, channel) == ("door", "line_crossed", "C_ALERTS")
+    assert alert.frame == JPEG and alert.counts["count_in"] == 1 and "in +1" in alert.text
+    assert "ALERT line_crossed: line crossed (in +1" in memory.get_daily_observations(camera="door")
+
+    clock.advance(400)  # after the cooldown the next crossing goes out and says what it summed up
+    pipes.push("door", result(count_in=3))
+    await monitor.flush()
+    assert len(sink.alerts) == 2 and "+1 more within the cooldown" in sink.alerts[1].text
+
+
+async def test_muted_camera_posts_nothing_but_is_logged(rig) -> None:
+    monitor, pipes, sink, memory, router = rig
+    monitor.start()
+    router.mute("door", 3600)
+    pipes.add("door")
+    pipes.push("door", result(count_in=0))
+    pipes.push("door", result(count_in=1))
+    await monitor.flush()
+
+    assert sink.alerts == []
+    assert "(not posted: muted)" in memory.get_daily_observations(camera="door")
+
+
+async def test_class_appearing_is_edge_triggered_not_per_frame(rig, clock: Clock) -> None:
+    monitor, pipes, sink, _, _ = rig
+    monitor.start()
+    pipes.add("lobby")
+    for _ in range(10):  # one visitor standing there for ten frames
+        pipes.push("lobby", result(faces=1))
+        clock.advance(0.5)
+    pipes.push("lobby", result(faces=0))
+    clock.advance(1)
+    pipes.push("lobby", result(faces=1))  # a one-frame miss is detector flicker, not a new arrival
+    await monitor.flush()
+    assert [a.rule for a in sink.alerts] == ["class_appears:*"]
+
+    clock.advance(400)
+    pipes.push("lobby", result(faces=0))  # gone for longer than clear_seconds, past the cooldown
+    clock.advance(1)
+    pipes.push("lobby", result(faces=2))
+    await monitor.flush()
+    assert len(sink.alerts) == 2 and "2 in view" in sink.alerts[1].text
+
+
+async def test_configured_rules_replace_defaults_and_persist(
+    rig, tmp_path: Path, settings: Settings, clock: Clock
+) -> None:
+    monitor, pipes, sink, _, router = rig
+    monitor.add_rule(Rule("count_over", camera="lobby", class_name="face", threshold=2, cooldown_seconds=0))
+    monitor.start()
+    pipes.add("lobby")
+    pipes.push("lobby", result(faces=1))  # would fire the default class_appears rule
+    pipes.push("lobby", result(faces=3))
+    await monitor.flush()
+    assert [a.rule for a in sink.alerts] == ["count_over:face>2"]
+    assert "3 face in view, over 2" in sink.alerts[0].text
+
+    reopened = Monitor(router, FakePipelines(), settings, None, clock=clock)
+    assert [r.id for r in reopened.rules("lobby")] == ["count_over:face>2"]
+    assert reopened.remove_rule("count_over:face>2", camera="lobby")
+    assert Monitor(router, FakePipelines(), settings, None, clock=clock).rules() == []
+
+
+async def test_time_in_zone_over_threshold(rig, clock: Clock) -> None:
+    monitor, pipes, sink, _, _ = rig
+    monitor.add_rule(Rule("time_in_zone", camera="dock", threshold=30))
+    monitor.start()
+    pipes.add("dock")
+    pipes.push("dock", result(faces=1, time_in_zone={"1": 12.0}))
+    pipes.push("dock", result(faces=1, time_in_zone={"1": 31.5}))
+    pipes.push("dock", result(faces=1, time_in_zone={"1": 40.0}))
+    await monitor.flush()
+    assert [a.rule for a in sink.alerts] == ["time_in_zone>30s"]
+    assert "31s" in sink.alerts[0].text
+
+
+async def test_health_error_stall_and_drop_alert_once_each(rig, clock: Clock) -> None:
+    monitor, pipes, sink, _, _ = rig
+    monitor.start()
+    pipes.add("cam1", started_at=clock())
+    pipes.add("cam2", status="error", error="RTSP 401 Unauthorized")
+    pipes.add("cam3", status="finished", video="rtsp://10.0.0.3/live")
+    pipes.add("clip", status="finished", video="/videos/clip.mp4")  # a file ending is not a dropped source
+    pipes.push("cam1", result())
+
+    await monitor.check_health()
+    await monitor.check_health()
+    assert sorted((a.camera, a.rule) for a in sink.alerts) == [("cam2", "pipeline_error"), ("cam3", "source_dropped")]
+    assert "RTSP 401 Unauthorized" in next(a.text for a in sink.alerts if a.camera == "cam2")
+
+    clock.advance(45)  # cam1 has sent nothing for 45 s
+    await monitor.check_health()
+    await monitor.check_health()
+    stalled = [a for a in sink.alerts if a.rule == "stalled"]
+    assert len(stalled) == 1 and stalled[0].camera == "cam1" and stalled[0].frame == JPEG
+
+
+async def test_results_from_many_pipeline_threads_each_alert_once(rig) -> None:
+    monitor, pipes, sink, memory, _ = rig
+    monitor.start()
+    for n in range(4):
+        pipes.add(f"cam{n}")
+
+    def feed(name: str) -> None:
+        pipes.push(name, result(count_in=0))
+        for i in range(1, 50):
+            pipes.push(name, result(count_in=i))
+
+    threads = [threading.Thread(target=feed, args=(f"cam{n}",)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    await monitor.flush()
+
+    assert sorted(a.camera for a in sink.alerts) == ["cam0", "cam1", "cam2", "cam3"]
+    assert {e.camera for e in monitor.take_new()} == {"cam0", "cam1", "cam2", "cam3"}
+    assert monitor.take_new() == []  # handed to the heartbeat once
+    assert len(memory.observations_by_camera()) == 4

@@ -64,10 +64,10 @@ def main() -> None:
         first = _prefix(reqs[0].body)
         print("Requests of two agent turns (each turn: a tool call, then the answer), emulated prompt cache.")
         print("  #  turn  req bytes  prefix B  prefix%  identical  cache_wr  cache_rd  uncached  cost/no-cache")
-        for n, (turn, rec) in enumerate(zip(turns, reqs), 1):
+        for n, (turn, rec) in enumerate(zip(turns, reqs, strict=False), 1):
             print(_row(n, turn, rec, first, model))
-        t1 = [r for t, r in zip(turns, reqs) if t == 1][0]
-        t2 = [r for t, r in zip(turns, reqs) if t == 2][0]
+        t1 = [r for t, r in zip(turns, reqs, strict=False) if t == 1][0]
+        t2 = [r for t, r in zip(turns, reqs, strict=False) if t == 2][0]
         same = _prefix(t1.body) == _prefix(t2.body)
         print(f"turn-1 vs turn-2 first request: cached prefix byte-identical = {same}; "
               f"prefix share of request bytes {len(_prefix(t1.body)) / len(t1.raw):.1%} -> "

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
@@ -12,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from bot import messages as msgs
-from bot.context_guard import SUMMARY_SYSTEM, estimate_tokens, summary_request, turn_starts
+from bot.context_guard import ContextGuard, turn_starts
 from bot.events import AgentEvent, EventType
 from bot.llm import LLMError, LLMResponse, ToolCall
 from bot.prompt import build_system
@@ -20,8 +19,6 @@ from tools.base import Attachment, ToolContext, ToolResult
 
 log = logging.getLogger(__name__)
 
-COMPACT_AT = 0.8  # of the context window (seed 7.5)
-KEEP_RECENT = 0.5  # recent turns kept verbatim may fill up to this share of the window
 HEARTBEAT_TURNS_KEPT = 3
 _OK_TOKEN = "HEARTBEAT_OK"
 _DECOR = " \t\r\n*_`~.!:;'\"()[]"
@@ -69,7 +66,7 @@ class Agent:
         self._capabilities = capabilities
         self._pipelines_text = pipelines_text
         self._active: dict[str, int] = {}
-        self._prompt_mark: dict[str, tuple[int, int]] = {}  # key -> (prompt tokens of last call, history length)
+        self.guard = ContextGuard(llm, sessions, settings.llm.context_window, self.services)
 
     # -- public API ------------------------------------------------------------------------------------------
 
@@ -129,15 +126,15 @@ class Agent:
         defs = self.tools.definitions()
         ctx = ToolContext(self.settings, key, atts, self.services)
         for _ in range(self.settings.llm.max_iterations):
-            async for ev in self._guard_context(key, system, defs):
-                yield ev
+            if await self.guard.maybe_compact(key, system, defs):
+                yield _ev(EventType.THINKING, text="The conversation got long: older turns were summarised into memory.")
             try:
                 history = self.sessions.history(key)
                 resp = await self.llm.chat(history, defs, system, session_key=key)
             except LLMError as exc:
                 yield _ev(EventType.ERROR, text=str(exc))
                 return
-            self._mark_usage(key, resp, len(history))
+            self.guard.mark(key, resp.usage, len(history))
             if resp.content_blocks:
                 self.sessions.append(key, {"role": "assistant", "content": resp.content_blocks})
             for ev in self._thinking_events(resp):
@@ -232,43 +229,3 @@ class Agent:
         if len(starts) >= HEARTBEAT_TURNS_KEPT:
             self.sessions.compact(key, "Earlier heartbeat checks were trimmed; anything notable was reported then.",
                                   starts[-(HEARTBEAT_TURNS_KEPT - 1)])
-
-    def _mark_usage(self, key: str, resp: LLMResponse, history_len: int) -> None:
-        u = resp.usage
-        prompt = u.get("input_tokens", 0) + u.get("cache_creation_input_tokens", 0) + u.get("cache_read_input_tokens", 0)
-        self._prompt_mark[key] = (prompt, history_len)  # later messages are estimated on top of this
-
-    def _estimate(self, key: str, history: list[dict[str, Any]], system: list, defs: list) -> int:
-        mark = self._prompt_mark.get(key)
-        if mark and mark[1] <= len(history):
-            return mark[0] + estimate_tokens(history[mark[1]:])
-        return estimate_tokens(history) + estimate_tokens(system) + estimate_tokens(str(defs))
-
-    async def _guard_context(self, key: str, system: list, defs: list) -> AsyncIterator[AgentEvent]:
-        """Near the window: summarise old turns (the summary also goes to memory) and compact the session."""
-        window = self.settings.llm.context_window
-        history = self.sessions.history(key)
-        if self._estimate(key, history, system, defs) <= COMPACT_AT * window:
-            return
-        starts = turn_starts(history)
-        keep_from = starts[-1] if starts else 0
-        for s in reversed(starts[:-1]):
-            if estimate_tokens(history[s:]) > KEEP_RECENT * window:
-                break
-            keep_from = s
-        if keep_from <= 0:
-            return  # only the current turn is left; nothing old to summarise
-        try:
-            resp = await self.llm.chat(summary_request(history[:keep_from]), [],
-                                       [{"type": "text", "text": SUMMARY_SYSTEM}], max_tokens=1024,
-                                       thinking=False, session_key=key, cache_history=False)
-        except LLMError as exc:
-            log.warning("context summary for %s failed: %s", key, exc)
-            return
-        summary = resp.text or "(no summary)"
-        memory = self.services.get("memory")
-        if memory is not None:
-            memory.store(f"Summary of conversation {key}:\n{summary}", "knowledge")
-        if self.sessions.compact(key, summary, keep_from):
-            self._prompt_mark.pop(key, None)
-            yield _ev(EventType.THINKING, text="The conversation got long: older turns were summarised into memory.")

@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
+from bot.llm_errors import LLMError
 from bot.sessions import is_tool_result_message
+
+log = logging.getLogger(__name__)
+COMPACT_AT = 0.8  # of the context window (seed 7.5)
+KEEP_RECENT = 0.5  # recent turns kept verbatim may fill up to this share of the window
 
 IMAGE_TOKENS = 1600  # a 1568 px image costs about this much; base64 length says nothing about it
 SUMMARY_SYSTEM = (
@@ -74,3 +80,55 @@ def summary_request(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         "role": "user",
         "content": "Summarise this conversation so far for your own later reference:\n\n" + transcript_text(messages),
     }]
+
+
+class ContextGuard:
+    """Near the context window: summarise old turns (the summary also goes to memory) and compact the session."""
+
+    def __init__(self, llm: Any, sessions: Any, window: int, services: dict[str, Any]) -> None:
+        self.llm, self.sessions, self.window, self.services = llm, sessions, window, services
+        self._marks: dict[str, tuple[int, int]] = {}  # key -> (prompt tokens of the last call, history length)
+
+    def mark(self, key: str, usage: dict[str, int], history_len: int) -> None:
+        """Record the real prompt size of the last call; later messages are estimated on top of it."""
+        prompt = sum(usage.get(k, 0) for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"))
+        self._marks[key] = (prompt, history_len)
+
+    def estimate(self, key: str, history: list[dict[str, Any]], system: list, defs: list) -> int:
+        mark = self._marks.get(key)
+        if mark and mark[1] <= len(history):
+            return mark[0] + estimate_tokens(history[mark[1]:])
+        return estimate_tokens(history) + estimate_tokens(system) + estimate_tokens(json.dumps(defs))
+
+    def keep_from(self, history: list[dict[str, Any]]) -> int:
+        """Where the kept recent turns start: whole turns only, at least the current one."""
+        starts = turn_starts(history)
+        keep = starts[-1] if starts else 0
+        for s in reversed(starts[:-1]):
+            if estimate_tokens(history[s:]) > KEEP_RECENT * self.window:
+                break
+            keep = s
+        return keep
+
+    async def maybe_compact(self, key: str, system: list, defs: list) -> bool:
+        """Compact the session if it nears the window; True when it did."""
+        history = self.sessions.history(key)
+        if self.estimate(key, history, system, defs) <= COMPACT_AT * self.window:
+            return False
+        keep = self.keep_from(history)
+        if keep <= 0:
+            return False  # only the current turn is left; nothing old to summarise
+        try:
+            resp = await self.llm.chat(summary_request(history[:keep]), [], [{"type": "text", "text": SUMMARY_SYSTEM}],
+                                       max_tokens=1024, thinking=False, session_key=key, cache_history=False)
+        except LLMError as exc:
+            log.warning("context summary for %s failed: %s", key, exc)
+            return False
+        summary = resp.text or "(no summary)"
+        memory = self.services.get("memory")
+        if memory is not None:  # the pre-compaction flush: what mattered survives in memory too
+            memory.store(f"Summary of conversation {key}:\n{summary}", "knowledge")
+        if not self.sessions.compact(key, summary, keep):
+            return False
+        self._marks.pop(key, None)
+        return True

@@ -9,7 +9,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bot.llm_errors import (
+    MAX_RETRY_DELAY,
+    RETRY_STATUSES,
+    LLMBudgetExceeded,
+    LLMError,
+    LLMUnavailable,
+    retry_after,
+    status_error,
+)
 from bot.usage import UsageTracker
+
+__all__ = ["LLMBudgetExceeded", "LLMClient", "LLMError", "LLMResponse", "LLMUnavailable", "ToolCall"]
 
 if TYPE_CHECKING:
     from bot.config import Settings
@@ -17,20 +28,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 THINKING_BETA = "interleaved-thinking-2025-05-14"
-RETRY_STATUSES = {408, 409, 429, 500, 502, 503, 504, 529}
-MAX_RETRY_DELAY = 60.0
-
-
-class LLMError(Exception):
-    """An LLM call failed; str() is one line a user can act on."""
-
-
-class LLMUnavailable(LLMError):
-    """No API key (or the key was rejected): LLM features are off until it is fixed."""
-
-
-class LLMBudgetExceeded(LLMError):
-    """The daily cost cap is reached."""
 
 
 @dataclass(frozen=True)
@@ -218,8 +215,8 @@ class LLMClient:
                 return await self._call(client, req)
             except anthropic.APIStatusError as exc:
                 if exc.status_code not in RETRY_STATUSES or attempt == retries:
-                    raise _status_error(exc, attempt, self.model) from None
-                delay = _retry_after(exc) or self._backoff(attempt)
+                    raise status_error(exc, attempt, self.model) from None
+                delay = retry_after(exc) or self._backoff(attempt)
                 log.warning("Anthropic API %s; retry %d/%d in %.1fs", exc.status_code, attempt + 1, retries, delay)
             except anthropic.APIConnectionError as exc:
                 if attempt == retries:
@@ -235,37 +232,3 @@ class LLMClient:
     def _backoff(self, attempt: int) -> float:
         base = self.retry_base_delay * (2**attempt)
         return min(MAX_RETRY_DELAY, base + random.uniform(0, base / 4))
-
-
-def _retry_after(exc: Any) -> float | None:
-    headers = getattr(exc.response, "headers", {}) or {}
-    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
-        raw = headers.get(name)
-        if raw is None:
-            continue
-        try:
-            return min(MAX_RETRY_DELAY, max(0.0, float(raw) * scale))
-        except ValueError:
-            continue
-    return None
-
-
-def _api_message(exc: Any) -> str:
-    body = getattr(exc, "body", None)
-    if isinstance(body, dict):
-        err = body.get("error")
-        if isinstance(err, dict) and err.get("message"):
-            return str(err["message"]).splitlines()[0]
-    return str(getattr(exc, "message", exc)).splitlines()[0]
-
-
-def _status_error(exc: Any, attempt: int, model: str) -> LLMError:
-    status, msg = exc.status_code, _api_message(exc)
-    if status in (401, 403):
-        return LLMUnavailable(f"Anthropic rejected the API key ({status}: {msg}); check ANTHROPIC_API_KEY")
-    if status == 404:
-        return LLMError(f"Anthropic API 404 ({msg}); check the model name {model!r} (VISION_AGENT_MODEL)")
-    if status in (400, 413, 422):
-        return LLMError(f"Anthropic rejected the request ({status}: {msg})")
-    tries = f" after {attempt + 1} attempts" if attempt else ""
-    return LLMError(f"Anthropic API error {status}{tries} ({msg}); try again in a minute")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -11,7 +11,7 @@ from bot.prompt import build_system
 from tools import build_registry
 from workspace import Workspace
 
-T1 = datetime(2026, 2, 11, 10, 0, tzinfo=timezone.utc)
+T1 = datetime(2026, 2, 11, 10, 0, tzinfo=UTC)
 
 
 @pytest.fixture

@@ -111,6 +111,7 @@ class LLMClient:
         self.retry_base_delay = retry_base_delay
         self.stream = stream
         self._client: Any = None
+        self._client_loop: asyncio.AbstractEventLoop | None = None
 
     def _api_key(self) -> str:
         key = self.settings.llm.api_key
@@ -122,7 +123,10 @@ class LLMClient:
         return bool(self._api_key())
 
     def _sdk(self) -> Any:
-        if self._client is None:
+        loop = asyncio.get_running_loop()
+        # httpx pools are bound to the loop that made them; a second asyncio.run() needs a fresh client.
+        if self._client is None or self._client_loop is not loop:
+            self._client_loop = loop
             if not self.available:
                 raise LLMUnavailable(
                     "no Anthropic API key: set ANTHROPIC_API_KEY (export ANTHROPIC_API_KEY=sk-ant-...) "

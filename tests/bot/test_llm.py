@@ -195,3 +195,12 @@ async def test_history_marker_on_last_user_block_lets_the_next_call_read_the_his
     assert "cache_control" not in history[-1]["content"][-1]
     # the whole first request (tools, system and the first message) is read back from the cache
     assert second.usage["cache_read_input_tokens"] == first.usage["cache_creation_input_tokens"]
+
+
+def test_client_survives_successive_event_loops(anthropic_api, llm_settings):
+    import asyncio
+
+    anthropic_api.enqueue(text("one"), text("two"))
+    llm = LLMClient(llm_settings, retry_base_delay=0.001)
+    answers = [asyncio.run(llm.chat(HELLO, TOOLS, SYSTEM)).text for _ in range(2)]  # like two CLI one-shots
+    assert answers == ["one", "two"]

@@ -36,28 +36,39 @@ def strip_comments(text: str) -> str:
     return re.sub(r"\n[ \t]*\n(?:[ \t]*\n)+", "\n\n", _COMMENT.sub("", text)).strip()
 
 
+_NAME_COLS = ("name", "camera", "id")
+_URL_COLS = ("url", "source", "stream", "address")
+
+
+def _column(header: list[str], names: tuple[str, ...]) -> int | None:
+    return next((header.index(n) for n in names if n in header), None)
+
+
 def parse_camera_table(text: str) -> list[Camera]:
-    """Cameras from the first Markdown table whose header has Name and URL columns."""
+    """Cameras from every Markdown table with a Name (or Camera) and a URL (or Source/Stream) column.
+
+    Tables may be split by site under their own headings; rows in <!-- --> comments are examples, not cameras.
+    """
     cameras: list[Camera] = []
-    header: list[str] | None = None
+    cols: dict[str, int | None] | None = None
     for line in strip_comments(text).splitlines():
         line = line.strip()
         if not line.startswith("|"):
-            if header is not None and cameras:
-                break  # the camera table ended
-            header = None
+            cols = None  # a table ended; the next one brings its own header
             continue
         cells = [c.strip().strip("`").strip() for c in line.strip("|").split("|")]
-        if header is None:
-            lowered = [c.lower() for c in cells]
-            if "name" in lowered and "url" in lowered:
-                header = lowered
+        if cols is None:
+            header = [c.lower() for c in cells]
+            cols = {"name": _column(header, _NAME_COLS), "url": _column(header, _URL_COLS),
+                    "location": _column(header, ("location", "where")), "notes": _column(header, ("notes",))}
+            if cols["name"] is None or cols["url"] is None:
+                cols = {"skip": None}  # not a camera table: ignore its rows
             continue
-        if all(set(c) <= set("-: ") for c in cells):
-            continue  # the |---|---| separator
-        row = dict(zip(header, cells, strict=False))  # short rows leave columns empty
-        if row.get("name") and row.get("url"):
-            cameras.append(Camera(row["name"], row["url"], row.get("location", ""), row.get("notes", "")))
+        if "skip" in cols or all(set(c) <= set("-: ") for c in cells):
+            continue  # other table, or the |---|---| separator
+        row = {k: cells[i] if i is not None and i < len(cells) else "" for k, i in cols.items()}
+        if row["name"] and row["url"]:
+            cameras.append(Camera(row["name"], row["url"], row["location"], row["notes"]))
     return cameras
 
 

@@ -102,7 +102,10 @@ def test_cameras_parsed_from_table_and_resolved_by_name(tmp_path: Path) -> None:
     assert ws.camera("cam9") is None
 
 
-def test_camera_table_columns_follow_the_header() -> None:
-    text = "intro\n\n| URL | Name |\n|---|---|\n| 0 | webcam |\n\nother text\n| a | b |\n"
-    assert parse_camera_table(text) == [Camera("webcam", "0")]
-    assert parse_camera_table("| a | b |\n|---|---|\n| 1 | 2 |\n") == []
+def test_camera_tables_follow_their_headers() -> None:
+    text = (
+        "## Office\n| URL | Name |\n|---|---|\n| 0 | webcam |\n\n"
+        "## Other data\n| a | b |\n|---|---|\n| 1 | 2 |\n\n"
+        "## Yard\n| Camera | Source | Where |\n|:--|:--|:--|\n| gate | rtsp://10.0.0.2/s | North gate |\n"
+    )
+    assert parse_camera_table(text) == [Camera("webcam", "0"), Camera("gate", "rtsp://10.0.0.2/s", "North gate")]

@@ -55,10 +55,12 @@ the workspace or the configured media folders, an http(s) URL, base64 data, or t
 of an image shared in this conversation. Images attached to a message are also shown to you directly.
 
 ## Models
-- Offline builtin detectors, always available with no network or API key:
-  `builtin/faces` (OpenCV Haar frontal-face detector) and `builtin/people` (OpenCV HOG pedestrian detector).
-- Motion: the builtin motion detection works on video pipelines (it compares consecutive frames), not on a single
-  image; use it to watch for activity on a camera.
+- Offline builtin detectors, always available with no network or API key (use them as `model_id`):
+  `builtin/faces` (OpenCV Haar frontal-face detector, class `face`) and `builtin/people` (OpenCV HOG pedestrian
+  detector, class `person`). In a workflow spec their blocks are `vision_agent/haar_face_detector@v1` and
+  `vision_agent/hog_people_detector@v1`.
+- Motion: `builtin/motion` (block `vision_agent/motion_detector@v1`, class `motion`) finds moving regions by
+  background subtraction. It needs a video pipeline: a single still image never shows motion.
 - Roboflow models: "workspace/project/version" (e.g. "my-ws/hard-hat/3"); they need ROBOFLOW_API_KEY and network.
 - Zero-shot: detect_zero_shot with class names (YOLO-World), when the inference server has it.
 - Questions about an image: ask_about_image (a VLM when available, otherwise you look at the image yourself).

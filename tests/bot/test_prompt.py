@@ -54,7 +54,7 @@ def test_workspace_files_and_capabilities_are_in_the_stable_part(ws):
 
 def test_identity_documents_builtin_models_images_and_workflow_format(ws):
     identity = build_system(ws, build_registry(), now=T1)[0]["text"]
-    for needle in ("builtin/faces", "Haar", "builtin/people", "HOG", "otion", "workspace/project/version",
+    for needle in ("builtin/faces", "Haar", "builtin/people", "HOG", "builtin/motion", "workspace/project/version",
                    "Slack file id", '"steps"', "$steps.", "remember", "run_inference"):
         assert needle in identity, needle
 
@@ -84,3 +84,11 @@ def test_heartbeat_mode_is_lighter_and_asks_for_heartbeat_ok(ws):
     assert "# AGENTS.md" not in text and "Skill loaded" not in text
     assert len(json.dumps(hb)) < len(json.dumps(full)) / 2
     assert sum("cache_control" in b for b in hb) == 1
+
+
+def test_builtin_model_ids_in_the_prompt_are_the_ones_the_backend_knows(ws):
+    from bot.backends.workflows import BUILTIN_MODELS
+
+    identity = build_system(ws, build_registry(), now=T1)[0]["text"]
+    for model_id, block in BUILTIN_MODELS.items():
+        assert f"`{model_id}`" in identity and f"`{block}`" in identity

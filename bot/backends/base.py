@@ -96,6 +96,8 @@ class InferenceBackend(Protocol):
         max_fps: float | None = None,
         parameters: dict | None = None,
         on_result: ResultListener | None = None,
+        model_id: str | None = None,  # wrapped into a detection workflow (tracker + annotations) when no spec
+        confidence: float | None = None,
     ) -> PipelineHandle: ...
 
     async def consume_results(self, pipeline_id: str, max_results: int = 5) -> list[InferenceResult]: ...

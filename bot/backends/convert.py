@@ -1,0 +1,197 @@
+"""Raw backend outputs (in-process sv.Detections / images, or the server's JSON) → InferenceResult."""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+from typing import Any
+
+from bot.backends.base import Detection, InferenceResult
+
+MAX_VALUE_CHARS = 2000  # JSON-able workflow values bigger than this are dropped (they would flood the prompt)
+JPEG_QUALITY = 85
+
+
+def encode_jpeg(image: Any, max_dimension: int | None = None) -> bytes:
+    """BGR numpy image → JPEG bytes, downscaled so the longer side is at most max_dimension."""
+    import cv2
+
+    if max_dimension and max(image.shape[:2]) > max_dimension:
+        scale = max_dimension / max(image.shape[:2])
+        image = cv2.resize(image, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA)
+    ok, buf = cv2.imencode(".jpg", image, [cv2.IMWRITE_JPEG_QUALITY, JPEG_QUALITY])
+    if not ok:
+        raise ValueError("could not encode the frame as JPEG")
+    return buf.tobytes()
+
+
+def decode_image(data: bytes) -> Any:
+    """Image file bytes → BGR numpy image, or None if not an image OpenCV can read."""
+    import cv2
+    import numpy as np
+
+    arr = np.frombuffer(data, dtype=np.uint8)
+    return cv2.imdecode(arr, cv2.IMREAD_COLOR) if arr.size else None
+
+
+def draw_detections(image: Any, detections: tuple[Detection, ...]) -> Any:
+    """Boxes and labels drawn with supervision annotators on a copy of a BGR image."""
+    import numpy as np
+    import supervision as sv
+
+    if not detections:
+        return image.copy()
+    sv_det = sv.Detections(
+        xyxy=np.array([d.xyxy for d in detections], dtype=np.float32),
+        confidence=np.array([d.confidence for d in detections], dtype=np.float32),
+        class_id=np.array([hash(d.class_name) % 997 for d in detections]),
+    )
+    labels = [
+        f"#{d.tracker_id} {d.class_name}" if d.tracker_id is not None else f"{d.class_name} {d.confidence:.2f}"
+        for d in detections
+    ]
+    out = sv.BoxAnnotator().annotate(scene=image.copy(), detections=sv_det)
+    return sv.LabelAnnotator().annotate(scene=out, detections=sv_det, labels=labels)
+
+
+def detections_from_sv(det: Any) -> tuple[Detection, ...]:
+    """supervision Detections → Detection tuple."""
+    n = len(det)
+    names = det.data.get("class_name") if det.data else None
+    out = []
+    for i in range(n):
+        conf = float(det.confidence[i]) if det.confidence is not None else 1.0
+        tid = int(det.tracker_id[i]) if det.tracker_id is not None else None
+        name = str(names[i]) if names is not None else str(int(det.class_id[i]) if det.class_id is not None else "object")
+        x1, y1, x2, y2 = (round(float(v), 1) for v in det.xyxy[i])
+        out.append(Detection(class_name=name, confidence=round(conf, 4), xyxy=(x1, y1, x2, y2), tracker_id=tid))
+    return tuple(out)
+
+
+def detections_from_json(payload: dict[str, Any]) -> tuple[Detection, ...]:
+    """The server's serialized detections ({"predictions": [{x, y, width, height, class, confidence}...]})."""
+    out = []
+    for p in payload.get("predictions") or []:
+        x, y, w, h = (float(p.get(k, 0.0)) for k in ("x", "y", "width", "height"))
+        tid = p.get("tracker_id")
+        out.append(
+            Detection(
+                class_name=str(p.get("class", p.get("class_name", "object"))),
+                confidence=round(float(p.get("confidence", 1.0)), 4),
+                xyxy=(round(x - w / 2, 1), round(y - h / 2, 1), round(x + w / 2, 1), round(y + h / 2, 1)),
+                tracker_id=int(tid) if tid is not None else None,
+            )
+        )
+    return tuple(out)
+
+
+def _is_json_detections(value: Any) -> bool:
+    return isinstance(value, dict) and isinstance(value.get("predictions"), list) and "image" in value
+
+
+def _is_json_image(value: Any) -> bool:
+    return isinstance(value, dict) and value.get("type") == "base64" and isinstance(value.get("value"), str)
+
+
+def _plain_value(value: Any) -> Any:
+    """A JSON-able, small version of value, or None to drop it."""
+    try:
+        import numpy as np
+
+        if isinstance(value, np.generic):
+            value = value.item()
+        elif isinstance(value, np.ndarray):
+            value = value.tolist()
+    except ImportError:  # pragma: no cover
+        pass
+    try:
+        text = json.dumps(value, default=str)
+    except (TypeError, ValueError):
+        return None
+    return value if len(text) <= MAX_VALUE_CHARS else None
+
+
+def from_workflow_output(
+    output: dict[str, Any],
+    source_image: Any = None,
+    frame_id: int | None = None,
+    timestamp: float | None = None,
+    max_dimension: int | None = None,
+) -> InferenceResult:
+    """One in-process workflow output dict (sv.Detections, WorkflowImageData, plain values) → InferenceResult."""
+    import supervision as sv
+
+    detections: dict[str, tuple[Detection, ...]] = {}
+    frame_img = None
+    values: dict[str, Any] = {}
+    for name, value in output.items():
+        if isinstance(value, sv.Detections):
+            detections[name] = detections_from_sv(value)
+        elif hasattr(value, "numpy_image") and hasattr(value, "parent_metadata"):
+            if frame_img is None or name == "annotated":
+                frame_img = value.numpy_image
+        else:
+            plain = _plain_value(value)
+            if plain is not None:
+                values[name] = plain
+    return _assemble(detections, values, frame_img, source_image, frame_id, timestamp, max_dimension)
+
+
+def from_serialized_output(
+    output: dict[str, Any],
+    source_image: Any = None,
+    frame_id: int | None = None,
+    timestamp: float | None = None,
+    max_dimension: int | None = None,
+) -> InferenceResult:
+    """One workflow output as the inference server serializes it (dict detections, base64 images) → InferenceResult."""
+    detections: dict[str, tuple[Detection, ...]] = {}
+    frame_img = None
+    values: dict[str, Any] = {}
+    for name, value in output.items():
+        if _is_json_detections(value):
+            detections[name] = detections_from_json(value)
+        elif _is_json_image(value):
+            if frame_img is None or name == "annotated":
+                frame_img = decode_image(base64.b64decode(value["value"]))
+        else:
+            plain = _plain_value(value)
+            if plain is not None:
+                values[name] = plain
+    return _assemble(detections, values, frame_img, source_image, frame_id, timestamp, max_dimension)
+
+
+def from_model_response(response: dict[str, Any], source_image: Any = None, max_dimension: int | None = None) -> InferenceResult:
+    """A plain model inference response (`/infer/object_detection`) → InferenceResult with a drawn frame."""
+    dets = detections_from_json(response)
+    return _assemble({"predictions": dets}, {}, None, source_image, None, None, max_dimension)
+
+
+def _assemble(
+    detections: dict[str, tuple[Detection, ...]],
+    values: dict[str, Any],
+    frame_img: Any,
+    source_image: Any,
+    frame_id: int | None,
+    timestamp: float | None,
+    max_dimension: int | None,
+) -> InferenceResult:
+    # "predictions" is the main detection output; other detection outputs (e.g. line crossings) become counts.
+    main_key = "predictions" if "predictions" in detections else next(iter(detections), None)
+    main = detections.get(main_key, ()) if main_key else ()
+    for name, dets in detections.items():
+        if name != main_key:
+            values[name] = {"count": len(dets), "tracker_ids": [d.tracker_id for d in dets if d.tracker_id is not None]}
+    if frame_img is None and source_image is not None:
+        frame_img = draw_detections(source_image, main)
+    ref = frame_img if frame_img is not None else source_image
+    size = (int(ref.shape[1]), int(ref.shape[0])) if ref is not None else None
+    return InferenceResult(
+        detections=main,
+        values=values,
+        frame=encode_jpeg(frame_img, max_dimension) if frame_img is not None else None,
+        frame_id=frame_id,
+        timestamp=timestamp if timestamp is not None else time.time(),
+        image_size=size,
+    )

@@ -116,8 +116,6 @@ async def _converse(bot: SlackBot, turn: Turn, r: TurnRenderer) -> None:
     if why_not:
         await r.error(f"I can't chat right now: {why_not}. `/vision` commands still work.")
         return
-    if not text:
-        text = "(image attached)"
     async for ev in bot.agent.process_message(turn.conv.key, text, attachments):
         await r.handle(ev)
 

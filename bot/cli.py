@@ -52,6 +52,12 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(file=sys.stderr)
         return 130
+    except Exception as exc:
+        from workspace import WorkspaceError
+
+        if isinstance(exc, WorkspaceError):
+            return _fail(str(exc), 1)
+        raise
 
 
 def _setup_logging(verbose: int) -> None:
@@ -84,11 +90,7 @@ def cmd_init(args: argparse.Namespace) -> int:
     from workspace import Workspace
 
     ws = Workspace(settings.workspace)
-    try:
-        created = ws.init(restore=True)
-    except OSError as exc:
-        return _fail(f"cannot create the workspace at {ws.root}: {exc.strerror or exc}; "
-                     "set VISION_AGENT_WORKSPACE to a writable folder", 1)
+    created = ws.init(restore=True)
     if not created:
         print(f"Workspace {ws.root} is complete; nothing to create (your edits are kept).")
         return 0

@@ -21,6 +21,10 @@ _COMMENT = re.compile(r"<!--.*?-->", re.S)
 _MANIFEST = "workspace.json"  # in .state/: which template files init installed, with their hashes
 
 
+class WorkspaceError(Exception):
+    """The workspace cannot be created or written; str() is one line saying what to do."""
+
+
 @dataclass(frozen=True)
 class Camera:
     """One row of CAMERAS.md."""
@@ -121,6 +125,15 @@ class Workspace:
         Never touches an existing file. A template file the user deleted after an earlier init stays deleted
         unless `restore` is set (the explicit `vision-agent init` restores; start-up does not).
         """
+        try:
+            return self._init(restore)
+        except OSError as exc:
+            raise WorkspaceError(
+                f"cannot create the workspace at {self.root}: {exc.strerror or exc}; "
+                "set VISION_AGENT_WORKSPACE to a writable folder"
+            ) from None
+
+    def _init(self, restore: bool) -> list[Path]:
         created: list[Path] = []
         for d in (self.root, self.sessions_dir, self.memory_dir, self.frames_dir, self.skills_dir, self.state_dir):
             if not d.is_dir():

@@ -154,3 +154,37 @@ def test_init_reports_created_then_nothing(base_env: dict[str, str], monkeypatch
 def test_inference_server_rejects_bad_port(port: str, capsys) -> None:
     assert main(["inference-server", "--port", port]) == 2
     assert "--port" in capsys.readouterr().err
+
+
+def test_unwritable_workspace_is_one_line(tmp_path: Path, monkeypatch, capsys) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("VISION_AGENT_WORKSPACE", str(blocker / "ws"))
+    monkeypatch.setenv("VISION_AGENT_HEARTBEAT_MINUTES", "0")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+    assert main(["init"]) == 1
+    assert main(["chat", "-m", "hi"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and all("cannot create the workspace" in e and "VISION_AGENT_WORKSPACE" in e for e in err)
+
+
+def test_alerts_and_frames_are_printed_and_saved(tmp_path: Path) -> None:
+    import io
+
+    from rich.console import Console
+
+    from bot.alerts import Alert
+    from bot.cli_render import Renderer
+    from bot.events import AgentEvent, EventType
+
+    buf = io.StringIO()
+    out = Renderer(Console(file=buf, width=200))
+    out.alert(Alert(camera="dock", rule="person_count", text="2 people at the dock", frame=b"\xff\xd8jpeg"), tmp_path)
+    out.event(AgentEvent(EventType.FRAME, {"image": b"\xff\xd8x", "caption": "faces", "path": None}), tmp_path)
+    out.event(AgentEvent(EventType.ERROR, {"text": "camera unreachable"}), tmp_path)
+    text_out = buf.getvalue()
+    saved = sorted(tmp_path.rglob("*.jpg"))
+    assert "ALERT" in text_out and "dock" in text_out and "2 people at the dock" in text_out
+    assert len(saved) == 2 and all(str(p) in text_out for p in saved)
+    assert saved[0].read_bytes().startswith(b"\xff\xd8")
+    assert "error: camera unreachable" in text_out

@@ -201,3 +201,37 @@ async def test_outside_active_hours_nothing_runs_and_news_waits(llm_settings: Se
 
 async def _drain(gen) -> list:
     return [ev async for ev in gen]
+
+
+async def test_daily_summary_counts_per_camera_in_an_isolated_session(rig: Rig, anthropic_api) -> None:
+    from bot.cron_jobs import daily_summary
+
+    anthropic_api.handler = lambda body: text("Hi! I am here.")
+    await _drain(rig.agent.process_message("cli:main", "hello"))  # a chat the summary must not touch
+    chat_file = next(rig.ws.sessions_dir.glob("*.jsonl"))
+    chat_before = chat_file.read_text()
+    await rig.cross()
+    rig.clock.advance(10)
+    await rig.cross()
+    rig.memory.store("a forklift parked by the gate", "observation", camera_id="yard")
+    anthropic_api.handler = lambda body: text("Two people came in through the door; the yard was calm.")
+
+    report = await daily_summary(rig.agent, rig.memory, rig.router)
+
+    [posted] = [a for a in rig.sink.alerts if a.rule == "daily_summary"]
+    assert posted.text == report
+    assert "- door: 2 alerts (line_crossed ×2), 0 other notes" in report
+    assert "- yard: 0 alerts, 1 other notes" in report
+    assert report.endswith("Two people came in through the door; the yard was calm.")
+    assert posted.counts == {"door": 2, "yard": 0}
+    summary_request = anthropic_api.requests[-1].body["messages"]
+    assert len(summary_request) == 1 and "hello" not in str(summary_request)  # no chat history in it
+    assert "a forklift parked by the gate" in str(summary_request)
+    assert chat_file.read_text() == chat_before
+
+
+async def test_daily_summary_on_an_empty_day_posts_nothing_and_calls_nothing(rig: Rig, anthropic_api) -> None:
+    from bot.cron_jobs import daily_summary
+
+    assert await daily_summary(rig.agent, rig.memory, rig.router) is None
+    assert rig.sink.alerts == [] and anthropic_api.requests == []

@@ -61,7 +61,8 @@ class Agent:
     ) -> None:
         self.llm, self.tools, self.sessions = llm, tools, sessions
         self.settings, self.workspace = settings, workspace
-        self.services = dict(services or {})
+        # The same dict the composition root holds, so services it adds later reach the tools too.
+        self.services = services if services is not None else {}
         self.services.setdefault("workspace", workspace)
         self._capabilities = capabilities
         self._pipelines_text = pipelines_text
@@ -133,6 +134,11 @@ class Agent:
                 resp = await self.llm.chat(history, defs, system, session_key=key)
             except LLMError as exc:
                 yield _ev(EventType.ERROR, text=str(exc))
+                return
+            except Exception as exc:  # an SDK or programming error must end the turn with a line, not a traceback
+                log.exception("LLM call failed in session %s", key)
+                yield _ev(EventType.ERROR, text=f"internal error calling the model ({type(exc).__name__}: {exc}); "
+                                                "see the log, then try again")
                 return
             self.guard.mark(key, resp.usage, len(history))
             if resp.content_blocks:

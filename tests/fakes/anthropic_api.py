@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import time
 import uuid
 from collections import deque
 from collections.abc import Callable
@@ -82,6 +83,8 @@ class Recorded:
     raw: bytes
     status: int = 0
     usage: dict[str, int] = field(default_factory=dict)
+    received: float = field(default_factory=time.monotonic)
+    answered: float = 0.0  # when the reply was fully written (overlap of [received, answered] = concurrency)
 
 
 class FakeAnthropic:
@@ -177,9 +180,12 @@ class FakeAnthropic:
         rec.status = 200
         rec.usage = self._usage(rec.body, reply)
         message = self._message(rec.body, reply, rec.usage)
-        if rec.body.get("stream"):
-            return await self._sse(request, message)
-        return web.json_response(message, headers={"request-id": f"req_{uuid.uuid4().hex[:16]}"})
+        try:
+            if rec.body.get("stream"):
+                return await self._sse(request, message)
+            return web.json_response(message, headers={"request-id": f"req_{uuid.uuid4().hex[:16]}"})
+        finally:
+            rec.answered = time.monotonic()
 
     def _check_headers(self, headers: dict[str, str]) -> tuple[int, str, str] | None:
         if headers.get("x-api-key") != self.api_key:
@@ -189,7 +195,7 @@ class FakeAnthropic:
         return None
 
     def _error(self, rec: Recorded, status: int, kind: str, msg: str, headers: dict | None = None) -> web.Response:
-        rec.status = status
+        rec.status, rec.answered = status, time.monotonic()
         body = {"type": "error", "error": {"type": kind, "message": msg}}
         return web.json_response(body, status=status, headers={"request-id": "req_err", **(headers or {})})
 

@@ -25,7 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     chat = sub.add_parser("chat", help="chat in the terminal (REPL), or one message with -m")
     chat.add_argument("-m", "--message", metavar="TEXT", help="send one message, print the reply, exit")
-    chat.add_argument("--image", metavar="PATH", action="append", default=[], help="attach an image (repeatable)")
+    chat.add_argument("--image", metavar="PATH", action="append", default=[], help="attach an image (repeatable; in the REPL: to the first message)")
     chat.add_argument("--session", metavar="NAME", default=None, help="session to continue (default: 'default')")
 
     sub.add_parser("run", help="what `make run` does: Slack bot if both Slack tokens are set, else the chat REPL")
@@ -109,9 +109,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
 
     if args.message is not None:
         return repl.one_shot(settings, args.message, args.image, args.session or "default")
-    if args.image:
-        return _fail("--image needs -m TEXT (in the REPL, give the image path in your message)")
-    return repl.interactive(settings, args.session or "default")
+    return repl.interactive(settings, args.session or "default", args.image)
 
 
 def _slack_ready(settings: Any) -> bool:

@@ -22,6 +22,7 @@ log = logging.getLogger(__name__)
 _IMAGE_MAGIC = {b"\xff\xd8\xff": "image/jpeg", b"\x89PNG": "image/png", b"GIF8": "image/gif"}
 REPL_HELP = """Type a message to talk to the agent. Commands:
   /vision help        pipeline commands (list, start, stop, snapshot, route, status) - no API key needed
+  /image PATH         attach an image to your next message
   /new                start a new conversation (new session)
   /help               this text
   /quit               leave (or Ctrl-D); Ctrl-C stops a running answer"""
@@ -104,15 +105,21 @@ def _why_no_agent(rt: Runtime) -> str:
 
 
 # REPL -------------------------------------------------------------------
-def interactive(settings: Settings, session: str) -> int:
-    """The chat REPL; returns when the user quits."""
-    return asyncio.run(_Repl(settings, session).run())
+def interactive(settings: Settings, session: str, images: list[str] | None = None) -> int:
+    """The chat REPL; `images` are attached to the first message. Returns when the user quits."""
+    try:
+        attachments = [attachment_for(p) for p in images or []]
+    except ValueError as exc:
+        print(f"vision-agent: {exc}", file=sys.stderr)
+        return 2
+    return asyncio.run(_Repl(settings, session, attachments).run())
 
 
 class _Repl:
-    def __init__(self, settings: Settings, session: str) -> None:
+    def __init__(self, settings: Settings, session: str, attachments: list[Attachment] | None = None) -> None:
         self.settings = settings
         self.session = session
+        self.attachments = list(attachments or [])  # sent with the next message
         self.out = Renderer()
         self._turn: asyncio.Task | None = None
         self._pending_input: asyncio.Future | None = None
@@ -141,6 +148,8 @@ class _Repl:
             self.out.plain(REPL_HELP)
         elif word == "/vision":
             await self._vision(line)
+        elif word == "/image":
+            self._attach(line[len(word):].strip())
         elif word == "/new":
             import time
 
@@ -160,9 +169,21 @@ class _Repl:
                 self._turn = None
         return True
 
-    async def _run_turn(self, text: str) -> None:
+    def _attach(self, path: str) -> None:
+        if not path:
+            self.out.error("usage: /image PATH")
+            return
         try:
-            async for ev in self.rt.agent.process_message(f"cli:{self.session}", text, []):
+            self.attachments.append(attachment_for(path))
+        except ValueError as exc:
+            self.out.error(str(exc))
+            return
+        self.out.note(f"attached {self.attachments[-1].path} (sent with your next message)")
+
+    async def _run_turn(self, text: str) -> None:
+        attachments, self.attachments = self.attachments, []
+        try:
+            async for ev in self.rt.agent.process_message(f"cli:{self.session}", text, attachments):
                 self.out.event(ev, self.rt.workspace.frames_dir)
         except Exception as exc:  # keep the REPL alive; details with -v
             log.debug("turn failed", exc_info=True)

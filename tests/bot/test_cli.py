@@ -123,13 +123,25 @@ def test_repl_renders_tool_calls_results_and_reply(llm_env: dict[str, str], anth
         tool_use(("think", {"thought": "plan the check"}), ("no_such_tool", {}), text="Checking first."),
         text("Hello **there**."),
     )
-    out = _run(["chat", "--session", "r1"], llm_env, stdin="hi\n")  # EOF after one line ends the REPL
+    out = _run(["chat", "--session", "r1"], llm_env, stdin="/image /nope.png\nhi\n")  # EOF ends the REPL
     assert out.returncode == 0, out.stderr
     assert "Checking first." in out.stdout  # text next to tool calls is shown as thinking
     assert "→ think" in out.stdout and "plan the check" in out.stdout
     assert "→ no_such_tool" in out.stdout and "Unknown tool" in out.stdout  # the is_error result is shown
     assert "Hello there." in out.stdout and "**" not in out.stdout  # markdown rendered, not raw
     assert len(anthropic_api.ok_requests) == 2
+    assert "/nope.png does not exist" in out.stdout
+
+
+def test_repl_image_goes_with_the_next_message_only(llm_env: dict[str, str], anthropic_api: FakeAnthropic,
+                                                    tmp_path: Path) -> None:
+    img = _png(tmp_path / "a.png")
+    anthropic_api.enqueue(text("A red image."), text("Still red."))
+    out = _run(["chat"], llm_env, stdin=f"/image {img}\nwhat is it?\nand now?\n")
+    assert out.returncode == 0, out.stderr
+    first, second = (r.body["messages"][-1]["content"] for r in anthropic_api.ok_requests)
+    assert [b["type"] for b in first].count("image") == 1
+    assert [b["type"] for b in second].count("image") == 0
 
 
 def test_run_without_slack_tokens_starts_the_repl(base_env: dict[str, str], tmp_path: Path) -> None:

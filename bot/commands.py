@@ -35,6 +35,7 @@ USAGE = """*Usage:* `/vision <command>`
 • `route CHANNEL [camera=NAME]` — send alerts (for one camera) to CHANNEL
 • `status` — pipelines, alert routes and mutes"""
 CONTROL = {"start", "stop", "pause", "resume", "route"}
+LOCAL_CHANNEL = "cli"  # channel_id the CLI REPL passes
 _CHANNEL_REF = re.compile(r"^<#(?P<id>[A-Z0-9]+)(?:\|[^>]*)?>$")
 
 
@@ -77,8 +78,8 @@ def _fail(text: str) -> CommandReply:
 def _refusal(ctx: CommandContext) -> str | None:
     """Why this user/channel may not control pipelines, or None. Empty allowlists mean everyone."""
     users, channels = ctx.settings.slack.allowed_users, ctx.settings.slack.allowed_channels
-    if ctx.user_id is None and ctx.channel_id is None:
-        return None  # the local CLI: whoever runs the process owns it
+    if ctx.channel_id in (None, LOCAL_CHANNEL):
+        return None  # the local CLI: whoever runs the process owns it; the allowlists are Slack's
     if users and ctx.user_id not in users:
         return "Only " + ", ".join(f"<@{u}>" for u in users) + " may control pipelines; ask one of them."
     if channels and ctx.channel_id not in channels:

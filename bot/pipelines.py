@@ -165,7 +165,8 @@ class PipelineManager:
             return detection_workflow(cfg.model_id)
         if cfg.workflow_spec is not None:
             problems = list(check_spec(cfg.workflow_spec, self.settings.inference.allow_custom_python) or [])
-            problems += list(await self.backend.validate_workflow(cfg.workflow_spec) or [])
+            if not problems:  # custom Python is refused before the spec gets anywhere near a compiler
+                problems = list(await self.backend.validate_workflow(cfg.workflow_spec) or [])
             if problems:
                 raise BackendError("workflow_spec is invalid: " + "; ".join(problems[:5]) + ". Fix the spec and try again.")
         return cfg.workflow_spec

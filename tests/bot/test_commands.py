@@ -131,6 +131,8 @@ async def test_allowlist_limits_control_but_not_viewing(base_env, workspace_dir:
     allowed = CommandContext(settings, mgr, router, user_id="U1", channel_id="C1")
     assert (await run_command("start 0", allowed)).ok
     assert backend.calls and router.routes() == {}
+    local = CommandContext(settings, mgr, router, user_id="cli", channel_id="cli")  # the REPL owner
+    assert (await run_command("route #local", local)).ok
 
 
 async def test_manager_is_created_only_when_a_pipeline_command_needs_it(settings, workspace_dir: Path):

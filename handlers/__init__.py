@@ -17,6 +17,7 @@ def register(app: Any, runtime: Any) -> Any:
     ws = runtime.workspace
     bot = SlackBot(
         runtime=runtime,
+        app=app,
         client=app.client,
         threads=ThreadBook(ws.state_dir / "slack_threads.json"),
         fetcher=FileFetcher(ws.root / "uploads" / "slack", runtime.settings.slack.max_image_bytes),

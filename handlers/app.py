@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import signal
 import sys
@@ -72,37 +73,31 @@ async def run(settings: Settings, runtime: Any = None, *, on_ready: Callable[[Sl
     """
     bot_token, app_token = check_tokens(settings)
     client = AsyncWebClient(token=bot_token, base_url=settings.slack.api_url)
-    identity = (await client.auth_test()).data  # a bad or revoked token fails here, before anything starts
-    own_runtime = runtime is None
-    if own_runtime:
-        from bot.runtime import Runtime
+    identity = (await client.auth_test()).data  # a bad or revoked bot token fails here, before anything starts
+    # The SDK retries a rejected app token forever; ask once ourselves so a bad one is a clear error instead.
+    await client.apps_connections_open(app_token=app_token)
+    async with contextlib.AsyncExitStack() as stack:
+        if runtime is None:
+            from bot.runtime import Runtime
 
-        runtime = await Runtime(settings).start()
-    app = build_app(client, identity)
-    bot = register(app, runtime)
-    bot.set_identity(identity)
-    # The socket client asks apps.connections.open through the same client, so SLACK_API_URL covers both.
-    handler = AsyncSocketModeHandler(app, app_token, web_client=client)
-    # Validate the app token now: the SDK would otherwise retry a rejected token forever. Slack's answer is
-    # the socket URL itself, which the client then uses instead of asking again.
-    handler.client.wss_uri = (await client.apps_connections_open(app_token=app_token))["url"]
-    bot.socket = handler.client
-    health = HealthServer(bot, settings.slack.health_port) if settings.slack.health_port is not None else None
-    try:
-        if health is not None:
+            runtime = await Runtime(settings).start()
+            stack.push_async_callback(runtime.close)
+        bot = register(build_app(client, identity), runtime)
+        stack.push_async_callback(bot.close)
+        bot.set_identity(identity)
+        # The socket client opens connections through `client` too, so SLACK_API_URL covers both.
+        handler = AsyncSocketModeHandler(bot.app, app_token, web_client=client)
+        stack.push_async_callback(handler.close_async)
+        bot.socket = handler.client
+        if settings.slack.health_port is not None:
+            health = HealthServer(bot, settings.slack.health_port)
             await health.start()
+            stack.push_async_callback(health.stop)
         await handler.connect_async()
         log.info("connected to Slack as %s in %s", identity.get("user"), identity.get("team"))
         if on_ready is not None:
             on_ready(bot)
         await (stop or asyncio.Event()).wait()
-    finally:
-        await handler.close_async()
-        await bot.close()
-        if health is not None:
-            await health.stop()
-        if own_runtime:
-            await runtime.close()
     return 0
 
 

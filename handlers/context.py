@@ -30,6 +30,7 @@ class SlackBot:
     """Everything the Slack handlers share. Built by `handlers.register`; reached in listeners as context["vision"]."""
 
     runtime: Any
+    app: Any  # the Bolt AsyncApp
     client: Any  # the app's AsyncWebClient (used off the request path: turns, alerts)
     threads: ThreadBook
     fetcher: FileFetcher

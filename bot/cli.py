@@ -60,12 +60,22 @@ def main(argv: list[str] | None = None) -> int:
         raise
 
 
+_OURS = ("bot", "tools", "workspace", "handlers")
+
+
 def _setup_logging(verbose: int) -> None:
-    level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
-    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
-    if verbose < 2:  # third-party chatter drowns the one line a user needs
-        for noisy in ("httpx", "httpcore", "anthropic", "urllib3"):
-            logging.getLogger(noisy).setLevel(logging.WARNING)
+    """Our warnings always; third-party warnings and deprecation chatter (inference, torch) only with -v."""
+    ours = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
+    logging.basicConfig(level=logging.DEBUG if verbose >= 2 else logging.ERROR,
+                        format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    for name in _OURS:
+        logging.getLogger(name).setLevel(ours)
+    if verbose == 0:
+        import os
+        import warnings
+
+        warnings.simplefilter("ignore")  # library deprecation notices are nothing a user can act on
+        os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
 
 def _fail(message: str, code: int = EXIT_USAGE) -> int:

@@ -47,6 +47,7 @@ class Renderer:
 
     def __init__(self, console: Console | None = None) -> None:
         self.console = console or Console(highlight=False)
+        self._last_result = ""  # a frame's caption often repeats the tool result: print it once
 
     def prompt(self) -> str:
         return "\x1b[1;36myou>\x1b[0m " if self.console.is_terminal else "you> "
@@ -83,10 +84,13 @@ class Renderer:
                                              (" " + _clip(args, 200), "cyan")))
         elif ev.type is EventType.TOOL_RESULT:
             style = "red" if d.get("is_error") else "green"
-            self.console.print(Text(f"  ← {_clip(d.get('text', ''), _MAX_RESULT)}", style=style))
+            self._last_result = d.get("text", "").strip()
+            self.console.print(Text(f"  ← {_clip(self._last_result, _MAX_RESULT)}", style=style))
         elif ev.type is EventType.FRAME:
-            path = d.get("path") or save_frame(frames_dir, d, d.get("caption", "frame"))
-            self.console.print(Text(f"  ▣ {d.get('caption', 'frame')}: saved {path}", style="magenta"))
+            caption = (d.get("caption") or "").strip()
+            path = d.get("path") or save_frame(frames_dir, d, caption or "frame")
+            label = "" if not caption or caption == self._last_result else f" {_clip(caption, 120)}"
+            self.console.print(Text(f"  ▣ annotated frame{label} saved to {path}", style="magenta"))
         elif ev.type in (EventType.RESPONSE, EventType.ASK_USER):
             self.console.print(Markdown(d.get("text", "")))
         elif ev.type is EventType.ERROR:
@@ -100,7 +104,7 @@ class Renderer:
         if getattr(reply, "frame", None):
             caption = getattr(reply, "frame_caption", "") or "snapshot"
             path = save_frame(frames_dir, {"image": reply.frame}, caption)
-            self.console.print(Text(f"  ▣ {caption}: saved {path}", style="magenta"))
+            self.console.print(Text(f"  ▣ {caption} saved to {path}", style="magenta"))
 
     def alert(self, alert: Any, frames_dir: Path) -> None:
         when = time.strftime("%H:%M:%S", time.localtime(alert.time))
@@ -108,4 +112,4 @@ class Renderer:
         self.console.print(Text(line, style="bold red"))
         if alert.frame:
             path = save_frame(frames_dir, {"image": alert.frame}, f"alert-{alert.camera}")
-            self.console.print(Text(f"  ▣ alert frame: saved {path}", style="magenta"))
+            self.console.print(Text(f"  ▣ alert frame saved to {path}", style="magenta"))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from aiohttp import web
@@ -16,7 +16,7 @@ LIVE = {"starting", "running", "paused"}
 
 
 def _iso(ts: float | None) -> str | None:
-    return datetime.fromtimestamp(ts, timezone.utc).isoformat(timespec="seconds") if ts else None
+    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="seconds") if ts else None
 
 
 async def socket_connected(bot: SlackBot) -> bool:

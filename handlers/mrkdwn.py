@@ -9,10 +9,9 @@ MESSAGE_LIMIT = 12_000  # characters per message we post (Slack's hard cap is 40
 
 _FENCE = re.compile(r"```.*?(?:```|\Z)", re.S)
 _INLINE_CODE = re.compile(r"`[^`\n]+`")
-_SLACK_REF = re.compile(r"<(?:[@#!][^<>\s]+|(?:https?|mailto):[^<>\s]+)>")
+_SLACK_REF = re.compile(r"<(?:[@#!][^<>\s|]+|(?:https?|mailto):[^<>\s|]+)(?:\|[^<>]*)?>")
 _IMAGE = re.compile(r"!\[([^\]]*)\]\(([^)\s]+)\)")
 _LINK = re.compile(r"\[([^\]]+)\]\(([^)\s]+)\)")
-_BARE_URL_ANGLE = re.compile(r"<((?:https?|mailto):[^>\s]+)>")
 _HEADING = re.compile(r"^[ \t]*#{1,6}[ \t]+(.+?)[ \t]*#*[ \t]*$", re.M)
 _BOLD = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
 _ITALIC = re.compile(r"(?<![\w*])\*(?=[^\s*])([^*\n]+?)(?<=[^\s*])\*(?![\w*])")

@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
-import json
 import os
 import signal
 import subprocess
 import sys
-import time
-import urllib.request
 
 import aiohttp
 import pytest

@@ -82,6 +82,7 @@ class Workspace:
     def __init__(self, root: Path, max_file_bytes: int = MAX_PROMPT_FILE_BYTES) -> None:
         self.root = Path(root).expanduser()
         self.max_file_bytes = max_file_bytes
+        self._warned: set[tuple[Path, int]] = set()
 
     def __repr__(self) -> str:
         return f"Workspace({str(self.root)!r})"
@@ -175,10 +176,12 @@ class Workspace:
         except FileNotFoundError:
             return None
         if size > self.max_file_bytes:
-            log.warning(
-                "workspace file %s skipped: %d bytes is over the %d-byte limit; shorten it (move detail into a skill)",
-                path, size, self.max_file_bytes,
-            )
+            if (path, size) not in self._warned:  # once per file size, not on every turn
+                self._warned.add((path, size))
+                log.warning(
+                    "workspace file %s skipped: %d bytes is over the %d-byte limit; shorten it "
+                    "(move detail into a skill)", path, size, self.max_file_bytes,
+                )
             return None
         try:
             return strip_comments(path.read_text(encoding="utf-8"))

@@ -87,13 +87,29 @@ def parse_skill(path: Path) -> Skill | None:
     )
 
 
+_CACHE: dict[Path, tuple[tuple[int, int], Skill | None]] = {}  # path -> ((mtime_ns, size), parsed)
+
+
+def _cached_parse(path: Path) -> Skill | None:
+    """parse_skill, re-run only when the file changed, so a broken skill warns once, not on every turn."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    stamp = (st.st_mtime_ns, st.st_size)
+    hit = _CACHE.get(path)
+    if hit is None or hit[0] != stamp:
+        hit = _CACHE[path] = (stamp, parse_skill(path))
+    return hit[1]
+
+
 def discover(skills_dir: Path) -> list[Skill]:
     """Every valid skill under skills_dir/<name>/SKILL.md, sorted by name; duplicates keep the first."""
     if not skills_dir.is_dir():
         return []
     seen: dict[str, Skill] = {}
     for path in sorted(skills_dir.glob(f"*/{SKILL_FILE}")):
-        skill = parse_skill(path)
+        skill = _cached_parse(path)
         if skill is None:
             continue
         if skill.name in seen:

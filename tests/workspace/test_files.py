@@ -78,6 +78,10 @@ def test_oversized_prompt_file_is_skipped_with_warning(tmp_path: Path, caplog) -
     assert "USER.md" not in files and "AGENTS.md" in files
     msg = " ".join(r.getMessage() for r in caplog.records)
     assert "USER.md" in msg and "2000" in msg
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="workspace.files"):
+        assert "USER.md" not in ws.load_prompt_files()
+    assert caplog.records == []  # once, not on every turn
 
 
 def test_default_size_limit_is_16k(tmp_path: Path) -> None:

@@ -66,6 +66,12 @@ def test_broken_frontmatter_is_skipped_with_warning(ws: Workspace, caplog) -> No
     assert names == SKILLS | {"forklift-safety"}
     logged = " ".join(r.getMessage() for r in caplog.records)
     assert str(bad) in logged and str(nofm) in logged
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="workspace.skills"):
+        ws.list_skills()  # the prompt lists skills every turn: an unchanged broken file warns only once
+    assert caplog.records == []
+    bad.write_text("---\nname: fixed\ndescription: Fixed skill now parses\n---\n")
+    assert "fixed" in {s.name for s in ws.list_skills()}
 
 
 @pytest.mark.parametrize(

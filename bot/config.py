@@ -11,7 +11,15 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-from bot.config_sources import DEFAULT_WORKSPACE, ENV_MAP, SettingsError, describe_error, gather, workspace_path
+from bot.config_sources import (
+    DEFAULT_WORKSPACE,
+    ENV_MAP,
+    SettingsError,
+    deep_merge,
+    describe_error,
+    gather,
+    workspace_path,
+)
 
 __all__ = ["DEFAULT_WORKSPACE", "ENV_MAP", "Settings", "SettingsError", "load_settings", "workspace_path"]
 
@@ -184,18 +192,19 @@ class Settings(BaseSettings):
 
     @classmethod
     def settings_customise_sources(cls, settings_cls, init_settings, env_settings, dotenv_settings, file_secret_settings):
-        return (init_settings, _MappedEnvSource(settings_cls, _ENVIRON_OVERRIDE.get("env")))
-
-
-_ENVIRON_OVERRIDE: dict[str, dict[str, str] | None] = {"env": None}
+        # Only for a bare `Settings()`: the documented env vars and config.yaml instead of pydantic's own env rules.
+        return (init_settings, _MappedEnvSource(settings_cls, None))
 
 
 def load_settings(environ: dict[str, str] | None = None, **overrides: Any) -> Settings:
-    """Load settings; raise SettingsError whose message is one line naming the bad setting."""
-    _ENVIRON_OVERRIDE["env"] = environ
+    """Load settings from `environ` (default os.environ) and config.yaml; `overrides` win (merged per section).
+
+    Raises SettingsError whose message is one line naming the bad setting.
+    """
+    env = os.environ if environ is None else environ
     try:
-        return Settings(**overrides)
+        # model_validate, not Settings(): the environment is an argument, not process state, so concurrent
+        # loads with different environments cannot see each other's.
+        return Settings.model_validate(deep_merge(gather(env), overrides))
     except ValidationError as exc:
-        raise SettingsError(describe_error(exc.errors()[0], os.environ if environ is None else environ)) from None
-    finally:
-        _ENVIRON_OVERRIDE["env"] = None
+        raise SettingsError(describe_error(exc.errors()[0], env)) from None

@@ -40,10 +40,10 @@ def _set_dotted(d: dict[str, Any], dotted: str, value: Any) -> None:
     d[leaf] = value
 
 
-def _deep_merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
+def deep_merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
     out = dict(base)
     for k, v in top.items():
-        out[k] = _deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+        out[k] = deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
     return out
 
 
@@ -118,7 +118,7 @@ def gather(environ: dict[str, str] | os._Environ) -> dict[str, Any]:
         val = environ.get(var)
         if val is not None and val.strip() != "":
             _set_dotted(env_data, dotted, val.strip())
-    merged = _deep_merge(data, env_data)
+    merged = deep_merge(data, env_data)
     merged.setdefault("workspace", str(ws))
     inf = merged.get("inference")
     if isinstance(inf, dict) and isinstance(inf.get("media_dirs"), (str, list)):

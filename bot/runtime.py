@@ -35,6 +35,11 @@ class Lazy:
             self._obj = self._factory()
         return self._obj
 
+    def lazy_take(self) -> Any:
+        """The built object (or None), forgetting it: the next use builds a fresh one."""
+        obj, self._obj = self._obj, None
+        return obj
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self.lazy_object(), name)
 
@@ -78,6 +83,14 @@ class Runtime:
         if self._started:
             return self
         self._started = True
+        try:
+            await self._assemble()
+        except BaseException:
+            await self.close()  # nothing half-started is left running (pipeline threads, scheduler)
+            raise
+        return self
+
+    async def _assemble(self) -> None:
         self.created = self.workspace.init()
         self.memory = self._optional("memory", self._build_memory)
         self.router = self._build_router()
@@ -92,7 +105,7 @@ class Runtime:
         self.sessions = self._optional("sessions", self._build_sessions)
         self.agent = self._optional("agent", self._build_agent) if self.llm and self.sessions else None
         if not self.background:
-            return self
+            return
         self.scheduler = self._optional("scheduler", self._build_scheduler)
         if self.monitor is not None:
             self.monitor.start()  # listens to pipeline results before any pipeline is restored
@@ -102,7 +115,6 @@ class Runtime:
                 log.info("restored %d pipeline(s) from %s", len(restored), self.workspace.active_state_path)
         if self.scheduler is not None:
             self.scheduler.start()
-        return self
 
     def _optional(self, piece: str, build: Callable[[], T]) -> T | None:
         """build(), or None when the module it needs is not part of this build yet."""
@@ -208,13 +220,15 @@ class Runtime:
     # shutdown -----------------------------------------------------------
     async def close(self) -> None:
         """Stop the scheduler, then pipelines' threads (they stay in active_state.json for the next start)."""
-        if self.scheduler is not None:
+        scheduler, self.scheduler = self.scheduler, None
+        if scheduler is not None:
             # stop() joins the scheduler thread, which may be waiting on this loop: never block the loop on it
-            await _maybe_await(await asyncio.to_thread(self.scheduler.stop))
+            await _maybe_await(await asyncio.to_thread(scheduler.stop))
         if self.pipelines is not None:
             await self.pipelines.close()
-        if self.backend.lazy_built:  # pipelines may have closed it already: backends make close() idempotent
-            await self.backend.close()
+        backend = self.backend.lazy_take()
+        if backend is not None:  # the pipeline manager may have closed it already: close() is idempotent
+            await backend.close()
         self._started = False
 
 

@@ -48,3 +48,20 @@ def test_lazy_builds_once_on_first_use() -> None:
     assert not lazy.lazy_built and calls == []
     assert lazy.upper() == "ABC" and lazy.count("b") == 1 and calls == [1]
     assert lazy.lazy_built and lazy.lazy_object() == "abc"
+
+
+async def test_close_is_idempotent_and_closes_a_built_backend(settings: Settings) -> None:
+    closed = []
+
+    class _Backend:
+        name = "fake"
+
+        async def close(self) -> None:
+            closed.append(1)
+
+    rt = await Runtime(settings, background=False).start()
+    rt.backend = Lazy(_Backend)
+    assert rt.backend.name == "fake"  # first use builds it
+    await rt.close()
+    await rt.close()
+    assert closed == [1]

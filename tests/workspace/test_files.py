@@ -113,3 +113,12 @@ def test_camera_tables_follow_their_headers() -> None:
         "## Yard\n| Camera | Source | Where |\n|:--|:--|:--|\n| gate | rtsp://10.0.0.2/s | North gate |\n"
     )
     assert parse_camera_table(text) == [Camera("webcam", "0"), Camera("gate", "rtsp://10.0.0.2/s", "North gate")]
+
+
+def test_template_heartbeat_schedules_nothing(tmp_path: Path) -> None:
+    from bot.checklist import scheduled_items
+
+    ws = Workspace(tmp_path)
+    ws.init()
+    # An untouched workspace must cost nothing while idle: no scheduled LLM checks until the user adds them.
+    assert scheduled_items((ws.root / "HEARTBEAT.md").read_text()) == []

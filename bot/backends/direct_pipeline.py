@@ -1,0 +1,210 @@
+"""One in-process InferencePipeline: status from its events, a bounded result buffer, pause/resume/terminate."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+from bot.backends.base import InferenceResult, PipelineHandle, ResultListener
+from bot.backends.convert import from_workflow_output, redact_reference
+from bot.backends.errors import translate
+from bot.backends.runtime import Runtime, SpecSource
+from bot.config import Settings
+
+log = logging.getLogger(__name__)
+STARTUP_WAIT = 10.0  # seconds start() waits to learn whether the source opened
+FPS_WINDOW = 30  # results the fps is measured over
+
+
+def is_live(reference: str) -> bool:
+    """Streams and cameras (vs files): pausing them mutes (keeps the connection, drops frames)."""
+    return reference.isdigit() or "://" in reference and not reference.startswith("file://")
+
+
+class DirectPipeline:
+    """Owns one InferencePipeline's threads; every method is safe to call from any thread."""
+
+    def __init__(
+        self,
+        pipeline_id: str,
+        name: str,
+        video_reference: str,
+        source: SpecSource,
+        runtime: Runtime,
+        settings: Settings,
+        max_fps: float | None = None,
+        parameters: dict | None = None,
+        on_result: ResultListener | None = None,
+    ) -> None:
+        self.pipeline_id, self.name, self.source = pipeline_id, name, source
+        self._reference = video_reference
+        self._safe_reference = redact_reference(video_reference)
+        self._runtime, self._settings = runtime, settings
+        self._max_fps, self._parameters, self._on_result = max_fps, parameters or {}, on_result
+        self._buffer: deque[InferenceResult] = deque(maxlen=settings.monitoring.result_buffer_size)
+        self._stamps: deque[float] = deque(maxlen=FPS_WINDOW)
+        self._lock = threading.Lock()
+        self._settled = threading.Event()  # source running, failed or finished
+        self._ended = threading.Event()  # all pipeline threads joined (or never started)
+        self._pipeline: Any = None
+        self.latest: InferenceResult | None = None
+        self.started_at = time.time()
+        self.status, self.error, self.frames = "starting", None, 0
+
+    # --- lifecycle -----------------------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the threads; returns once the source is open, failed (status `error`) or STARTUP_WAIT passed."""
+        if not is_live(self._reference) and not Path(self._reference).expanduser().exists():
+            self._fail(f"video file not found: {self._safe_reference}: check the path")
+            self._ended.set()
+            return
+        from inference.core.interfaces.legacy_stream.inference_pipeline import InferencePipeline
+
+        try:
+            self._pipeline = InferencePipeline.init_with_workflow(
+                video_reference=int(self._reference) if self._reference.isdigit() else self._reference,
+                workflow_specification=self.source.spec,
+                api_key=self._runtime.api_key,
+                image_input_name=self.source.image_input,
+                workflows_parameters=self._parameters,
+                on_prediction=self._on_prediction,
+                max_fps=self._max_fps,
+                status_update_handlers=[self._on_status],
+                model_manager=self._runtime.model_manager,
+            )
+            self._pipeline.start(use_main_thread=False)
+        except Exception as exc:  # noqa: BLE001 - becomes the pipeline's error
+            self._fail(self._clean(str(translate(exc, self.source.what))))
+            self._ended.set()
+            return
+        self._settled.wait(STARTUP_WAIT)
+        if self.status == "error":
+            self._ended.wait(STARTUP_WAIT)  # the reaper joins the threads of a failed source
+
+    def pause(self) -> None:
+        if self._pipeline is None or self.status not in ("running", "starting"):
+            return
+        # Files pause where they are; live streams keep their connection and drop frames while muted.
+        (self._pipeline.mute_stream if is_live(self._reference) else self._pipeline.pause_stream)()
+        self._set_status("paused")
+
+    def resume(self) -> None:
+        if self._pipeline is None or self.status != "paused":
+            return
+        self._pipeline.resume_stream()
+        self._set_status("running")
+
+    def terminate(self) -> None:
+        """Stop and join every thread of the pipeline (idempotent)."""
+        with self._lock:
+            if self.status not in ("error", "finished"):
+                self.status = "stopped"
+        if self._pipeline is not None and not self._ended.is_set():
+            try:
+                self._pipeline.terminate()
+            except Exception as exc:  # noqa: BLE001 - a source still initialising; the reaper still joins it
+                log.warning("pipeline %s terminate: %s", self.pipeline_id, exc)
+        if self._pipeline is not None and not self._ended.wait(30):
+            log.warning("pipeline %s threads did not end within 30 s", self.pipeline_id)
+
+    def is_alive(self) -> bool:
+        return self.status in ("starting", "running", "paused")
+
+    def _reap(self) -> None:
+        """Join the pipeline's threads once its inference thread is done, then mark it finished."""
+        try:
+            self._pipeline.join()
+        finally:
+            with self._lock:
+                if self.status in ("starting", "running", "paused"):
+                    self.status = "finished"
+            self._ended.set()
+            self._settled.set()
+
+    # --- results -------------------------------------------------------------------------------------------------
+
+    def take(self, max_results: int) -> list[InferenceResult]:
+        """The newest max_results results, oldest first; the buffer is emptied (older ones are superseded)."""
+        with self._lock:
+            items = list(self._buffer)[-max(max_results, 0) :] if max_results else []
+            self._buffer.clear()
+        return items
+
+    def handle(self) -> PipelineHandle:
+        with self._lock:
+            fps = None
+            if len(self._stamps) > 1 and self._stamps[-1] > self._stamps[0]:
+                fps = round((len(self._stamps) - 1) / (self._stamps[-1] - self._stamps[0]), 2)
+            return PipelineHandle(
+                pipeline_id=self.pipeline_id,
+                name=self.name,
+                backend="direct",
+                video_reference=self._safe_reference,
+                workflow_description=self.source.description,
+                started_at=self.started_at,
+                status=self.status,
+                error=self.error,
+                fps=fps,
+                frames=self.frames,
+            )
+
+    def _on_prediction(self, predictions: Any, video_frame: Any) -> None:
+        if isinstance(predictions, list):  # one source: unwrap the batch the sink may hand us
+            predictions, video_frame = predictions[0], video_frame[0]
+        if predictions is None or self.status == "paused":
+            return  # frames decoded before the pause still flow through; a paused pipeline reports nothing
+        result = from_workflow_output(
+            predictions,
+            source_image=video_frame.image,
+            frame_id=video_frame.frame_id,
+            timestamp=video_frame.frame_timestamp.timestamp(),
+            max_dimension=self._settings.monitoring.result_image_max_dimension,
+        )
+        with self._lock:
+            self._buffer.append(result)
+            self.latest = result
+            self.frames += 1
+            self._stamps.append(time.monotonic())
+        if self._on_result is not None:
+            try:
+                self._on_result(self.handle(), result)
+            except Exception:  # a listener bug must not kill the pipeline's dispatch thread
+                log.exception("result listener failed for pipeline %s", self.pipeline_id)
+
+    # --- status --------------------------------------------------------------------------------------------------
+
+    def _on_status(self, update: Any) -> None:
+        event, payload = update.event_type, update.payload or {}
+        if event == "INFERENCE_ERROR":
+            self._fail(self._source_error(payload))
+        elif event == "SOURCE_STATE_UPDATE" and str(getattr(payload.get("new_state"), "value", "")) == "RUNNING":
+            if self.status == "starting":
+                self._set_status("running")
+            self._settled.set()
+        elif event == "INFERENCE_THREAD_FINISHED":
+            # Called on the inference thread itself, which cannot join itself: a reaper waits for it and the
+            # dispatcher, so `finished` is only reported once every result has been delivered.
+            threading.Thread(target=self._reap, name=f"reap-{self.pipeline_id}", daemon=True).start()
+
+    def _source_error(self, payload: dict[str, Any]) -> str:
+        kind, message = payload.get("error_type", "Error"), self._clean(str(payload.get("error_message", "")))
+        if kind == "SourceConnectionError":
+            return f"cannot open video source {self._safe_reference}: check the path/URL, camera power and credentials"
+        return f"{kind}: {message}"
+
+    def _clean(self, text: str) -> str:
+        return text.replace(self._reference, self._safe_reference)
+
+    def _fail(self, reason: str) -> None:
+        with self._lock:
+            self.status, self.error = "error", reason
+        self._settled.set()
+
+    def _set_status(self, status: str) -> None:
+        with self._lock:
+            self.status = status

@@ -19,7 +19,7 @@ def register(app: Any, runtime: Any) -> Any:
         runtime=runtime,
         app=app,
         client=app.client,
-        threads=ThreadBook(ws.state_dir / "slack_threads.json"),
+        threads=ThreadBook(ws.state_dir / "slack_threads.jsonl"),
         fetcher=FileFetcher(ws.root / "uploads" / "slack", runtime.settings.slack.max_image_bytes),
     )
     bot.queues = SessionQueues(lambda job: messages.run_turn(bot, job))

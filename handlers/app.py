@@ -72,11 +72,13 @@ async def run(settings: Settings, runtime: Any = None, *, on_ready: Callable[[Sl
     Raises TokenError / SlackApiError for bad credentials. A runtime passed in is left open.
     """
     bot_token, app_token = check_tokens(settings)
-    client = AsyncWebClient(token=bot_token, base_url=settings.slack.api_url)
-    identity = (await client.auth_test()).data  # a bad or revoked bot token fails here, before anything starts
-    # The SDK retries a rejected app token forever; ask once ourselves so a bad one is a clear error instead.
-    await client.apps_connections_open(app_token=app_token)
     async with contextlib.AsyncExitStack() as stack:
+        # One pooled HTTP session for every Web API call (listeners' clients share it too): no TCP set-up per call.
+        session = await stack.enter_async_context(aiohttp.ClientSession())
+        client = AsyncWebClient(token=bot_token, base_url=settings.slack.api_url, session=session)
+        identity = (await client.auth_test()).data  # a bad or revoked bot token fails here, before anything starts
+        # The SDK retries a rejected app token forever; ask once ourselves so a bad one is a clear error instead.
+        await client.apps_connections_open(app_token=app_token)
         if runtime is None:
             from bot.runtime import Runtime
 

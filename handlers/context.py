@@ -42,6 +42,7 @@ class SlackBot:
     status_supported: dict[str, bool] = field(default_factory=dict)  # channel -> setStatus works there
     stats: Stats = field(default_factory=Stats)
     socket: Any = None  # the socket-mode client, for health
+    feedback: set[asyncio.Task[Any]] = field(default_factory=set)  # "working" reactions still in flight
     _tasks: set[asyncio.Task[Any]] = field(default_factory=set)
 
     @property

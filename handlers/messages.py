@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import html
 import logging
 import re
@@ -19,6 +20,7 @@ log = logging.getLogger(__name__)
 HUMAN_SUBTYPES = {None, "file_share", "thread_broadcast"}
 _LINK = re.compile(r"<((?:https?|mailto):[^|>]+)(?:\|([^>]*))?>")
 _CHANNEL = re.compile(r"<#([A-Z0-9]+)(?:\|([^>]*))?>")
+FEEDBACK_WAIT = 2.0
 EMPTY_HINT = "Hi! Ask me about a camera or a picture — attach an image or name a camera. `/vision help` lists commands."
 
 
@@ -27,6 +29,7 @@ class Turn:
     conv: Conversation
     text: str
     files: list[dict[str, Any]] = field(default_factory=list)
+    feedback: asyncio.Task[Any] | None = None  # the "working" reaction, sent before any turn starts
 
 
 def is_from_person(event: dict[str, Any], bot: SlackBot) -> bool:
@@ -67,18 +70,21 @@ def take(bot: SlackBot, body: dict[str, Any], event: dict[str, Any], mentioned: 
     return turn
 
 
+def _acknowledge(bot: SlackBot, turn: Turn | None, client: Any) -> None:
+    if turn is not None:  # feedback at once, even when the thread is still busy with an earlier message
+        turn.feedback = bot.spawn(react(client, turn.conv.channel, turn.conv.message_ts, add=WORKING))
+        bot.feedback.add(turn.feedback)
+        turn.feedback.add_done_callback(bot.feedback.discard)
+
+
 async def handle_mention(body: dict[str, Any], event: dict[str, Any], client: Any, context: Any) -> None:
     """app_mention: answered in the thread rooted at the mention."""
-    turn = take(context["vision"], body, event, mentioned=True)
-    if turn is not None:
-        await react(client, turn.conv.channel, turn.conv.message_ts, add=WORKING)
+    _acknowledge(context["vision"], take(context["vision"], body, event, mentioned=True), client)
 
 
 async def handle_message(body: dict[str, Any], event: dict[str, Any], client: Any, context: Any) -> None:
     """message.im / .channels / .groups: DMs, follow-ups in our threads, and mentions arriving this way first."""
-    turn = take(context["vision"], body, event, mentioned=False)
-    if turn is not None:
-        await react(client, turn.conv.channel, turn.conv.message_ts, add=WORKING)
+    _acknowledge(context["vision"], take(context["vision"], body, event, mentioned=False), client)
 
 
 async def run_turn(bot: SlackBot, job: Job) -> None:
@@ -86,6 +92,10 @@ async def run_turn(bot: SlackBot, job: Job) -> None:
     turn: Turn = job.payload
     r = TurnRenderer(bot.client, turn.conv, bot.status_supported)
     bot.stats.turns += 1
+    if bot.feedback:
+        # Building a prompt holds the event loop for tens of ms; let every pending "working" reaction leave
+        # first, so people see within a moment that we are on it however many threads start at once.
+        await asyncio.wait(set(bot.feedback), timeout=FEEDBACK_WAIT)
     try:
         await r.status("is thinking…")
         await _converse(bot, turn, r)

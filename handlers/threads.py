@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-from tinydb import Query, TinyDB
 
 DM_ROOT = "dm"
 
@@ -50,15 +49,29 @@ def conversation_for(event: dict[str, Any], team: str) -> Conversation:
 class ThreadBook:
     """Threads the bot has answered (or posted, like alerts): later messages there need no mention.
 
-    Persisted in TinyDB so a restart does not make the bot deaf in its own threads.
+    Persisted as append-only JSON lines, so a restart does not make the bot deaf in its own threads and
+    remembering a thread costs one short write (it runs before the envelope's ack goes out). Entries older
+    than `keep_days` are dropped when the file is loaded.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, keep_days: float = 90.0) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = TinyDB(path)
-        self._table = self._db.table("threads")
+        self.path = path
         self._lock = threading.Lock()
-        self._known = {(r["channel"], r["thread_ts"]) for r in self._table.all()}
+        self._known: dict[tuple[str, str], dict[str, Any]] = {}
+        cutoff = time.time() - keep_days * 86400
+        lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
+        for line in lines:
+            try:
+                row = json.loads(line)
+                if row["since"] >= cutoff:
+                    self._known[(row["channel"], row["thread_ts"])] = row
+            except (ValueError, KeyError, TypeError):
+                continue  # a line cut short by a crash: skip it
+        if len(self._known) < len(lines):  # compact: expired, duplicate or broken lines
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text("".join(json.dumps(r) + "\n" for r in self._known.values()), encoding="utf-8")
+            tmp.replace(path)
 
     def known(self, channel: str, thread_ts: str | None) -> bool:
         return bool(thread_ts) and (channel, thread_ts) in self._known
@@ -67,13 +80,13 @@ class ThreadBook:
         with self._lock:
             if (channel, thread_ts) in self._known:
                 return
-            self._known.add((channel, thread_ts))
-            self._table.upsert({"team": team, "channel": channel, "thread_ts": thread_ts, "origin": origin,
-                                "since": time.time()},
-                               (Query().channel == channel) & (Query().thread_ts == thread_ts))
+            row = {"team": team, "channel": channel, "thread_ts": thread_ts, "origin": origin, "since": time.time()}
+            self._known[(channel, thread_ts)] = row
+            with self.path.open("a", encoding="utf-8") as f:
+                f.write(json.dumps(row) + "\n")
 
     def close(self) -> None:
-        self._db.close()
+        """Nothing buffered: every remember() is already on disk."""
 
 
 class Deduper:

@@ -1,0 +1,153 @@
+"""Slack adapter latency with 50 threads in flight: ack p99 and time-to-first-feedback p95, vs a bare ack-only app."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+from tests.fakes.anthropic_api import API_KEY, FakeAnthropic, text
+from tests.fakes.slack_api import SlackEmulator
+from tests.fakes.slack_socket import Envelope
+
+THREADS = 50
+LLM_DELAY = 0.2  # seconds the emulated model takes per answer
+
+
+def pct(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
+
+
+async def warm_up(slack: SlackEmulator, done: str | None = None) -> None:
+    """One mention first, so one-time costs (auth.test, first connections) are not in the numbers."""
+    _, envs = slack.mention("warm-up")
+    for env in envs:
+        await slack.await_ack(env, timeout=30)
+    if done:
+        await slack.await_for("reactions.add", lambda c: c.params["name"] == done, timeout=30)
+
+
+async def burst(slack: SlackEmulator) -> tuple[list[str], list[Envelope]]:
+    """THREADS mentions back to back: each arrives twice (app_mention + message.channels), like in Slack."""
+    stamps, envelopes = [], []
+    for i in range(THREADS):
+        ts, envs = slack.mention(f"question {i}: how many people are in the lobby?")
+        stamps.append(ts)
+        envelopes += envs
+    for env in envelopes:
+        await slack.await_ack(env, timeout=30)
+    return stamps, envelopes
+
+
+BARE_APP = """
+import asyncio, os
+from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+from slack_bolt.async_app import AsyncApp
+from slack_sdk.web.async_client import AsyncWebClient
+
+async def main():
+    app = AsyncApp(client=AsyncWebClient(token=os.environ["SLACK_BOT_TOKEN"], base_url=os.environ["SLACK_API_URL"]))
+    async def nothing(**_):
+        return None
+    app.event("app_mention")(nothing)
+    app.event("message")(nothing)
+    await AsyncSocketModeHandler(app, os.environ["SLACK_APP_TOKEN"]).start_async()
+
+asyncio.run(main())
+"""
+
+
+def env_for(slack: SlackEmulator, llm: FakeAnthropic, root: str) -> dict[str, str]:
+    keep = ("PATH", "HOME", "LANG", "TMPDIR")
+    return {**{k: v for k, v in os.environ.items() if k in keep}, "HF_HUB_OFFLINE": "1", "NO_PROXY": "127.0.0.1",
+            "VISION_AGENT_WORKSPACE": root, "VISION_AGENT_HEARTBEAT_MINUTES": "0",
+            "ANTHROPIC_BASE_URL": llm.url, "ANTHROPIC_API_KEY": API_KEY, "SLACK_BOT_TOKEN": slack.bot_token,
+            "SLACK_APP_TOKEN": slack.app_token, "SLACK_API_URL": slack.api_url}
+
+
+async def in_process(cmd: list[str], env: dict[str, str], slack: SlackEmulator, done: str | None):
+    """Start the app as its own process (as deployed: Slack's servers are not in its process), warm it up."""
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        await slack.await_connected(timeout=60)
+        await warm_up(slack, done)
+    except BaseException:
+        proc.kill()
+        raise
+    return proc
+
+
+def stop(proc: subprocess.Popen) -> None:
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+async def full_bot(llm: FakeAnthropic) -> dict[str, list[float]]:
+    with SlackEmulator() as slack, tempfile.TemporaryDirectory() as root:
+        exe = os.path.join(os.path.dirname(sys.executable), "vision-agent")
+        proc = await in_process([exe, "serve"], env_for(slack, llm, root), slack, "white_check_mark")
+        try:
+            stamps, envelopes = await burst(slack)
+            replies = await slack.await_for("chat.postMessage", lambda c: c.params.get("thread_ts") in stamps,
+                                            count=THREADS, timeout=120)
+        finally:
+            stop(proc)
+    sent = {e.payload["event"]["ts"]: e.sent_at[0] for e in envelopes if e.payload["event"]["type"] == "app_mention"}
+    feedback: dict[str, float] = {}
+    for call in slack.calls_to("reactions.add", lambda c: c.params["name"] == "eyes" and c.params["timestamp"] in sent):
+        feedback.setdefault(call.params["timestamp"], call.time - sent[call.params["timestamp"]])
+    reply_at: dict[str, float] = {}
+    for call in replies:
+        reply_at.setdefault(call.params["thread_ts"], call.time - sent[call.params["thread_ts"]])
+    return {"ack": [e.ack_latency for e in envelopes], "feedback": list(feedback.values()),
+            "reply": list(reply_at.values())}
+
+
+async def bare_bolt(llm: FakeAnthropic) -> dict[str, list[float]]:
+    """The floor: a Bolt app over the same socket whose listeners do nothing (ack only)."""
+    with SlackEmulator() as slack, tempfile.TemporaryDirectory() as root:
+        proc = await in_process([sys.executable, "-c", BARE_APP], env_for(slack, llm, root), slack, None)
+        try:
+            _, envelopes = await burst(slack)
+        finally:
+            stop(proc)
+    return {"ack": [e.ack_latency for e in envelopes]}
+
+
+async def measure() -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    llm = FakeAnthropic().start()
+    llm.handler = lambda body: text("About three people.", delay=LLM_DELAY)
+    try:
+        return await full_bot(llm), await bare_bolt(llm)
+    finally:
+        llm.stop()
+
+
+def main() -> None:
+    full, bare = asyncio.run(measure())
+    ms = 1000.0
+    print(f"{THREADS} threads in flight ({2 * THREADS} envelopes), emulated model answers in {LLM_DELAY * ms:.0f} ms")
+    print(f"{'':<28}{'p50 ms':>9}{'p95 ms':>9}{'p99 ms':>9}")
+    rows = [("ack, bare ack-only Bolt", bare["ack"]), ("ack, vision-agent", full["ack"]),
+            ("first feedback (eyes)", full["feedback"]), ("final reply", full["reply"])]
+    for name, values in rows:
+        print(f"{name:<28}{pct(values, 50) * ms:>9.1f}{pct(values, 95) * ms:>9.1f}{pct(values, 99) * ms:>9.1f}")
+    print(f"ack p99 ratio vision-agent / bare Bolt: {pct(full['ack'], 99) / pct(bare['ack'], 99):.2f}x "
+          f"(p50 ratio {statistics.median(full['ack']) / statistics.median(bare['ack']):.2f}x)")
+    print(f"time-to-first-feedback p95: {pct(full['feedback'], 95) * ms:.0f} ms "
+          f"({len(full['feedback'])}/{THREADS} threads got the eyes reaction)")
+
+
+if __name__ == "__main__":
+    t0 = time.perf_counter()
+    main()
+    print(f"(took {time.perf_counter() - t0:.1f} s)")

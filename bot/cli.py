@@ -115,11 +115,13 @@ def cmd_chat(args: argparse.Namespace) -> int:
     settings, rc = load_settings_or_none()
     if settings is None:
         return rc
-    from bot import repl
-
     if args.message is not None:
-        return repl.one_shot(settings, args.message, args.image, args.session or "default")
-    return repl.interactive(settings, args.session or "default", args.image)
+        from bot.oneshot import one_shot
+
+        return one_shot(settings, args.message, args.image, args.session or "default")
+    from bot.repl import interactive
+
+    return interactive(settings, args.session or "default", args.image)
 
 
 def _slack_ready(settings: Any) -> bool:

@@ -1,0 +1,96 @@
+"""One message from the command line (`chat -m TEXT [--image PATH]`): only the final reply goes to stdout."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from bot.cli_render import key_help, save_frame
+from bot.events import EventType
+
+if TYPE_CHECKING:
+    from bot.config import Settings
+    from bot.runtime import Runtime
+    from tools.base import Attachment
+
+log = logging.getLogger(__name__)
+_IMAGE_MAGIC = {b"\xff\xd8\xff": "image/jpeg", b"\x89PNG": "image/png", b"GIF8": "image/gif"}
+
+
+def has_key(settings: Settings) -> bool:
+    key = settings.llm.api_key
+    return key is not None and bool(key.get_secret_value().strip())
+
+
+def attachment_for(path_text: str) -> Attachment:
+    """An Attachment for an image file; ValueError with a one-line reason if it is not a readable image."""
+    from tools.base import Attachment
+
+    path = Path(path_text).expanduser()
+    try:
+        with path.open("rb") as f:
+            head = f.read(12)
+    except FileNotFoundError:
+        raise ValueError(f"image {path_text} does not exist") from None
+    except (IsADirectoryError, PermissionError, OSError) as exc:
+        raise ValueError(f"image {path_text} cannot be read ({exc.strerror or exc})") from None
+    media = next((t for magic, t in _IMAGE_MAGIC.items() if head.startswith(magic)), None)
+    if media is None and head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+        media = "image/webp"
+    if media is None:
+        raise ValueError(f"{path_text} is not a JPEG, PNG, GIF or WebP image")
+    return Attachment(path=path.resolve(), media_type=media, name=path.name)
+
+
+def one_shot(settings: Settings, text: str, images: list[str], session: str) -> int:
+    """`chat -m TEXT`: the final reply on stdout; exit 0, 1 on an ERROR event, 2 for what the user must fix."""
+    if not has_key(settings):
+        print(f"vision-agent: {key_help()}", file=sys.stderr)
+        return 2
+    if not text.strip():
+        print("vision-agent: the message is empty; pass some text with -m", file=sys.stderr)
+        return 2
+    try:
+        attachments = [attachment_for(p) for p in images]
+    except ValueError as exc:
+        print(f"vision-agent: {exc}", file=sys.stderr)
+        return 2
+    return asyncio.run(_one_shot(settings, text, attachments, session))
+
+
+async def _one_shot(settings: Settings, text: str, attachments: list[Attachment], session: str) -> int:
+    from bot.runtime import Runtime
+
+    async with Runtime(settings, background=False) as rt:  # one question: no pipeline restore, no heartbeat
+        if not rt.llm_ready:
+            print(f"vision-agent: {why_no_agent(rt)}", file=sys.stderr)
+            return 1
+        reply, failed = None, False
+        try:
+            async for ev in rt.agent.process_message(f"cli:{session}", text, attachments):
+                if ev.type in (EventType.RESPONSE, EventType.ASK_USER):
+                    reply = ev.data.get("text", "")
+                elif ev.type is EventType.ERROR:
+                    failed = True
+                    print(f"vision-agent: {ev.data.get('text', 'error')}", file=sys.stderr)
+                elif ev.type is EventType.FRAME:
+                    path = ev.data.get("path") or save_frame(rt.workspace.frames_dir, ev.data)
+                    print(f"annotated frame: {path}", file=sys.stderr)
+        except Exception as exc:  # a bug must still end in one line, not a traceback (details with -v)
+            log.debug("turn failed", exc_info=True)
+            print(f"vision-agent: the turn failed: {type(exc).__name__}: {exc} (run with -v for details)",
+                  file=sys.stderr)
+            return 1
+    if reply is not None:
+        print(reply)
+    return 1 if failed or reply is None else 0
+
+
+def why_no_agent(rt: Runtime) -> str:
+    for piece in ("agent", "llm", "sessions"):
+        if piece in rt.missing:
+            return rt.missing[piece]
+    return key_help()

@@ -24,7 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("init", help="create the workspace (AGENTS.md, CAMERAS.md, skills, config.yaml, ...)")
 
     chat = sub.add_parser("chat", help="chat in the terminal (REPL), or one message with -m")
-    chat.add_argument("-m", "--message", metavar="TEXT", help="send one message, print the reply, exit")
+    chat.add_argument("-m", "--message", metavar="TEXT", help="send one message, print the reply, exit ('-' reads stdin)")
     chat.add_argument("--image", metavar="PATH", action="append", default=[], help="attach an image (repeatable; in the REPL: to the first message)")
     chat.add_argument("--session", metavar="NAME", default=None, help="session to continue (default: 'default')")
 
@@ -118,7 +118,8 @@ def cmd_chat(args: argparse.Namespace) -> int:
     if args.message is not None:
         from bot.oneshot import one_shot
 
-        return one_shot(settings, args.message, args.image, args.session or "default")
+        text = sys.stdin.read() if args.message == "-" else args.message
+        return one_shot(settings, text, args.image, args.session or "default")
     from bot.repl import interactive
 
     return interactive(settings, args.session or "default", args.image)

@@ -80,7 +80,7 @@ def test_missing_image_exits_2(llm_env: dict[str, str], monkeypatch, capsys) -> 
 
 def test_one_shot_prints_only_the_reply(llm_env: dict[str, str], anthropic_api: FakeAnthropic) -> None:
     anthropic_api.enqueue(text("Two cameras are registered."))
-    out = _run(["chat", "-m", "what cameras do I have?", "--session", "t1"], llm_env)
+    out = _run(["chat", "-m", "-", "--session", "t1"], llm_env, stdin="what cameras do I have?\n")
     assert out.returncode == 0, out.stderr
     assert out.stdout == "Two cameras are registered.\n"
     [req] = anthropic_api.ok_requests

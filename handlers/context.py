@@ -84,8 +84,13 @@ class SlackBot:
         self.stats.events += 1
         self.stats.last_event = time.time()
 
-    async def close(self) -> None:
+    async def close(self, grace: float = 10.0) -> None:
+        """Let turns already taken finish (up to `grace` s: a deploy's SIGTERM should not eat answers), then stop."""
         if self.queues is not None:
+            try:
+                await self.queues.drain(grace)
+            except asyncio.TimeoutError:
+                log.warning("stopping with %d thread(s) still busy", self.queues.busy_sessions)
             await self.queues.cancel()
         for task in list(self._tasks):
             task.cancel()

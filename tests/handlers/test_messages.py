@@ -6,9 +6,9 @@ import asyncio
 import json
 import time
 
-from tests.fakes.anthropic_api import FakeAnthropic, text, tool_use
+from tests.fakes.anthropic_api import FakeAnthropic, error, text, tool_use
 from tests.fakes.slack_api import SlackEmulator
-from tests.fixtures.slack import RunningBot
+from tests.fixtures.slack import RunningBot, start_bot, stop_bot
 
 
 def in_thread(channel: str, ts: str):
@@ -128,3 +128,87 @@ async def test_dms_top_level_share_a_session_threaded_dm_is_its_own(
     assert [p.params.get("thread_ts") for p in posts] == [None, None, first_ts]
     assert any("banana" in t for t in user_texts(anthropic_api.ok_requests[1].body))
     assert not any("banana" in t for t in user_texts(anthropic_api.ok_requests[2].body))
+
+
+async def test_threads_and_their_history_survive_a_restart(
+    slack_env: dict[str, str], slack_api: SlackEmulator, anthropic_api: FakeAnthropic
+) -> None:
+    anthropic_api.enqueue(text("Noted: the code word is heron."), text("It was heron."))
+    first = await start_bot(slack_env, slack_api)
+    try:
+        ts, _ = slack_api.mention("the code word is heron")
+        await slack_api.await_for("chat.postMessage", in_thread("C0GENERAL", ts))
+    finally:
+        await stop_bot(first)
+    second = await start_bot(slack_env, slack_api)  # same workspace, new process state
+    try:
+        slack_api.message("what was the code word?", thread_ts=ts)  # no mention: the thread is still ours
+        await slack_api.await_for("chat.postMessage", in_thread("C0GENERAL", ts), count=2)
+        assert any("heron" in t for t in user_texts(anthropic_api.ok_requests[1].body)[:-1])
+    finally:
+        await stop_bot(second)
+
+
+async def test_edits_and_our_own_echoes_are_not_answered(
+    slack_bot: RunningBot, slack_api: SlackEmulator, anthropic_api: FakeAnthropic
+) -> None:
+    anthropic_api.enqueue(text("hello"))
+    ts, _ = slack_api.mention("hi")
+    await slack_api.await_for("reactions.add", lambda c: c.params["name"] == "white_check_mark")
+    await slack_api.await_ack(slack_api.edit("C0GENERAL", ts, f"<@{slack_api.bot_user_id}> hi, edited"))
+    await asyncio.sleep(0.2)
+    echoes = [e for e in slack_api.envelopes.values() if e.payload.get("event", {}).get("bot_id")]
+    assert echoes and all(e.acked_at for e in echoes)  # Slack sent our reply back to us; we acked, not answered
+    assert len(slack_api.calls_to("chat.postMessage")) == 1 and len(anthropic_api.requests) == 1
+
+
+async def test_long_answer_is_split_within_slack_limits(
+    slack_bot: RunningBot, slack_api: SlackEmulator, anthropic_api: FakeAnthropic
+) -> None:
+    answer = "\n\n".join(f"## Camera {i}\n" + "All quiet, nothing moved. " * 60 for i in range(30))
+    anthropic_api.enqueue(text(answer))
+    ts, _ = slack_api.mention("full report please")
+    await slack_api.await_for("reactions.add", lambda c: c.params["name"] == "white_check_mark")
+    posts = slack_api.calls_to("chat.postMessage", in_thread("C0GENERAL", ts))
+    sections = [b["text"]["text"] for p in posts for b in p.params["blocks"]]
+    assert len(posts) > 1 and all(len(s) <= 3000 for s in sections)
+    assert "".join(sections).count("*Camera ") == 30  # headings became bold, nothing lost
+
+
+async def test_model_failure_ends_with_a_line_and_a_cross(
+    slack_bot: RunningBot, slack_api: SlackEmulator, anthropic_api: FakeAnthropic
+) -> None:
+    anthropic_api.enqueue(*[error(400, message="bad request")] * 3)
+    ts, _ = slack_api.mention("hello")
+    done = await slack_api.await_for("reactions.add", lambda c: c.params["name"] in ("x", "white_check_mark"))
+    assert done[0].params["name"] == "x"
+    note = slack_api.calls_to("chat.postMessage", in_thread("C0GENERAL", ts))[0]
+    assert note.params["text"].startswith(":warning:")
+
+
+async def test_status_refused_falls_back_to_reactions(
+    slack_bot: RunningBot, slack_api: SlackEmulator, anthropic_api: FakeAnthropic
+) -> None:
+    slack_api.status_error = "not_allowed"
+    anthropic_api.enqueue(text("fine"), text("still fine"))
+    ts, _ = slack_api.mention("status?")
+    await slack_api.await_for("reactions.add", lambda c: c.params["name"] == "white_check_mark")
+    slack_api.message("again", thread_ts=ts)
+    await slack_api.await_for("chat.postMessage", in_thread("C0GENERAL", ts), count=2)
+    failed = [c for c in slack_api.calls if c.method == "assistant.threads.setStatus"]
+    assert len(failed) == 1 and not failed[0].ok  # asked once, then left alone
+
+
+async def test_without_an_api_key_the_bot_says_so_and_commands_still_work(
+    slack_env: dict[str, str], slack_api: SlackEmulator
+) -> None:
+    env = {k: v for k, v in slack_env.items() if k != "ANTHROPIC_API_KEY"}
+    running = await start_bot(env, slack_api)
+    try:
+        ts, _ = slack_api.mention("hello?")
+        note = (await slack_api.await_for("chat.postMessage", in_thread("C0GENERAL", ts)))[0]
+        assert "ANTHROPIC_API_KEY" in note.params["text"]
+        ack = await slack_api.await_ack(slack_api.slash("help"))
+        assert "Usage" in ack.ack_payload["text"]
+    finally:
+        await stop_bot(running)

@@ -157,6 +157,8 @@ async def _start(tokens: list[str], ctx: CommandContext) -> CommandReply:
         source, opts.get("name") or _default_name(source, camera, mgr), model_id=model,
         workspace_name=workspace_name, workflow_id=workflow_id, max_fps=fps,
     )
+    if handle.status == "error":
+        return _fail(f"*{handle.name}* could not start on {handle.video_reference}: {redact(handle.error or 'source failed')}.")
     what = f"workflow {workspace_name}/{workflow_id}" if workflow_id else f"model `{model}`"
     rate = f" at {fps:g} fps" if fps else ""
     return CommandReply(f"Started *{handle.name}* `{handle.pipeline_id}` on {handle.video_reference} with {what}{rate} — {handle.status}.")

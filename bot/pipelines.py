@@ -78,9 +78,10 @@ class PipelineManager:
             lambda h: h.name == key,
             lambda h: h.name.lower() == key.lower(),
         ):
-            found = [h for h in handles if match(h)]
-            if found:  # a live pipeline wins over a stopped one with the same name
-                return sorted(found, key=lambda h: h.status not in LIVE)[0]
+            found = [(i, h) for i, h in enumerate(handles) if match(h)]
+            if found:  # a live pipeline wins over a stopped one with the same name, then the newest
+                best = min(found, key=lambda t: (t[1].status not in LIVE, -t[0]))[1]
+                return best.with_(frames=max(best.frames, self._frames.get(best.pipeline_id, 0)))
         known = ", ".join(f"{h.name} ({h.pipeline_id}, {h.status})" for h in handles) or "none"
         raise PipelineNotFound(f"no pipeline {key!r}; known pipelines: {known}. Use list_pipelines or start one.")
 
@@ -95,6 +96,13 @@ class PipelineManager:
             if handle.status in LIVE:
                 await self._refresh(handle.pipeline_id)
         return self.snapshot()
+
+    async def status(self, name_or_id: str) -> PipelineHandle:
+        """One pipeline, its status refreshed from the backend."""
+        handle = self.resolve(name_or_id)
+        if handle.status in LIVE:
+            await self._refresh(handle.pipeline_id)
+        return self.resolve(handle.pipeline_id)
 
     def config(self, name_or_id: str) -> PipelineConfig:
         return self._configs[self.resolve(name_or_id).pipeline_id]
@@ -214,7 +222,8 @@ class PipelineManager:
             handle = await self._launch(cfg)
             cfg.started_at = handle.started_at
             with self._lock:
-                self._configs[cfg.pipeline_id] = cfg
+                if handle.status != "error":  # a source that failed at once is reported, not retried at restart
+                    self._configs[cfg.pipeline_id] = cfg
                 self._frames[cfg.pipeline_id] = 0
             handle = self._set(handle.with_(name=cfg.name))
             self._save()

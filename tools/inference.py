@@ -171,7 +171,10 @@ def _answer_text(values: dict[str, Any]) -> str | None:
 def _own_vision(image: bytes, question: str, reason: str, ctx: ToolContext) -> ToolResult:
     from bot.media import as_jpeg
 
-    jpeg = as_jpeg(image, ctx.settings.monitoring.result_image_max_dimension)
+    try:
+        jpeg = as_jpeg(image, ctx.settings.monitoring.result_image_max_dimension)
+    except MediaError as exc:
+        return _errors(exc)
     return ToolResult(text=f"{reason}Answer the question from this image yourself: {question}", image=jpeg)
 
 

@@ -63,6 +63,11 @@ async def start_pipeline(args: StartPipelineArgs, ctx: ToolContext) -> ToolResul
         )
     except EXPECTED as exc:
         return ToolResult.error(redact(str(exc)))
+    if handle.status == "error":
+        return ToolResult.error(
+            f"Pipeline '{handle.name}' could not start on {redact(handle.video_reference)}: "
+            f"{redact(handle.error or 'the source could not be opened')}. Check the source and start it again."
+        )
     rate = f" at up to {args.max_fps:g} FPS" if args.max_fps else ""
     return ToolResult(
         text=f"Pipeline '{handle.name}' started (id: {handle.pipeline_id}, status {handle.status}). Processing "
@@ -77,7 +82,7 @@ async def get_pipeline_results(args: GetResultsArgs, ctx: ToolContext) -> ToolRe
         handle = mgr.resolve(args.pipeline_id)
         results = await mgr.results(handle.pipeline_id, args.max_results)
         latest = mgr.latest(handle.pipeline_id) if args.include_frame else None
-        handle = mgr.resolve(handle.pipeline_id)
+        handle = await mgr.status(handle.pipeline_id)
     except EXPECTED as exc:
         return ToolResult.error(redact(str(exc)))
     status = f"{handle.name} is {handle.status} ({handle.frames} frames so far)"

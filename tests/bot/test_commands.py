@@ -23,6 +23,7 @@ def backend() -> FakeBackend:
 @pytest.fixture
 def ctx(settings, workspace_dir: Path, backend) -> CommandContext:
     (workspace_dir / "CAMERAS.md").write_text(CAMERAS)
+    (workspace_dir / "corrupt.broken").write_bytes(b"\x00")
     router = AlertRouter(workspace_dir / ".state" / "alerts.json", default_channel="#general")
     mgr = PipelineManager(lambda: backend, workspace_dir / "active_state.json", settings)
     return CommandContext(settings, mgr, router, None, user_id="U1", channel_id="C1")
@@ -72,6 +73,7 @@ async def test_start_options_model_fps_name_and_workflow(ctx, backend):
         ("start 0 workflow=nope", "WORKSPACE/WORKFLOW_ID"),
         ("start /etc/passwd", "VISION_AGENT_MEDIA_DIRS"),
         ("start 0 model=builtin/unicorns", "unknown builtin model"),
+        ("start corrupt.broken", "could not start on"),
     ],
 )
 async def test_start_mistakes_get_one_line_fixes(ctx, text, expected):

@@ -153,3 +153,14 @@ async def test_stop_all_and_backend_created_lazily(state, settings):
     assert len(made) == 1
     assert {h.status for h in await mgr.stop_all()} == {"stopped"}
     assert _saved(state) == []
+
+
+async def test_a_source_that_fails_at_once_is_listed_as_error_but_not_persisted(manager, state, tmp_path):
+    broken = tmp_path / "clip.broken"
+    broken.write_bytes(b"\x00")
+    h = await manager.start(str(broken), "bad", model_id="builtin/faces")
+    assert h.status == "error" and "cannot read frames" in h.error
+    assert [x.name for x in await manager.list()] == ["bad"]
+    assert _saved(state) == []  # reported now; not retried at every restart
+    again = await manager.start("0", "bad", model_id="builtin/faces")  # the name is free again
+    assert again.status == "running" and (await manager.status("bad")).pipeline_id == again.pipeline_id

@@ -48,6 +48,8 @@ class FakeBackend:
             raise BackendError(f"cannot open video source {video_reference}: no such file")
         desc = (kw.get("workflow_spec") or {}).get("description", "a workflow")
         h = PipelineHandle(pipeline_id, name, self.name, video_reference, desc, time.time(), "running")
+        if video_reference.endswith(".broken"):  # opens, then fails on the first read, as a corrupt file does
+            h = h.with_(status="error", error="cannot read frames from the source")
         self.handles[pipeline_id] = h
         self.listeners[pipeline_id] = on_result
         self.buffers[pipeline_id] = deque(maxlen=64)

@@ -130,6 +130,10 @@ async def test_start_pipeline_errors(reg, ctx):
     assert bad_spec.is_error and "no steps" in bad_spec.text
     no_model = await reg.execute("start_pipeline", {"video_reference": "0", "pipeline_name": "w"}, ctx)
     assert no_model.is_error and "model_id" in no_model.text
+    (Path(ctx.settings.workspace) / "x.broken").write_bytes(b"\x00")
+    broken = await reg.execute("start_pipeline", {"video_reference": "x.broken", "pipeline_name": "w",
+                                                  "model_id": "builtin/faces"}, ctx)
+    assert broken.is_error and "could not start" in broken.text and "cannot read frames" in broken.text
     outside = await reg.execute("start_pipeline", {"video_reference": "/etc/hosts", "pipeline_name": "w",
                                                    "model_id": "builtin/faces"}, ctx)
     assert outside.is_error and "VISION_AGENT_MEDIA_DIRS" in outside.text

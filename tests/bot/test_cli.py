@@ -200,3 +200,24 @@ def test_alerts_and_frames_are_printed_and_saved(tmp_path: Path) -> None:
     assert len(saved) == 2 and all(str(p) in text_out for p in saved)
     assert saved[0].read_bytes().startswith(b"\xff\xd8")
     assert "error: camera unreachable" in text_out
+
+
+def test_ctrl_c_stops_the_answer_not_the_repl(llm_env: dict[str, str], anthropic_api: FakeAnthropic) -> None:
+    import signal
+
+    anthropic_api.enqueue(text("too slow", delay=4), text("second answer"))  # teardown waits out the delay
+    proc = subprocess.Popen([EXE, "chat"], env=llm_env, cwd=ROOT, text=True, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        proc.stdin.write("first\n")
+        proc.stdin.flush()
+        deadline = time.monotonic() + 20
+        while not anthropic_api.requests and time.monotonic() < deadline:  # the slow request is in flight
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate("second\n", timeout=30)  # then EOF: the REPL ends
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    assert "(stopped)" in out and "too slow" not in out and "second answer" in out
+    assert len(anthropic_api.requests) == 2

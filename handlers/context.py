@@ -89,7 +89,7 @@ class SlackBot:
         if self.queues is not None:
             try:
                 await self.queues.drain(grace)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 log.warning("stopping with %d thread(s) still busy", self.queues.busy_sessions)
             await self.queues.cancel()
         for task in list(self._tasks):

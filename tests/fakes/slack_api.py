@@ -54,13 +54,12 @@ class Channel:
 class SlackEmulator(WebApiMethods, EventInjection, SocketModeMixin):
     """Slack's Web API + socket mode, recording every call. Start with `start()`, stop with `stop()`."""
 
-    def __init__(self, *, ack_timeout: float = 3.0, max_retries: int = 3, assistant_threads: bool = True) -> None:
+    def __init__(self, *, ack_timeout: float = 3.0, max_retries: int = 3) -> None:
         self.bot_token, self.app_token, self.team_id = BOT_TOKEN, APP_TOKEN, TEAM_ID
         self.bot_user_id, self.bot_id, self.app_id = BOT_USER_ID, BOT_ID, APP_ID
         self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}"
         self.api_url = f"{self.base_url}/api/"
-        self.assistant_threads = assistant_threads  # False: setStatus fails like outside an assistant thread
         self.calls: list[ApiCall] = []
         self.channels: dict[str, Channel] = {}
         self.files: dict[str, dict[str, Any]] = {}

@@ -62,8 +62,12 @@ def _load(model_dir: Path | None) -> Any:
         )
         return None
     try:
+        import torch
         from sentence_transformers import SentenceTransformer
 
+        # The bot shares its cores with pipeline threads: one intra-op thread encodes a query in ~10 ms under
+        # load where two threads contending took ~70 ms (measured with bench/recall.py's model on 2 busy cores).
+        torch.set_num_threads(1)
         return SentenceTransformer(str(model_dir), device="cpu", local_files_only=True)
     except Exception as exc:  # noqa: BLE001 - any load failure means: fall back to keywords
         log.warning("embedding model failed to load (%s); recall uses keyword search only", exc)

@@ -66,6 +66,8 @@ class MemoryIndex:
         self._bm25: Any = None
         self._matrix: np.ndarray | None = None
         self.last_refresh: dict[str, int] = {"files_read": 0, "embedded": 0}
+        self._recency_cache: tuple[tuple[Any, int], np.ndarray] | None = None
+        self._generation = 0  # bumped whenever the chunk list is rebuilt
         self._load()
 
     # persistence --------------------------------------------------------
@@ -129,6 +131,7 @@ class MemoryIndex:
             dirty = bool(changed or removed) or self._bm25 is None
             if dirty:
                 self._chunks = [c for n in sorted(self._files) for c in self._files[n]["chunks"]]
+                self._generation += 1
                 self._bm25 = _bm25_class()([tokenize(c.context_text) for c in self._chunks]) if self._chunks else None
             embedded = self._embed_missing()
             if dirty or embedded:
@@ -163,7 +166,7 @@ class MemoryIndex:
         """Best notes for the query: weighted BM25 + cosine, decayed by age, diversified with MMR."""
         self.refresh()
         with self._lock:
-            chunks, bm25, matrix = self._chunks, self._bm25, self._matrix
+            chunks, bm25, matrix, gen = self._chunks, self._bm25, self._matrix, self._generation
         if not chunks:
             return []
         kw = np.zeros(len(chunks))
@@ -179,12 +182,14 @@ class MemoryIndex:
             sims = matrix @ qv
             vec = np.where(sims >= MIN_SIMILARITY, sims, 0.0)
             score = vec if mode == "vector" else self.bm25_weight * kw + (1 - self.bm25_weight) * vec
-        score = score * self._recency(chunks)
+        score = score * self._recency(chunks, gen)
         return self._mmr(chunks, score, matrix, max_results)
 
-    def _recency(self, chunks: list[Chunk]) -> np.ndarray:
+    def _recency(self, chunks: list[Chunk], gen: int) -> np.ndarray:
         """Dated notes lose up to recency_weight of their score, half of it every half_life_days."""
         today = datetime.fromtimestamp(self._clock()).date()
+        if self._recency_cache is not None and self._recency_cache[0] == (today, gen):
+            return self._recency_cache[1]  # the same chunk list on the same day: reuse, it is per query otherwise
         ages: dict[str, float] = {}
         out = np.ones(len(chunks))
         for i, c in enumerate(chunks):
@@ -197,6 +202,7 @@ class MemoryIndex:
                     ages[c.date] = 0.0
             decay = 0.5 ** (ages[c.date] / self.half_life_days)
             out[i] = (1 - self.recency_weight) + self.recency_weight * decay
+        self._recency_cache = ((today, gen), out)
         return out
 
     def _mmr(self, chunks: list[Chunk], score: np.ndarray, matrix: np.ndarray | None, k: int) -> list[Hit]:

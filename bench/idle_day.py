@@ -1,0 +1,115 @@
+"""LLM calls per simulated day: the gated heartbeat (tier 2 only on news) vs a naive always-call heartbeat."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+DAY = 24 * 3600
+COST_PER_CALL = 0.01  # USD, the seed's estimate for a cached heartbeat turn
+
+
+class Clock:
+    def __init__(self, start: float) -> None:
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class CountingAgent:
+    """Stands in for the model: counts heartbeat turns (each is at least one Messages API call), answers OK."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def process_heartbeat(self, text: str, frames=(), session_key: str = "heartbeat"):
+        self.calls += 1
+        return
+        yield  # an async generator that yields nothing: HEARTBEAT_OK is never shown
+
+    def busy(self, prefix: str = "") -> bool:
+        return False
+
+
+class OnePipeline:
+    """A running camera whose results the simulation pushes straight into the monitor."""
+
+    def __init__(self, clock: Clock) -> None:
+        from bot.backends.base import PipelineHandle
+
+        self.handle = PipelineHandle("p_door", "door", "direct", "rtsp://door/live", "faces + line", clock(), "running")
+        self.listeners: list = []
+
+    def add_result_listener(self, fn) -> None:
+        self.listeners.append(fn)
+
+    def snapshot(self):
+        return [self.handle]
+
+    async def list(self):
+        return [self.handle]
+
+    def latest(self, name_or_id: str):
+        return None
+
+
+async def simulate(root: Path, crossings_at: list[int], interval_min: float = 15.0) -> tuple[int, int, int]:
+    """One day: a result every minute, crossings at the given minutes. Returns (heartbeats, gated calls, alerts)."""
+    from bot.alerts import AlertRouter
+    from bot.backends.base import InferenceResult
+    from bot.config import load_settings
+    from bot.heartbeat import Heartbeat
+    from bot.monitor import Monitor
+    from workspace.memory import MemoryStore
+
+    settings = load_settings({"VISION_AGENT_WORKSPACE": str(root), "VISION_AGENT_HEARTBEAT_MINUTES": str(interval_min)})
+    clock = Clock(1_772_000_000.0 - 1_772_000_000.0 % DAY)  # a midnight
+    router = AlertRouter(root / ".state" / "alerts.json", cooldown_seconds=60, clock=clock)
+    alerts: list = []
+
+    async def sink(alert, channel) -> None:
+        alerts.append(alert)
+
+    router.add_sink(sink)
+    pipes = OnePipeline(clock)
+    monitor = Monitor(router, pipes, settings, MemoryStore(root, clock=clock, use_embeddings=False), clock=clock)
+    monitor.start()
+    agent = CountingAgent()
+    hb = Heartbeat(agent, monitor, router, settings, None, pipes, None, clock=clock)
+    beat_every, beats, count_in = int(interval_min * 60), 0, 0
+    events = set(crossings_at)
+    for minute in range(24 * 60):
+        clock.now += 60
+        if minute in events:
+            count_in += 1
+        for fn in pipes.listeners:
+            fn(pipes.handle, InferenceResult(values={"count_in": count_in, "count_out": 0}, timestamp=clock.now))
+        await monitor.flush()
+        if (minute + 1) * 60 % beat_every == 0:
+            beats += 1
+            await hb.run()
+    return beats, agent.calls, len(alerts)
+
+
+def main() -> None:
+    scenarios = [
+        ("idle day", []),
+        ("quiet day (6 crossings)", [8 * 60 + 5, 9 * 60 + 40, 12 * 60, 12 * 60 + 3, 17 * 60 + 30, 18 * 60 + 2]),
+        ("busy day (a crossing every 7 min)", list(range(0, 24 * 60, 7))),
+    ]
+    print(f"{'scenario':<36}{'heartbeats':>11}{'naive calls':>12}{'gated calls':>12}{'gated/naive':>12}{'$/day':>14}")
+    for label, crossings in scenarios:
+        with tempfile.TemporaryDirectory() as tmp:
+            beats, calls, _alerts = asyncio.run(simulate(Path(tmp), crossings))
+        naive = beats  # the always-call heartbeat asks the model on every beat
+        cost = f"{naive * COST_PER_CALL:.2f} -> {calls * COST_PER_CALL:.2f}"
+        print(f"{label:<36}{beats:>11}{naive:>12}{calls:>12}{calls / naive:>12.2f}{cost:>14}")
+
+
+if __name__ == "__main__":
+    main()

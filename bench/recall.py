@@ -1,0 +1,135 @@
+"""Recall over 10 000 notes: index build time, query p50/p95, and hit rate of hybrid vs BM25-only, one run."""
+
+from __future__ import annotations
+
+import random
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+NOTES = 10_000
+DAYS = 60
+K = 5
+
+# (note as written, how someone later asks for it): no shared content words, so only meaning connects them
+PARAPHRASES = [
+    ("a delivery van parked by the loading bay for forty minutes", "truck waiting at the dock"),
+    ("nobody wore a hard hat near the welding station", "workers without helmets by the welders"),
+    ("the back entrance was left open overnight", "rear door not closed during the night"),
+    ("a dog ran across the parking lot", "animal crossing the car park"),
+    ("smoke was visible above the boiler room", "possible fire near the furnace"),
+    ("the conveyor belt stopped for ten minutes", "production line halted briefly"),
+    ("two people argued loudly at the reception desk", "dispute between visitors in the lobby"),
+    ("a bicycle was stolen from the rack", "someone took a bike"),
+    ("water leaked onto the warehouse floor", "puddle from a leak in storage"),
+    ("the camera lens was covered with dust", "dirty camera view obscured"),
+    ("a forklift drove too fast in aisle three", "speeding lift truck between shelves"),
+    ("the gate barrier failed to lift for a lorry", "boom gate malfunction blocking vehicle"),
+]
+# exact identifiers: a sentence encoder sees 'a code', BM25 sees the one note that has it
+KEYWORDS = [
+    ("fault E-4471 shown on the barrier display", "E-4471"),
+    ("forklift FL-2207 left without a badge scan", "FL-2207"),
+    ("car with plate KX-9042 parked in the fire lane", "KX-9042"),
+    ("badge 88213 used at the server room at night", "badge 88213"),
+    ("pallet lot QX77-B wrapped and labelled", "QX77-B"),
+    ("sensor TZ-315 reported a temperature spike", "TZ-315"),
+]
+# Filler notes share no word with the queries, so a hit measures the planted note, not a lucky lookalike.
+OBJECTS = ["person", "cyclist", "box", "pallet", "courier", "cleaner", "manager", "technician"]
+ACTIONS = ["entered", "left", "stopped", "appeared", "walked past", "was counted", "paused", "turned around"]
+PLACES = ["at the north entrance", "near bay 2", "in aisle 5", "by the office", "in the yard", "at the front desk"]
+CAMERAS = ["cam1", "cam2", "cam3", "cam4", "cam5", "cam6"]
+
+
+def write_corpus(root: Path, rng: random.Random) -> dict[str, str]:
+    """~NOTES bullets over DAYS daily logs; returns planted note text -> its file."""
+    mem = root / "memory"
+    mem.mkdir(parents=True)
+    planted = {note: "" for note, _ in PARAPHRASES + KEYWORDS}
+    slots = dict(zip(planted, rng.sample(range(NOTES), len(planted)), strict=True))
+    by_index = {i: note for note, i in slots.items()}
+    per_day = NOTES // DAYS
+    for d in range(DAYS):
+        day = f"2026-{1 + d // 28:02d}-{1 + d % 28:02d}"
+        sections: dict[str, list[str]] = {}
+        for j in range(per_day):
+            i = d * per_day + j
+            text = by_index.get(i) or f"{rng.choice(OBJECTS)} {rng.choice(ACTIONS)} {rng.choice(PLACES)}"
+            if i in by_index:
+                planted[text] = f"{day}.md"
+            cam = rng.choice(CAMERAS)
+            sections.setdefault(cam, []).append(f"- {j // 60 + 6:02d}:{j % 60:02d}:00 {text}")
+        body = "\n\n".join(f"## {cam}\n" + "\n".join(lines) for cam, lines in sections.items())
+        (mem / f"{day}.md").write_text(f"# Observations {day}\n\n{body}\n", encoding="utf-8")
+    return planted
+
+
+def measure(index, mode: str, queries: list[tuple[str, str]], rounds: int = 3) -> tuple[float, float, float]:
+    """(hit rate @K, p50 ms, p95 ms) for one search mode."""
+    times, hits = [], 0
+    for r in range(rounds):
+        for note, query in queries:
+            t = time.perf_counter()
+            found = index.search(query, max_results=K, mode=mode)
+            times.append((time.perf_counter() - t) * 1000)
+            if r == 0:
+                hits += any(note in h.text for h in found)
+    times.sort()
+    return hits / len(queries), statistics.median(times), times[int(0.95 * (len(times) - 1))]
+
+
+def main() -> None:
+    from workspace.embeddings import default_embedder
+    from workspace.search import MemoryIndex
+
+    root = Path(tempfile.mkdtemp(prefix="recall-bench-"))
+    try:
+        write_corpus(root, random.Random(11))
+        t = time.perf_counter()
+        embedder = default_embedder()
+        embedder.available()
+        load_s = time.perf_counter() - t
+        t = time.perf_counter()
+        index = MemoryIndex(root, embedder=embedder)
+        index.refresh()
+        build_s = time.perf_counter() - t
+        chunks = index.last_refresh["embedded"]
+        print(
+            f"corpus: {chunks} notes in {DAYS} daily logs; model load {load_s:.1f} s; full index build {build_s:.1f} s"
+        )
+
+        with open(root / "memory" / f"2026-01-0{1}.md", "a", encoding="utf-8") as fh:
+            fh.write("- 23:59:00 a late visitor rang the bell\n")
+        t = time.perf_counter()
+        index.refresh()
+        print(
+            f"incremental refresh after one new note: {(time.perf_counter() - t) * 1000:.0f} ms, "
+            f"re-embedded {index.last_refresh['embedded']} note(s)"
+        )
+        t = time.perf_counter()
+        reopened = MemoryIndex(root, embedder=embedder)
+        reopened.refresh()
+        print(
+            f"reopen from .index/ (a restart): {(time.perf_counter() - t):.2f} s, "
+            f"re-embedded {reopened.last_refresh['embedded']}"
+        )
+
+        print(f"\n{'queries':<14}{'mode':<8}{'hit@5':>7}{'p50 ms':>9}{'p95 ms':>9}")
+        for label, queries in (("paraphrase", PARAPHRASES), ("exact keyword", KEYWORDS)):
+            rows = {m: measure(reopened, m, queries) for m in ("bm25", "vector", "hybrid")}
+            for mode, (rate, p50, p95) in rows.items():
+                print(f"{label:<14}{mode:<8}{rate:>7.0%}{p50:>9.1f}{p95:>9.1f}")
+            h, b = rows["hybrid"], rows["bm25"]
+            print(f"{'':<14}hybrid/bm25: hit rate {h[0] - b[0]:+.0%}, p95 latency x{h[2] / b[2]:.1f}")
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -11,7 +11,7 @@ import pytest
 
 from workspace import Workspace
 
-_BLOCK = re.compile(r"roboflow_core/[a-z0-9_]+@v\d+")
+_BLOCK = re.compile(r"(?:roboflow_core|vision_agent)/[a-z0-9_]+@v\d+")
 SKILLS = {"ppe-compliance", "parking-lot", "package-delivery", "quality-inspection"}
 
 
@@ -37,7 +37,9 @@ def test_template_skills_name_real_workflow_blocks(ws: Workspace) -> None:
     assert spec is not None and spec.submodule_search_locations
     steps = Path(next(iter(spec.submodule_search_locations))) / "core_steps"
     known = {m for f in steps.rglob("*.py") for m in _BLOCK.findall(f.read_text(encoding="utf-8"))}
-    assert "roboflow_core/byte_tracker@v3" in known
+    ours = Path(__file__).resolve().parents[2] / "bot" / "backends" / "builtin_blocks.py"
+    known |= set(_BLOCK.findall(ours.read_text(encoding="utf-8")))  # the offline detector blocks
+    assert {"roboflow_core/byte_tracker@v3", "vision_agent/hog_people_detector@v1"} <= known
     for skill in ws.list_skills():
         used = set(_BLOCK.findall(skill.path.read_text()))
         assert used, skill.name

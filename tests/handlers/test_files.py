@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import io
 import json
 
@@ -109,4 +108,3 @@ async def test_run_inference_by_file_id_finds_the_face_and_uploads_the_frame(
     assert [(s.params["channel_id"], s.params["thread_ts"]) for s in shared] == [("C0GENERAL", ts)]
     uploaded = slack_api.calls_to("files.upload")[0].body
     assert Image.open(io.BytesIO(uploaded)).format == "JPEG"
-    await asyncio.sleep(0)

@@ -125,3 +125,15 @@ async def test_restart_restores_pipelines_and_marks_a_missing_source(settings, w
     finally:
         await second.stop_all()
         await second.close()
+
+
+async def test_a_dead_camera_with_a_password_never_leaks_it(reg, ctx, caplog):
+    import logging
+
+    with caplog.at_level(logging.DEBUG):
+        res = await reg.execute("start_pipeline", {"video_reference": "rtsp://admin:hunter2@127.0.0.1:1/live",
+                                                   "pipeline_name": "cam", "model_id": "builtin/faces"}, ctx)
+        listing = await reg.execute("list_pipelines", {}, ctx)
+    assert res.is_error and "rtsp://admin:***@127.0.0.1:1/live" in res.text
+    assert "error" in listing.text
+    assert "hunter2" not in res.text + listing.text + caplog.text

@@ -40,24 +40,26 @@ def pipelines_running(runtime: Any) -> int:
         return 0
 
 
-def last_heartbeat(runtime: Any) -> float | None:
+def last_heartbeat(runtime: Any, socket: Any) -> tuple[float | None, str]:
+    """The scheduler's last heartbeat run if it records one, else the socket's last ping/pong with Slack."""
     sched = getattr(runtime, "scheduler", None)
-    for name in ("last_heartbeat", "last_run"):
-        value = getattr(sched, name, None)
+    for owner, name in ((sched, "last_heartbeat"), (getattr(sched, "heartbeat", None), "last_run")):
+        value = getattr(owner, name, None)
         if isinstance(value, (int, float)):
-            return float(value)
-    return None
+            return float(value), "scheduler"
+    pong = getattr(socket, "last_ping_pong_time", None)
+    return (float(pong) if pong else None), "socket"
 
 
 async def report(bot: SlackBot) -> tuple[int, dict[str, Any]]:
     connected = await socket_connected(bot)
-    pong = getattr(bot.socket, "last_ping_pong_time", None)
+    beat, source = last_heartbeat(bot.runtime, bot.socket)
     body = {
         "status": "ok" if connected else "disconnected",
         "socket": connected,
-        "socket_last_pong": _iso(pong),
         "pipelines": pipelines_running(bot.runtime),
-        "last_heartbeat": _iso(last_heartbeat(bot.runtime)),
+        "last_heartbeat": _iso(beat),
+        "heartbeat_source": source,
         "sessions_busy": bot.queues.busy_sessions if bot.queues else 0,
         "events": bot.stats.events,
         "last_event": _iso(bot.stats.last_event),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from bot.backends.base import BackendError, PipelineHandle
 from bot.media import MediaError, resolve_video
@@ -25,6 +25,11 @@ class StartPipelineArgs(ToolArgs):
     model_id: str | None = Field(None, description="Simple detection model, e.g. 'builtin/faces'")
     max_fps: float | None = Field(None, gt=0, description="Frame rate limit")
     parameters: dict[str, Any] | None = None
+
+    @field_validator("video_reference", mode="before")
+    @classmethod
+    def _webcam_index(cls, v: Any) -> Any:
+        return str(v) if isinstance(v, int) and not isinstance(v, bool) else v  # the model often sends 0, not "0"
 
 
 class PipelineRef(ToolArgs):

@@ -128,7 +128,7 @@ async def test_start_pipeline_errors(reg, ctx):
     bad_spec = await reg.execute("start_pipeline", {"video_reference": "0", "pipeline_name": "w",
                                                     "workflow_spec": {"version": "1.0", "steps": []}}, ctx)
     assert bad_spec.is_error and "no steps" in bad_spec.text
-    no_model = await reg.execute("start_pipeline", {"video_reference": "0", "pipeline_name": "w"}, ctx)
+    no_model = await reg.execute("start_pipeline", {"video_reference": 0, "pipeline_name": "w"}, ctx)
     assert no_model.is_error and "model_id" in no_model.text
     (Path(ctx.settings.workspace) / "x.broken").write_bytes(b"\x00")
     broken = await reg.execute("start_pipeline", {"video_reference": "x.broken", "pipeline_name": "w",
@@ -137,6 +137,8 @@ async def test_start_pipeline_errors(reg, ctx):
     outside = await reg.execute("start_pipeline", {"video_reference": "/etc/hosts", "pipeline_name": "w",
                                                    "model_id": "builtin/faces"}, ctx)
     assert outside.is_error and "VISION_AGENT_MEDIA_DIRS" in outside.text
+    webcam = await reg.execute("start_pipeline", {"video_reference": 0, "pipeline_name": "w", "model_id": "builtin/faces"}, ctx)
+    assert not webcam.is_error and ctx.services["pipelines"].config("w").video_reference == "0"
 
 
 async def test_tools_without_services_say_so(reg, settings):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
+from functools import cached_property
 
 _TOKEN = re.compile(r"[a-z0-9]+(?:[-_][a-z0-9]+)*")
 _DATED = re.compile(r"^(\d{4}-\d{2}-\d{2})\.md$")
@@ -41,12 +42,12 @@ class Chunk:
     date: str | None
     section: str | None
 
-    @property
+    @cached_property
     def context_text(self) -> str:
         # the section (camera name, 'Preferences') is part of what the note means, so it is indexed with it
         return f"{self.section}: {self.text}" if self.section else self.text
 
-    @property
+    @cached_property  # computed once: the index checks every chunk's key on refresh
     def key(self) -> str:
         return hashlib.sha1(self.context_text.encode("utf-8")).hexdigest()
 

@@ -133,7 +133,7 @@ class MemoryIndex:
                 self._chunks = [c for n in sorted(self._files) for c in self._files[n]["chunks"]]
                 self._generation += 1
                 self._bm25 = _bm25_class()([tokenize(c.context_text) for c in self._chunks]) if self._chunks else None
-            embedded = self._embed_missing()
+            embedded = self._embed_missing() if dirty or self._matrix is None else 0
             if dirty or embedded:
                 self._matrix = self._build_matrix()
                 self._save()

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -159,3 +161,76 @@ async def test_results_from_many_pipeline_threads_each_alert_once(rig) -> None:
     assert {e.camera for e in monitor.take_new()} == {"cam0", "cam1", "cam2", "cam3"}
     assert monitor.take_new() == []  # handed to the heartbeat once
     assert len(memory.observations_by_camera()) == 4
+
+
+def back_and_forth_video(path: Path, frames: int = 90, size: tuple[int, int] = (640, 480)) -> Path:
+    """One real face crossing the middle line left→right, pausing, then crossing back: two crossings."""
+    import cv2
+    import numpy as np
+
+    from tests.fixtures.inference import FACE_BOX, astronaut_bgr
+
+    x1, y1, x2, y2 = FACE_BOX
+    face = astronaut_bgr()[y1:y2, x1:x2]
+    fh, fw = face.shape[:2]
+    w, h = size
+    background = np.clip(np.random.default_rng(3).normal(110, 6, (h, w, 3)), 0, 255).astype(np.uint8)
+    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"mp4v"), 15, (w, h))
+    span = w - fw - 20
+    for i in range(frames):
+        t = i / (frames - 1)
+        pos = 2 * t if t < 0.5 else 2 * (1 - t)  # 0 → 1 → 0: right, then back left
+        frame = background.copy()
+        x = 10 + int(pos * span)
+        frame[h // 2 - fh // 2 : h // 2 - fh // 2 + fh, x : x + fw] = face
+        writer.write(frame)
+    writer.release()
+    return path
+
+
+async def _run_to_end(mgr, name: str, timeout: float = 40.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        await mgr.list()  # refreshes statuses from the backend
+        if mgr.resolve(name).status not in ("starting", "running"):
+            return
+        await asyncio.sleep(0.2)
+    raise AssertionError(f"{name} still running after {timeout}s")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("muted", [False, True], ids=["routed", "muted"])
+async def test_real_pipeline_face_crossing_alerts_once_and_muted_camera_never(
+    muted: bool, direct_backend, tmp_path: Path, settings: Settings
+) -> None:
+    from bot.backends.workflows import detection_workflow
+    from bot.pipelines import PipelineManager
+    from tests.fixtures.inference import crossing_line
+
+    router, sink = make_router(tmp_path, time.time, cooldown=300)
+    mgr = PipelineManager(lambda: direct_backend, tmp_path / "active_state.json", settings)
+    memory = MemoryStore(tmp_path, use_embeddings=False)
+    monitor = Monitor(router, mgr, settings, memory)
+    monitor.start()
+    if muted:
+        router.mute("door", 3600)
+    video = back_and_forth_video(tmp_path / "door.mp4")
+    crossings: list[dict] = []
+    mgr.add_result_listener(lambda h, r: crossings.append(dict(r.values)) if r.values.get("count_in") else None)
+    try:
+        await mgr.start(str(video), "door", workflow_spec=detection_workflow("builtin/faces", line=crossing_line()))
+        await _run_to_end(mgr, "door")
+        await monitor.flush()
+    finally:
+        await mgr.stop_all()
+    last = crossings[-1] if crossings else {}
+    assert (last.get("count_in"), last.get("count_out")) == (1, 1), "the video must show two crossings"
+    line_alerts = [a for a in sink.alerts if a.rule == "line_crossed"]
+    if muted:
+        assert line_alerts == []
+        assert "(not posted: muted)" in memory.get_daily_observations(camera="door")
+    else:
+        [alert] = line_alerts  # the way back is inside the cooldown
+        assert alert.camera == "door" and "in +1" in alert.text
+        assert alert.frame and alert.frame.startswith(b"\xff\xd8\xff")
+        assert sink.received[0][1] == "C_ALERTS"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from bot.backends.base import BackendError
@@ -27,18 +28,37 @@ def _names(exc: BaseException) -> set[str]:
 
 def public_message(exc: BaseException) -> str:
     msg = getattr(exc, "public_message", None) or str(exc) or type(exc).__name__
-    return " ".join(str(msg).split())[:400]
+    return " ".join(str(msg).split())[:2000]
+
+
+_UNKNOWN_TAG = re.compile(r"Input tag '([^']+)' found using 'type' does not match any of the expected tags")
+
+
+def shorten_problem(text: str) -> str:
+    """One compile problem, short enough for a prompt (the engine lists all ~400 block types on a bad `type`)."""
+    m = _UNKNOWN_TAG.search(text)
+    if m:
+        prefix = text[: m.start()].strip()
+        return f"{prefix} unknown block type {m.group(1)!r}: pick one from list_workflow_blocks".strip()
+    text = " ".join(text.split())
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+def problems_from_block_errors(message: str, blocks_errors: list[Any] | None) -> list[str]:
+    """Problems from a compile error's message and its per-block errors (objects or the server's dicts)."""
+    problems = []
+    for be in blocks_errors or []:
+        get = be.get if isinstance(be, dict) else lambda k, _be=be: getattr(_be, k, None)
+        where = get("block_id") or get("block_type") or "workflow"
+        prop = get("property_name")
+        details = get("property_details") or message
+        problems.append(shorten_problem(f"step {where}{'.' + prop if prop else ''}: {details}"))
+    return problems or [shorten_problem(message)]
 
 
 def workflow_problems(exc: BaseException) -> list[str]:
     """Readable problems of a spec that failed to compile (one per block error when the engine lists them)."""
-    problems = []
-    for be in getattr(exc, "blocks_errors", None) or []:
-        where = getattr(be, "block_id", None) or getattr(be, "block_type", None) or "workflow"
-        prop = getattr(be, "property_name", None)
-        details = getattr(be, "property_details", None) or ""
-        problems.append(f"{where}{'.' + prop if prop else ''}: {details}".strip())
-    return problems or [public_message(exc)]
+    return problems_from_block_errors(public_message(exc), getattr(exc, "blocks_errors", None))
 
 
 def translate(exc: BaseException, what: str) -> BackendError:
@@ -54,4 +74,4 @@ def translate(exc: BaseException, what: str) -> BackendError:
         return BackendError(f"{what} was not found on Roboflow: check the id (workspace/project/version)")
     if "WorkflowCompilerError" in names:
         return BackendError(f"the workflow is invalid: {'; '.join(workflow_problems(exc))[:600]}")
-    return BackendError(f"{what} failed: {public_message(exc)}")
+    return BackendError(f"{what} failed: {shorten_problem(public_message(exc))}")

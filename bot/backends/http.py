@@ -1,0 +1,255 @@
+"""HttpBackend: an inference server through inference-sdk (single images, workflows, hosted pipelines)."""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+from bot.backends.base import BackendError, InferenceResult, PipelineHandle, ResultListener
+from bot.backends.convert import decode_image, from_model_response, from_serialized_output
+from bot.backends.errors import OFFLINE_HINT, problems_from_block_errors, shorten_problem
+from bot.backends.workflows import check_spec, describe_spec, detection_workflow, is_builtin, roboflow_model_id
+from bot.config import Settings
+
+
+class HttpBackend:
+    """InferenceBackend talking to an inference server (`vision-agent inference-server`, Docker, or hosted)."""
+
+    name = "http"
+
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+        self.url = settings.inference.server_url.rstrip("/")
+        key = settings.inference.api_key
+        self._api_key = key.get_secret_value() if key else None
+        self._timeout = settings.inference.request_timeout
+        self._pipelines: dict[str, Any] = {}  # our pipeline_id -> HostedPipeline
+
+    # --- plumbing ------------------------------------------------------------------------------------------------
+
+    def client(self) -> Any:
+        """A fresh InferenceHTTPClient (configuration is per client, so one per call keeps threads apart)."""
+        import warnings
+
+        from inference_sdk import InferenceConfiguration, InferenceHTTPClient
+
+        warnings.filterwarnings("ignore", module=r"inference_sdk(\..*)?")
+        client = InferenceHTTPClient(api_url=self.url, api_key=self._api_key)
+        client.configure(InferenceConfiguration(api_key_transport="header"))
+        return client
+
+    def unreachable(self) -> BackendError:
+        return BackendError(
+            f"inference server at {self.url} is not reachable: start it with `vision-agent inference-server` "
+            "or set INFERENCE_SERVER_URL"
+        )
+
+    def translate(self, exc: BaseException, what: str) -> BackendError:
+        """SDK / requests exceptions → a BackendError a user can act on."""
+        if isinstance(exc, BackendError):
+            return exc
+        names = {c.__name__ for c in type(exc).__mro__}
+        if names & {"HTTPServerConnectionError", "ConnectionError", "ConnectTimeout"}:
+            return self.unreachable()
+        if names & {"ReadTimeout", "TimeoutError"}:
+            return BackendError(f"inference server at {self.url} did not answer within {self._timeout:.0f}s: retry later")
+        message = str(getattr(exc, "api_message", None) or exc)
+        if "Could not connect to Roboflow API" in message or "Roboflow API" in message and "connect" in message:
+            return BackendError(f"could not reach Roboflow to load {what}: {OFFLINE_HINT}")
+        status = getattr(exc, "status_code", None)
+        if status in (401, 403):
+            return BackendError(f"the inference server refused {what}: set ROBOFLOW_API_KEY to a valid key")
+        if status == 404 and "not found" in message.lower():
+            return BackendError(f"{what} was not found: check the id")
+        return BackendError(f"{what} failed on the inference server: {shorten_problem(message)}")
+
+    async def _call(self, what: str, fn: Any, *args: Any, timeout: float | None = None, **kwargs: Any) -> Any:
+        """Run a blocking SDK call in a thread, bounded by a timeout, with errors translated."""
+        try:
+            return await asyncio.wait_for(asyncio.to_thread(fn, *args, **kwargs), timeout or self._timeout)
+        except asyncio.TimeoutError:
+            raise BackendError(f"inference server at {self.url} did not answer within {timeout or self._timeout:.0f}s: retry later") from None
+        except Exception as exc:  # noqa: BLE001
+            raise self.translate(exc, what) from exc
+
+    def _request(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+        import requests
+
+        headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
+        resp = requests.request(method, f"{self.url}{path}", json=body, headers=headers, timeout=self._timeout)
+        try:
+            return resp.status_code, resp.json()
+        except ValueError:
+            return resp.status_code, {"message": resp.text[:300]}
+
+    def resolve(
+        self, model_id: str | None, workflow_spec: dict | None, workspace_name: str | None, workflow_id: str | None,
+        confidence: float | None, video: bool,
+    ) -> tuple[dict[str, Any], str]:
+        """(kwargs naming the workflow for the SDK, what-for-errors); safety-checks inline specs."""
+        if workflow_spec is not None:
+            spec, what = workflow_spec, "the workflow"
+        elif workspace_name and workflow_id:
+            return {"workspace_name": workspace_name, "workflow_id": workflow_id}, f"workflow {workspace_name}/{workflow_id}"
+        elif model_id:
+            spec, what = detection_workflow(model_id, confidence=confidence, track=video), f"model {model_id}"
+        else:
+            raise BackendError("nothing to run: give a model_id (e.g. builtin/faces), a workflow spec, or workspace + workflow id")
+        problems = check_spec(spec, self._settings.inference.allow_custom_python)
+        if problems:
+            raise BackendError("workflow refused: " + "; ".join(problems))
+        return {"specification": spec}, what
+
+    # --- single images -------------------------------------------------------------------------------------------
+
+    async def run_single(
+        self,
+        image: bytes,
+        model_id: str | None = None,
+        workflow_spec: dict | None = None,
+        workspace_name: str | None = None,
+        workflow_id: str | None = None,
+        parameters: dict | None = None,
+        confidence: float | None = None,
+    ) -> InferenceResult:
+        frame = decode_image(image)
+        if frame is None:
+            raise BackendError("the image could not be decoded: send a JPEG or PNG file")
+        max_dim = self._settings.monitoring.result_image_max_dimension
+        if model_id and workflow_spec is None and not workflow_id and not is_builtin(model_id):
+            return await self._infer_model(frame, model_id, confidence, max_dim)
+        named, what = self.resolve(model_id, workflow_spec, workspace_name, workflow_id, confidence, video=False)
+        client = self.client()
+        outputs = await self._call(what, client.run_workflow, images={"image": frame}, parameters=parameters, **named)
+        if not outputs:
+            return InferenceResult(image_size=(frame.shape[1], frame.shape[0]))
+        return from_serialized_output(outputs[0], source_image=frame, max_dimension=max_dim)
+
+    async def _infer_model(self, frame: Any, model_id: str, confidence: float | None, max_dim: int) -> InferenceResult:
+        from inference_sdk import InferenceConfiguration
+
+        client = self.client()
+        if confidence is not None:
+            client.configure(InferenceConfiguration(api_key_transport="header", confidence_threshold=confidence))
+        response = await self._call(f"model {model_id}", client.infer, frame, model_id=roboflow_model_id(model_id))
+        return from_model_response(response if isinstance(response, dict) else response[0], frame, max_dim)
+
+    # --- blocks and validation -----------------------------------------------------------------------------------
+
+    async def describe_blocks(self) -> list[dict[str, Any]]:
+        status, body = await self._call("block description", self._request, "POST", "/workflows/blocks/describe", {})
+        if status != 200:
+            raise BackendError(f"the inference server could not describe its blocks (HTTP {status}): retry later")
+        return list(body.get("blocks") or [])
+
+    async def validate_workflow(self, spec: dict) -> list[str]:
+        problems = check_spec(spec, self._settings.inference.allow_custom_python)
+        if problems:
+            return problems
+        status, body = await self._call("validation", self._request, "POST", "/workflows/validate", spec)
+        if status == 200:
+            return []
+        return problems_from_block_errors(str(body.get("message") or body), body.get("blocks_errors"))
+
+    # --- hosted pipelines ----------------------------------------------------------------------------------------
+
+    def server_is_local(self) -> bool:
+        host = urlparse(self.url).hostname or ""
+        try:
+            return host == "localhost" or ipaddress.ip_address(host).is_loopback
+        except ValueError:
+            return False
+
+    async def start_pipeline(
+        self,
+        pipeline_id: str,
+        name: str,
+        video_reference: str,
+        workflow_spec: dict | None = None,
+        workspace_name: str | None = None,
+        workflow_id: str | None = None,
+        max_fps: float | None = None,
+        parameters: dict | None = None,
+        on_result: ResultListener | None = None,
+        model_id: str | None = None,
+        confidence: float | None = None,
+    ) -> PipelineHandle:
+        from bot.backends.http_pipeline import HostedPipeline, is_file_reference
+
+        if pipeline_id in self._pipelines and self._pipelines[pipeline_id].is_alive():
+            raise BackendError(f"pipeline {pipeline_id} is already running: stop it first or pick another id")
+        named, what = self.resolve(model_id, workflow_spec, workspace_name, workflow_id, confidence, video=True)
+        if "specification" in named:
+            problems = await self.validate_workflow(named["specification"])
+            if problems:
+                raise BackendError("the workflow is invalid: " + "; ".join(problems))
+        description = describe_spec(named["specification"]) if "specification" in named else what
+        pipe = HostedPipeline(self, pipeline_id, name, video_reference, description, on_result)
+        self._pipelines[pipeline_id] = pipe
+        if is_file_reference(video_reference) and self.server_is_local():
+            if not Path(video_reference).expanduser().exists():
+                pipe.fail(f"video file not found: {pipe.safe_reference}: check the path")
+                return pipe.handle()
+        client = self.client()
+        live = not is_file_reference(video_reference)
+        response = await self._call(
+            what,
+            client.start_inference_pipeline_with_workflow,
+            video_reference=int(video_reference) if video_reference.isdigit() else video_reference,
+            workflows_parameters=parameters,
+            max_fps=max_fps,
+            # Files: process every frame; live streams: always the newest frame.
+            source_buffer_filling_strategy="DROP_OLDEST" if live else "WAIT",
+            source_buffer_consumption_strategy="EAGER" if live else "LAZY",
+            results_buffer_size=self._settings.monitoring.result_buffer_size,
+            timeout=max(self._timeout, 60.0),  # spawning the server-side process takes seconds
+            **({"workflow_specification": named["specification"]} if "specification" in named else named),
+        )
+        pipe.start((response.get("context") or {}).get("pipeline_id") or "")
+        return pipe.handle()
+
+    def _pipe(self, pipeline_id: str) -> Any:
+        pipe = self._pipelines.get(pipeline_id)
+        if pipe is None:
+            raise BackendError(f"no pipeline {pipeline_id!r}: list pipelines to see the ids")
+        return pipe
+
+    async def consume_results(self, pipeline_id: str, max_results: int = 5) -> list[InferenceResult]:
+        return self._pipe(pipeline_id).take(max_results)
+
+    def latest_result(self, pipeline_id: str) -> InferenceResult | None:
+        pipe = self._pipelines.get(pipeline_id)
+        return pipe.latest if pipe is not None else None
+
+    async def stop_pipeline(self, pipeline_id: str) -> PipelineHandle:
+        pipe = self._pipe(pipeline_id)
+        await asyncio.to_thread(pipe.terminate)
+        return pipe.handle()
+
+    async def pause_pipeline(self, pipeline_id: str) -> PipelineHandle:
+        pipe = self._pipe(pipeline_id)
+        await asyncio.to_thread(pipe.pause)
+        return pipe.handle()
+
+    async def resume_pipeline(self, pipeline_id: str) -> PipelineHandle:
+        pipe = self._pipe(pipeline_id)
+        await asyncio.to_thread(pipe.resume)
+        return pipe.handle()
+
+    async def list_pipelines(self) -> list[PipelineHandle]:
+        return [p.handle() for p in self._pipelines.values()]
+
+    async def get_pipeline_status(self, pipeline_id: str) -> PipelineHandle:
+        return self._pipe(pipeline_id).handle()
+
+    async def server_pipelines(self) -> list[str]:
+        """Ids of the pipelines the server runs (including ones other clients started)."""
+        status, body = await self._call("pipeline list", self._request, "GET", "/inference_pipelines/list")
+        return [str(p) for p in body.get("pipelines") or []] if status == 200 else []
+
+    async def close(self) -> None:
+        pipes = list(self._pipelines.values())
+        await asyncio.gather(*(asyncio.to_thread(p.terminate) for p in pipes))

@@ -1,0 +1,109 @@
+"""HttpBackend against the real local inference server (`vision-agent inference-server`, started once per session)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import cv2
+import numpy as np
+import pytest
+
+from bot.backends.base import BackendError
+from bot.backends.http import HttpBackend
+from bot.backends.workflows import detection_workflow
+from bot.config import load_settings
+from tests.fixtures.common import free_port
+from tests.fixtures.inference import crossing_line, make_video
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+async def http_backend(inference_server, base_env):
+    backend = HttpBackend(load_settings({**base_env, "INFERENCE_SERVER_URL": inference_server}))
+    yield backend
+    await backend.close()  # terminates its hosted pipelines on the server
+
+
+async def test_astronaut_face_through_server_with_annotated_frame(http_backend, astronaut_jpeg):
+    result = await http_backend.run_single(astronaut_jpeg, model_id="builtin/faces")
+    assert result.counts() == {"face": 1}
+    x1, y1, x2, y2 = result.detections[0].xyxy
+    assert 150 < x1 < 200 and 40 < y1 < 90 and 250 < x2 < 300 and 140 < y2 < 190
+    frame = cv2.imdecode(np.frombuffer(result.frame, np.uint8), cv2.IMREAD_COLOR)
+    original = cv2.imdecode(np.frombuffer(astronaut_jpeg, np.uint8), cv2.IMREAD_COLOR)
+    assert frame.shape == original.shape and result.image_size == (512, 512)
+    edge = np.abs(frame[66:160, 176:179].astype(int) - original[66:160, 176:179].astype(int)).mean()
+    assert edge > 20  # the workflow's bounding box visualization came back as the frame
+
+
+async def test_invalid_spec_comes_back_as_problems_and_corrected_one_runs(http_backend, astronaut_jpeg):
+    spec = detection_workflow("builtin/faces", track=False)
+    spec["steps"][0]["images"] = "$inputs.picture"
+    spec["steps"].append({"type": "roboflow_core/no_such_block@v9", "name": "ghost"})
+    problems = await http_backend.validate_workflow(spec)
+    assert any("no_such_block" in p and "unknown block type" in p for p in problems)
+    assert all(len(p) < 400 for p in problems)
+    fixed = detection_workflow("builtin/faces", track=False)
+    assert await http_backend.validate_workflow(fixed) == []
+    result = await http_backend.run_single(astronaut_jpeg, workflow_spec=fixed)
+    assert result.counts() == {"face": 1}
+
+
+async def test_describe_blocks_lists_the_offline_detectors(http_backend):
+    types = {b["manifest_type_identifier"] for b in await http_backend.describe_blocks()}
+    assert {"vision_agent/haar_face_detector@v1", "vision_agent/motion_detector@v1"} <= types
+    assert "roboflow_core/line_counter@v2" in types
+
+
+async def test_custom_python_refused_before_reaching_the_server(http_backend, astronaut_jpeg):
+    spec = detection_workflow("builtin/faces", track=False)
+    spec["dynamic_blocks_definitions"] = [{"manifest": {"type": "ManifestDescription", "block_type": "evil"}}]
+    with pytest.raises(BackendError, match="allow_custom_python"):
+        await http_backend.run_single(astronaut_jpeg, workflow_spec=spec)
+    assert any("allow_custom_python" in p for p in await http_backend.validate_workflow(spec))
+
+
+async def test_roboflow_model_offline_fails_fast(http_backend, astronaut_jpeg):
+    start = time.monotonic()
+    with pytest.raises(BackendError, match="could not reach Roboflow to load model coco/3"):
+        await http_backend.run_single(astronaut_jpeg, model_id="coco/3")
+    assert time.monotonic() - start < 10
+
+
+async def test_unreachable_server_says_how_to_start_it(base_env, astronaut_jpeg):
+    backend = HttpBackend(load_settings({**base_env, "INFERENCE_SERVER_URL": f"http://127.0.0.1:{free_port()}"}))
+    with pytest.raises(BackendError, match="vision-agent inference-server"):
+        await backend.run_single(astronaut_jpeg, model_id="builtin/faces")
+
+
+async def test_hosted_pipeline_counts_one_in_one_out(http_backend, tmp_path):
+    # The server ends a file pipeline once the file is decoded, dropping the ~64 buffered frames still to be
+    # processed: the faces cross early and then stand still for 80 frames of that tail.
+    video = make_video(tmp_path / "cross.mp4", frames=24, hold=80)
+    seen = []
+    spec = detection_workflow("builtin/faces", line=crossing_line())
+    handle = await http_backend.start_pipeline(
+        "hosted-1", "door", str(video), workflow_spec=spec, max_fps=15, on_result=lambda h, r: seen.append(r)
+    )
+    assert handle.backend == "http" and handle.status == "running"
+    deadline = time.monotonic() + 60
+    while (await http_backend.get_pipeline_status("hosted-1")).status == "running" and time.monotonic() < deadline:
+        await asyncio.sleep(0.2)
+    handle = await http_backend.get_pipeline_status("hosted-1")
+    assert handle.status == "finished" and handle.frames >= 16, handle
+    latest = http_backend.latest_result("hosted-1")
+    assert latest.values["count_in"] == 1 and latest.values["count_out"] == 1
+    assert {d.tracker_id for d in latest.detections} == {1, 2} and latest.frame[:2] == b"\xff\xd8"
+    assert len(seen) == handle.frames
+    with pytest.raises(BackendError, match="cannot be paused"):
+        await http_backend.start_pipeline("hosted-2", "door", str(video), model_id="builtin/faces")
+        await http_backend.pause_pipeline("hosted-2")
+    await http_backend.close()
+    assert (await http_backend.get_pipeline_status("hosted-2")).status in ("stopped", "finished")
+
+
+async def test_hosted_pipeline_on_missing_file_is_error(http_backend, tmp_path):
+    handle = await http_backend.start_pipeline("hosted-miss", "gone", str(tmp_path / "nope.mp4"), model_id="builtin/faces")
+    assert handle.status == "error" and "not found" in handle.error

@@ -97,7 +97,7 @@ class Heartbeat:
             due = self.due_items(now)
             if not pending and not due:
                 return "idle"
-            if self.agent is None:
+            if self.agent is None or not getattr(getattr(self.agent, "llm", None), "available", True):
                 if self.monitor is not None:
                     self.monitor.take_new()  # no model to ask; their tier-1 alerts already went out
                 return "no-llm"

@@ -76,7 +76,9 @@ class MemoryStore:
                 section = "Preferences" if category == "preference" else "Facts"
                 bullet = f"- {now:%Y-%m-%d} {text}"
             existing = path.read_text(encoding="utf-8") if path.exists() else header
-            path.write_text(_insert_under(existing, section, bullet), encoding="utf-8")
+            tmp = path.with_suffix(".md.tmp")  # never .md: the search index must not pick up a half-written copy
+            tmp.write_text(_insert_under(existing, section, bullet), encoding="utf-8")
+            tmp.replace(path)  # atomic: a concurrent search reads the old or the new file, never a truncated one
         return path
 
     # reading ------------------------------------------------------------

@@ -235,3 +235,11 @@ async def test_daily_summary_on_an_empty_day_posts_nothing_and_calls_nothing(rig
 
     assert await daily_summary(rig.agent, rig.memory, rig.router) is None
     assert rig.sink.alerts == [] and anthropic_api.requests == []
+
+
+async def test_without_a_model_tier_one_news_is_dropped_quietly(rig: Rig, anthropic_api) -> None:
+    hb = Heartbeat(None, rig.monitor, rig.router, rig.hb.settings, rig.ws, rig.pipes, rig.memory, clock=rig.clock)
+    await rig.cross()
+    assert await hb.run() == "no-llm"
+    assert rig.monitor.pending() == [] and anthropic_api.requests == []
+    assert [a.rule for a in rig.sink.alerts] == ["line_crossed"]  # the tier-1 alert itself went out

@@ -122,6 +122,11 @@ def serve(settings: Settings) -> int:
               "check the network or SLACK_API_URL.", file=sys.stderr)
         return 1
     except SlackApiError as exc:
-        print(f"vision-agent serve: Slack rejected the tokens ({exc.response.get('error')}); check SLACK_BOT_TOKEN "
-              "and SLACK_APP_TOKEN belong to the installed app.", file=sys.stderr)
+        error = exc.response.get("error") if isinstance(exc.response.data, dict) else None
+        if error is None:  # not Slack's JSON: a wrong SLACK_API_URL or a proxy page
+            print(f"vision-agent serve: {settings.slack.api_url} did not answer like Slack's Web API "
+                  f"(HTTP {exc.response.status_code}); check SLACK_API_URL or unset it.", file=sys.stderr)
+            return 1
+        print(f"vision-agent serve: Slack rejected the tokens ({error}); check SLACK_BOT_TOKEN and "
+              "SLACK_APP_TOKEN belong to the installed app.", file=sys.stderr)
     return 2

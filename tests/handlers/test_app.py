@@ -40,6 +40,14 @@ def test_rejected_token_exits_2(slack_env: dict[str, str], capsys: pytest.Captur
     assert len(err.splitlines()) == 1 and "invalid_auth" in err
 
 
+def test_unreachable_slack_api_exits_1_with_one_line(base_env: dict[str, str], capsys: pytest.CaptureFixture[str]) -> None:
+    env = {**base_env, "SLACK_BOT_TOKEN": "xoxb-1", "SLACK_APP_TOKEN": "xapp-1",
+           "SLACK_API_URL": f"http://127.0.0.1:{free_port()}/api/"}
+    assert serve(load_settings(env)) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "cannot reach Slack" in err
+
+
 def test_rejected_app_token_exits_2_instead_of_retrying_forever(
     slack_env: dict[str, str], slack_api: SlackEmulator, capsys: pytest.CaptureFixture[str]
 ) -> None:

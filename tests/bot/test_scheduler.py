@@ -28,7 +28,7 @@ async def sched(settings: Settings):
     s.stop()
 
 
-async def wait_for(cond, timeout: float = 3.0) -> None:
+async def wait_for(cond, timeout: float = 10.0) -> None:
     deadline = time.monotonic() + timeout
     while not cond():
         assert time.monotonic() < deadline, "condition not reached in time"

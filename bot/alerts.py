@@ -112,7 +112,12 @@ class AlertRouter:
 
     # delivery -----------------------------------------------------------
     def add_sink(self, sink: AlertSink) -> None:
-        self._sinks.append(sink)
+        if sink not in self._sinks:
+            self._sinks.append(sink)
+
+    def remove_sink(self, sink: AlertSink) -> None:
+        if sink in self._sinks:
+            self._sinks.remove(sink)
 
     def check(self, alert: Alert) -> str | None:
         """Why this alert would be held back, or None if it may go out now."""

@@ -17,11 +17,13 @@ class ToolRegistry:
 
     def __init__(self) -> None:
         self._tools: dict[str, Tool] = {}
+        self._definitions: list[dict[str, Any]] | None = None  # schemas are generated once, not per turn
 
     def register(self, name: str, description: str, args_model: type[ToolArgs], func: ToolFunc) -> None:
         if name in self._tools:
             raise ValueError(f"tool {name!r} registered twice")
         self._tools[name] = Tool(name, description, args_model, func)
+        self._definitions = None
 
     def tool(self, name: str, description: str, args_model: type[ToolArgs]):
         """Decorator form of `register`."""
@@ -41,7 +43,9 @@ class ToolRegistry:
 
     def definitions(self) -> list[dict[str, Any]]:
         """Tool definitions in registration order (stable, so the cached prefix stays byte-identical)."""
-        return [t.definition() for t in self._tools.values()]
+        if self._definitions is None:
+            self._definitions = [t.definition() for t in self._tools.values()]
+        return [dict(d) for d in self._definitions]
 
     async def execute(self, name: str, raw_input: dict[str, Any], ctx: ToolContext) -> ToolResult:
         tool = self._tools.get(name)

@@ -19,11 +19,9 @@ from tinydb import Query, TinyDB
 from bot.alerts import Alert, AlertRouter
 from bot.backends.base import InferenceResult, PipelineHandle
 from bot.config import Settings
-from bot.monitor_rules import ANY, Rule, RuleState, default_rules, evaluate
+from bot.monitor_rules import ANY, Rule, RuleState, default_rules, evaluate, health_problems
 
 log = logging.getLogger(__name__)
-
-_LIVE_PREFIXES = ("rtsp://", "rtsps://", "rtmp://", "http://", "https://", "udp://", "tcp://")
 
 
 @dataclass(frozen=True)
@@ -174,22 +172,8 @@ class Monitor:
         return events
 
     def _health_problems(self, h: PipelineHandle, now: float) -> list[tuple[str, str]]:
-        live = h.video_reference.startswith(_LIVE_PREFIXES) or h.video_reference.isdigit()
-        current: dict[str, str] = {}
-        if h.status == "error":
-            current["pipeline_error"] = (
-                f"pipeline {h.name} failed: {h.error or 'unknown error'}. Check the source, then restart it."
-            )
-        elif h.status == "finished" and live:
-            current["source_dropped"] = (
-                f"the stream of {h.name} ended ({h.video_reference}). Check the camera, then restart the pipeline."
-            )
-        elif h.status == "running":
-            since = max(self._last_result.get(h.pipeline_id, 0.0), h.started_at)
-            if now - since > self.stall_seconds:
-                current["stalled"] = f"no frames from {h.name} for {int(now - since)}s. Check the camera connection."
-            elif h.fps is not None and h.fps < self.min_fps and now - h.started_at > self.stall_seconds:
-                current["low_fps"] = f"{h.name} is running at {h.fps:.2f} fps (under {self.min_fps:g})."
+        last = self._last_result.get(h.pipeline_id, 0.0)
+        current = health_problems(h, now, last, self.stall_seconds, self.min_fps)
         before = self._health.get(h.pipeline_id, set())
         self._health[h.pipeline_id] = set(current)
         return [(rule, text) for rule, text in current.items() if rule not in before]  # only on the way in

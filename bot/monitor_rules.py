@@ -5,11 +5,12 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from bot.backends.base import InferenceResult
+from bot.backends.base import InferenceResult, PipelineHandle
 
 RuleKind = Literal["class_appears", "count_over", "line_crossed", "time_in_zone"]
 KINDS: tuple[str, ...] = ("class_appears", "count_over", "line_crossed", "time_in_zone")
 ANY = "*"
+_LIVE_PREFIXES = ("rtsp://", "rtsps://", "rtmp://", "http://", "https://", "udp://", "tcp://")
 
 
 @dataclass(frozen=True)
@@ -149,3 +150,26 @@ def _edge(rule: Rule, state: RuleState, triggered: bool, n: int, counts: dict[st
     if state.active and now - state.last_seen >= rule.clear_seconds:
         state.active = False
     return None
+
+
+def health_problems(
+    h: PipelineHandle, now: float, last_result: float, stall_seconds: float, min_fps: float
+) -> dict[str, str]:
+    """What is wrong with a pipeline right now (rule -> one line saying what to do), from its handle."""
+    live = h.video_reference.startswith(_LIVE_PREFIXES) or h.video_reference.isdigit()
+    if h.status == "error":
+        return {
+            "pipeline_error": f"pipeline {h.name} failed: {h.error or 'unknown error'}. Check the source, then restart it."
+        }
+    if h.status == "finished" and live:  # a file that ends is done; a stream that ends has dropped
+        return {
+            "source_dropped": f"the stream of {h.name} ended ({h.video_reference}). Check the camera, then restart the pipeline."
+        }
+    if h.status != "running":
+        return {}
+    since = max(last_result, h.started_at)
+    if now - since > stall_seconds:
+        return {"stalled": f"no frames from {h.name} for {int(now - since)}s. Check the camera connection."}
+    if h.fps is not None and h.fps < min_fps and now - h.started_at > stall_seconds:
+        return {"low_fps": f"{h.name} is running at {h.fps:.2f} fps (under {min_fps:g})."}
+    return {}

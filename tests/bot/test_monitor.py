@@ -125,18 +125,25 @@ async def test_health_error_stall_and_drop_alert_once_each(rig, clock: Clock) ->
     pipes.add("cam2", status="error", error="RTSP 401 Unauthorized")
     pipes.add("cam3", status="finished", video="rtsp://10.0.0.3/live")
     pipes.add("clip", status="finished", video="/videos/clip.mp4")  # a file ending is not a dropped source
+    pipes.add("cam4", started_at=clock() - 100, fps=0.2)
     pipes.push("cam1", result())
+    pipes.push("cam4", result())
 
     await monitor.check_health()
     await monitor.check_health()
-    assert sorted((a.camera, a.rule) for a in sink.alerts) == [("cam2", "pipeline_error"), ("cam3", "source_dropped")]
+    assert sorted((a.camera, a.rule) for a in sink.alerts) == [
+        ("cam2", "pipeline_error"),
+        ("cam3", "source_dropped"),
+        ("cam4", "low_fps"),
+    ]
     assert "RTSP 401 Unauthorized" in next(a.text for a in sink.alerts if a.camera == "cam2")
 
     clock.advance(45)  # cam1 has sent nothing for 45 s
     await monitor.check_health()
     await monitor.check_health()
     stalled = [a for a in sink.alerts if a.rule == "stalled"]
-    assert len(stalled) == 1 and stalled[0].camera == "cam1" and stalled[0].frame == JPEG
+    assert sorted(a.camera for a in stalled) == ["cam1", "cam4"]
+    assert all(a.frame == JPEG for a in stalled)
 
 
 async def test_results_from_many_pipeline_threads_each_alert_once(rig) -> None:

@@ -107,7 +107,7 @@ class Heartbeat:
             await self._wait_for_chat()
             events = self.monitor.take_new() if self.monitor is not None else []
             try:
-                reply, frame = await self._ask(self.compose(now, events, due), self._frames(events))
+                reply, frame = await self._ask(self.compose(now, events, due), self._frames(events, bool(due)))
             except Exception:
                 log.exception("heartbeat failed; its events go to the next one")
                 if self.monitor is not None:
@@ -214,8 +214,11 @@ class Heartbeat:
         except Exception:  # noqa: BLE001 - a stopped pipeline has no latest result
             return None
 
-    def _frames(self, events: list[MonitorEvent]) -> list[bytes]:
-        """One frame per camera with news: the newest event's evidence, else the latest frame. At most MAX_FRAMES."""
+    def _frames(self, events: list[MonitorEvent], checklist_due: bool = False) -> list[bytes]:
+        """A frame per camera with news (its event's evidence); for a due checklist item, the running cameras' latest.
+
+        At most MAX_FRAMES: each image costs the model ~1.5k tokens.
+        """
         frames: dict[str, bytes] = {}
         for e in sorted(events, key=lambda e: -e.time):
             if e.camera not in frames:
@@ -223,4 +226,9 @@ class Heartbeat:
                 frame = e.frame or getattr(latest, "frame", None)
                 if frame:
                     frames[e.camera] = frame
+        snap = getattr(self.pipelines, "snapshot", None)
+        for h in snap() if checklist_due and snap else []:
+            frame = getattr(self._latest(h.pipeline_id), "frame", None) if h.status == "running" else None
+            if frame and h.name not in frames:
+                frames[h.name] = frame
         return list(frames.values())[:MAX_FRAMES]

@@ -179,8 +179,11 @@ async def test_due_checklist_item_runs_without_events_then_waits_for_its_interva
         "# Heartbeat\n\n- Alert on anything odd.\n- [every 2h] Check the loading dock for parked trucks.\n"
     )
     anthropic_api.handler = lambda body: text("HEARTBEAT_OK")
+    rig.pipes.latest_results["p_door"] = result(frame=jpeg())  # the dock camera is running: the model sees it
     assert await rig.hb.run() == "ok"
-    assert "Check the loading dock for parked trucks." in str(anthropic_api.requests[0].body["messages"][-1])
+    content = anthropic_api.requests[0].body["messages"][-1]["content"]
+    assert "Check the loading dock for parked trucks." in content[-1]["text"]
+    assert [b["type"] for b in content].count("image") == 1
     rig.clock.advance(3600)
     assert await rig.hb.run() == "idle"
     rig.clock.advance(3601)

@@ -221,6 +221,9 @@ class MotionManifest(WorkflowBlockManifest):
     min_area: Selector(kind=[INTEGER_KIND]) | int = Field(default=400, description="Smallest moving blob (px²).")
     history: Selector(kind=[INTEGER_KIND]) | int = Field(default=30, description="Frames in the background model.")
     threshold: Selector(kind=[INTEGER_KIND]) | int = Field(default=16, description="MOG2 variance threshold.")
+    warmup_frames: Selector(kind=[INTEGER_KIND]) | int = Field(
+        default=5, description="Frames per video used only to learn the background (no detections)."
+    )
 
     @classmethod
     def describe_outputs(cls) -> list[OutputDefinition]:
@@ -235,25 +238,30 @@ class MotionDetectorBlockV1(WorkflowBlock):
     MAX_VIDEOS = 64  # background models kept; least recently seen video is dropped beyond this
 
     def __init__(self) -> None:
-        self._subtractors: OrderedDict[str, Any] = OrderedDict()
+        self._subtractors: OrderedDict[str, list[Any]] = OrderedDict()  # video id -> [MOG2, frames seen]
         self._kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (5, 5))
 
     @classmethod
     def get_manifest(cls) -> type[WorkflowBlockManifest]:
         return MotionManifest
 
-    def _subtractor(self, video_id: str, history: int, threshold: int) -> Any:
+    def _subtractor(self, video_id: str, history: int, threshold: int) -> list[Any]:
         sub = self._subtractors.pop(video_id, None)
         if sub is None:
-            sub = cv2.createBackgroundSubtractorMOG2(history=history, varThreshold=threshold, detectShadows=False)
+            sub = [cv2.createBackgroundSubtractorMOG2(history=history, varThreshold=threshold, detectShadows=False), 0]
+        sub[1] += 1
         self._subtractors[video_id] = sub
         while len(self._subtractors) > self.MAX_VIDEOS:
             self._subtractors.popitem(last=False)
         return sub
 
-    def run(self, images: WorkflowImageData, confidence: float, min_area: int, history: int, threshold: int) -> BlockResult:
-        video_id = images.video_metadata.video_identifier
-        mask = self._subtractor(video_id, history, threshold).apply(images.numpy_image)
+    def run(
+        self, images: WorkflowImageData, confidence: float, min_area: int, history: int, threshold: int, warmup_frames: int
+    ) -> BlockResult:
+        subtractor, seen = self._subtractor(images.video_metadata.video_identifier, history, threshold)
+        mask = subtractor.apply(images.numpy_image)
+        if seen <= warmup_frames:  # the first frames are all "foreground" to an empty background model
+            return {"predictions": empty_detections_with_image_metadata(image=images), "motion": False}
         mask = cv2.morphologyEx(mask, cv2.MORPH_OPEN, self._kernel)
         mask = cv2.dilate(mask, self._kernel, iterations=2)
         contours, _ = cv2.findContours(mask, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE)

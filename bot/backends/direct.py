@@ -139,6 +139,9 @@ class DirectBackend:
             confidence=confidence,
             video=True,
         )
+        problems = await self.validate_workflow(source.spec)
+        if problems:  # compile once here so a bad spec is an error the model can fix, not a dead pipeline
+            raise BackendError("the workflow is invalid: " + "; ".join(problems))
         pipe = DirectPipeline(
             pipeline_id=pipeline_id,
             name=name,

@@ -161,7 +161,7 @@ def _find_custom_python(node: Any, where: str, problems: list[str]) -> None:
         return
     dynamic = node.get("dynamic_blocks_definitions")
     if dynamic:
-        names = [str((d.get("manifest") or {}).get("type", "?")) for d in dynamic if isinstance(d, dict)]
+        names = [str((d.get("manifest") or {}).get("block_type", "?")) for d in dynamic if isinstance(d, dict)]
         problems.append(f"{where}: defines custom Python block(s) {', '.join(names) or '?'}: {ENABLE_CUSTOM_PYTHON_HINT}")
     for key, value in node.items():
         if key != "dynamic_blocks_definitions":

@@ -54,3 +54,66 @@ async def test_roboflow_model_offline_fails_fast_with_hint(settings, astronaut_j
     assert time.monotonic() - start < 8
     msg = str(err.value)
     assert "my-ws/cars/3" in msg and "ROBOFLOW_API_KEY" in msg and "builtin/faces" in msg
+
+
+async def test_invalid_spec_gives_problems_and_corrected_spec_deploys(direct_backend, face_video):
+    spec = detection_workflow("builtin/faces")
+    spec["steps"][1]["detections"] = "$steps.detectr.predictions"
+    spec["steps"].append({"type": "roboflow_core/no_such_block@v9", "name": "ghost"})
+    problems = await direct_backend.validate_workflow(spec)
+    assert problems and any("no_such_block" in p for p in problems) and all(len(p) < 400 for p in problems)
+    with pytest.raises(BackendError, match="the workflow is invalid"):
+        await direct_backend.start_pipeline("bad-spec", "door", str(face_video), workflow_spec=spec)
+    fixed = detection_workflow("builtin/faces")
+    assert await direct_backend.validate_workflow(fixed) == []
+    handle = await direct_backend.start_pipeline("good-spec", "door", str(face_video), workflow_spec=fixed)
+    assert handle.status in ("running", "finished")
+    assert (await direct_backend.stop_pipeline("good-spec")).status in ("stopped", "finished")
+
+
+async def test_custom_python_block_refused_with_how_to_enable(direct_backend, astronaut_jpeg, face_video):
+    spec = detection_workflow("builtin/faces", track=False)
+    spec["dynamic_blocks_definitions"] = [
+        {"type": "DynamicBlockDefinition", "manifest": {"type": "ManifestDescription", "block_type": "Shell"},
+         "code": {"type": "PythonCode", "run_function_code": "import os\ndef run(self):\n    os.system('id')"}}
+    ]
+    with pytest.raises(BackendError, match="allow_custom_python: true"):
+        await direct_backend.run_single(astronaut_jpeg, workflow_spec=spec)
+    with pytest.raises(BackendError, match="custom Python"):
+        await direct_backend.start_pipeline("py-1", "x", str(face_video), workflow_spec=spec)
+    assert any("Shell" in p for p in await direct_backend.validate_workflow(spec))
+
+
+async def test_describe_blocks_in_process_has_plugin_blocks(direct_backend):
+    blocks = await direct_backend.describe_blocks()
+    by_type = {b["manifest_type_identifier"]: b for b in blocks}
+    face = by_type["vision_agent/haar_face_detector@v1"]
+    assert face["outputs_manifest"][0]["name"] == "predictions"
+    assert "roboflow_core/byte_tracker@v3" in by_type and len(blocks) > 200
+
+
+async def test_people_builtin_runs_on_a_photo(direct_backend, astronaut_jpeg):
+    result = await direct_backend.run_single(astronaut_jpeg, model_id="builtin/people")
+    assert set(result.counts()) <= {"person"} and result.frame is not None
+
+
+def test_make_backend_picks_by_setting(base_env):
+    from bot.backends import make_backend
+    from bot.backends.http import HttpBackend
+    from bot.config import load_settings
+
+    assert isinstance(make_backend(load_settings(base_env)), DirectBackend)
+    http = make_backend(load_settings({**base_env, "VISION_AGENT_BACKEND": "http", "INFERENCE_SERVER_URL": "http://127.0.0.1:9"}))
+    assert isinstance(http, HttpBackend) and http.url == "http://127.0.0.1:9"
+
+
+def test_server_refuses_a_taken_port(capsys):
+    import socket
+
+    from bot.backends.server import main
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        assert main(port=s.getsockname()[1]) == 1
+    assert "in use" in capsys.readouterr().err

@@ -95,3 +95,15 @@ async def test_credentials_never_appear_in_handles(direct_backend):
 async def test_unknown_pipeline_is_a_clear_error(direct_backend):
     with pytest.raises(BackendError, match="no pipeline"):
         await direct_backend.get_pipeline_status("never-started")
+
+
+async def test_motion_builtin_sees_the_moving_faces(direct_backend, face_video):
+    seen = []
+    await direct_backend.start_pipeline("motion-1", "m", str(face_video), model_id="builtin/motion",
+                                        on_result=lambda h, r: seen.append(r))
+    await wait_done(direct_backend, "motion-1")
+    first, later = seen[0], seen[10:]
+    assert first.detections == ()  # one frame is no motion: the background model is empty
+    moving = [r for r in later if r.counts().get("motion")]
+    assert len(moving) > len(later) // 2
+    assert all(set(r.counts()) <= {"motion"} for r in seen)

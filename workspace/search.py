@@ -100,8 +100,10 @@ class MemoryIndex:
             "vector_keys": keys,
         }
         if keys:
-            with open(self.index_dir / VECTORS_FILE, "wb") as fh:
+            vec_tmp = self.index_dir / (VECTORS_FILE + ".tmp")
+            with open(vec_tmp, "wb") as fh:
                 np.save(fh, np.stack([self._vectors[k] for k in keys]).astype(np.float32))
+            vec_tmp.replace(self.index_dir / VECTORS_FILE)  # another process may be loading the index right now
         tmp = self.index_dir / (META_FILE + ".tmp")
         tmp.write_text(json.dumps(meta), encoding="utf-8")
         tmp.replace(self.index_dir / META_FILE)

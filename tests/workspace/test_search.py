@@ -145,3 +145,15 @@ def test_chunking_splits_bullets_and_windows_long_paragraphs() -> None:
     assert all(a[-20:] == b[:20] for a, b in zip(windows[:-1], windows[1:], strict=True))  # 20 words of overlap
     assert windows[-1][-1] == "w149"
     assert tokenize("The trucks at Dock-3") == ["truck", "dock-3"]
+
+
+def test_a_damaged_index_is_rebuilt_from_the_files(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    write(tmp_path, "2026-03-04.md", DAY_LOG)
+    index(tmp_path, None).refresh()
+    (tmp_path / ".index" / "memory_meta.json").write_text("{not json", encoding="utf-8")
+
+    with caplog.at_level(logging.WARNING, logger="workspace.search"):
+        idx = index(tmp_path, None)
+    assert "rebuilding" in caplog.text
+    assert "E-4471" in idx.search("E-4471")[0].text
+    assert idx.last_refresh["files_read"] == 1

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from bot.backends.workflows import detection_workflow
-from bot.config import load_settings
 from bot.pipelines import PipelineManager
 from tests.fixtures.inference import crossing_line, make_video
 from tools import build_registry
@@ -18,15 +17,10 @@ from tools.base import ToolContext
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module")
-def direct(tmp_path_factory):
-    """One DirectBackend for the module (the in-process runtime costs seconds to build)."""
-    from bot.backends.direct import DirectBackend
-
-    ws = tmp_path_factory.mktemp("direct_ws")
-    backend = DirectBackend(load_settings({"VISION_AGENT_WORKSPACE": str(ws), "VISION_AGENT_HEARTBEAT_MINUTES": "0"}))
-    yield backend
-    asyncio.run(backend.close())
+@pytest.fixture
+def direct(direct_backend):
+    """The session's DirectBackend (tests.fixtures.inference): its runtime costs seconds to build, once."""
+    return direct_backend
 
 
 @pytest.fixture

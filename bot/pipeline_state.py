@@ -1,4 +1,4 @@
-"""active_state.json: the pipelines to start again after a restart, written atomically (tmp + rename)."""
+"""Pipeline records and active_state.json (the pipelines to start again after a restart, written atomically)."""
 
 from __future__ import annotations
 
@@ -6,15 +6,36 @@ import dataclasses
 import json
 import logging
 import os
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from bot.pipelines import PipelineConfig
 
 log = logging.getLogger(__name__)
 
 VERSION = 1
+
+
+class PipelineNotFound(KeyError):
+    """No pipeline with that id or name; str() lists the known ones."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "pipeline not found"
+
+
+@dataclass
+class PipelineConfig:
+    """What is needed to start a pipeline again after a restart (video_reference unredacted: it stays on disk)."""
+
+    pipeline_id: str
+    name: str
+    video_reference: str
+    model_id: str | None = None
+    workflow_spec: dict | None = None
+    workspace_name: str | None = None
+    workflow_id: str | None = None
+    max_fps: float | None = None
+    parameters: dict | None = None
+    paused: bool = False
+    started_at: float | None = None
 
 
 def save_state(path: Path, configs: list[PipelineConfig]) -> None:
@@ -32,8 +53,6 @@ def save_state(path: Path, configs: list[PipelineConfig]) -> None:
 
 def load_state(path: Path) -> list[PipelineConfig]:
     """The saved configs; a missing file is empty, a corrupt one is logged and ignored (never fatal)."""
-    from bot.pipelines import PipelineConfig
-
     if not path.is_file():
         return []
     try:

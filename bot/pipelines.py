@@ -7,42 +7,17 @@ import logging
 import secrets
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from bot.backends.base import BackendError, InferenceBackend, InferenceResult, PipelineHandle, ResultListener
-from bot.pipeline_state import load_state, save_state
+from bot.pipeline_state import PipelineConfig, PipelineNotFound, load_state, save_state
 from bot.redaction import redact
 
+__all__ = ["LIVE", "PipelineConfig", "PipelineManager", "PipelineNotFound"]
 log = logging.getLogger(__name__)
 
 LIVE = ("starting", "running", "paused")
-
-
-class PipelineNotFound(KeyError):
-    """No pipeline with that id or name; str() lists the known ones."""
-
-    def __str__(self) -> str:
-        return str(self.args[0]) if self.args else "pipeline not found"
-
-
-@dataclass
-class PipelineConfig:
-    """What is needed to start a pipeline again after a restart (video_reference unredacted: it stays on disk)."""
-
-    pipeline_id: str
-    name: str
-    video_reference: str
-    model_id: str | None = None
-    workflow_spec: dict | None = None
-    workspace_name: str | None = None
-    workflow_id: str | None = None
-    max_fps: float | None = None
-    parameters: dict | None = None
-    paused: bool = False
-    started_at: float | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 class PipelineManager:

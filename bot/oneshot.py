@@ -80,7 +80,7 @@ async def _one_shot(settings: Settings, text: str, attachments: list[Attachment]
                     path = ev.data.get("path") or save_frame(rt.workspace.frames_dir, ev.data)
                     print(f"annotated frame: {path}", file=sys.stderr)
         except Exception as exc:  # a bug must still end in one line, not a traceback (details with -v)
-            log.debug("turn failed", exc_info=True)
+            log.info("turn failed", exc_info=True)  # shown with -v
             print(f"vision-agent: the turn failed: {type(exc).__name__}: {exc} (run with -v for details)",
                   file=sys.stderr)
             return 1

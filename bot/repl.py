@@ -25,7 +25,6 @@ REPL_HELP = """Type a message to talk to the agent. Commands:
   /quit               leave (or Ctrl-D); Ctrl-C stops a running answer"""
 
 
-# REPL -------------------------------------------------------------------
 def interactive(settings: Settings, session: str, images: list[str] | None = None) -> int:
     """The chat REPL; `images` are attached to the first message. Returns when the user quits."""
     try:
@@ -107,7 +106,7 @@ class _Repl:
             async for ev in self.rt.agent.process_message(f"cli:{self.session}", text, attachments):
                 self.out.event(ev, self.rt.workspace.frames_dir)
         except Exception as exc:  # keep the REPL alive; details with -v
-            log.debug("turn failed", exc_info=True)
+            log.info("turn failed", exc_info=True)  # shown with -v
             self.out.error(f"the turn failed: {type(exc).__name__}: {exc}")
 
     async def _vision(self, line: str) -> None:
@@ -133,7 +132,10 @@ class _Repl:
                 line: str | None = input(self.out.prompt())
             except (EOFError, OSError, ValueError):
                 line = None
-            loop.call_soon_threadsafe(lambda: fut.done() or fut.set_result(line))
+            try:
+                loop.call_soon_threadsafe(lambda: fut.done() or fut.set_result(line))
+            except RuntimeError:  # the REPL already ended (Ctrl-C at the prompt): nobody waits for this line
+                pass
 
         # A daemon thread, so a prompt still waiting for a line never holds up the exit.
         threading.Thread(target=read, name="repl-input", daemon=True).start()

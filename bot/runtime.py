@@ -229,6 +229,8 @@ class Runtime:
         backend = self.backend.lazy_take()
         if backend is not None:  # the pipeline manager may have closed it already: close() is idempotent
             await backend.close()
+        if self.llm is not None:
+            await self.llm.aclose()  # the SDK's HTTP connection pool
         self._started = False
 
 

@@ -11,9 +11,6 @@ from uuid import uuid4
 import cv2
 import numpy as np
 import supervision as sv
-from pydantic import AliasChoices, ConfigDict, Field
-from supervision.config import CLASS_NAME_DATA_FIELD
-
 from inference.core.workflows.core_steps.common.utils import (
     attach_parents_coordinates_to_sv_detections,
     empty_detections_with_image_metadata,
@@ -36,6 +33,8 @@ from inference.core.workflows.execution_engine.entities.types import (
     Selector,
 )
 from inference.core.workflows.prototypes.block import BlockResult, WorkflowBlock, WorkflowBlockManifest
+from pydantic import AliasChoices, ConfigDict, Field
+from supervision.config import CLASS_NAME_DATA_FIELD
 
 PREDICTIONS = [OutputDefinition(name="predictions", kind=[OBJECT_DETECTION_PREDICTION_KIND])]
 _EE_COMPAT = ">=1.3.0,<2.0.0"

@@ -70,7 +70,7 @@ class HttpBackend:
         """Run a blocking SDK call in a thread, bounded by a timeout, with errors translated."""
         try:
             return await asyncio.wait_for(asyncio.to_thread(fn, *args, **kwargs), timeout or self._timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise BackendError(f"inference server at {self.url} did not answer within {timeout or self._timeout:.0f}s: retry later") from None
         except Exception as exc:  # noqa: BLE001
             raise self.translate(exc, what) from exc

@@ -131,7 +131,7 @@ class HostedPipeline:
         metas = response.get("frames_metadata") or [{}] * len(outputs)
         max_dim = self._backend._settings.monitoring.result_image_max_dimension
         n = 0
-        for output, meta in zip(outputs, metas):
+        for output, meta in zip(outputs, metas, strict=False):
             if not output or self.status == "paused":
                 continue
             result = from_serialized_output(

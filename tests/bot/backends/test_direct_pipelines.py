@@ -62,7 +62,9 @@ async def test_model_id_pipeline_pause_resume_stop(direct_backend, tmp_path):
     await asyncio.sleep(1.0)
     assert (await direct_backend.get_pipeline_status("pr-1")).frames == frames  # nothing new while paused
     assert (await direct_backend.resume_pipeline("pr-1")).status == "running"
-    await asyncio.sleep(1.0)
+    deadline = time.monotonic() + 15
+    while (await direct_backend.get_pipeline_status("pr-1")).frames <= frames and time.monotonic() < deadline:
+        await asyncio.sleep(0.1)
     assert (await direct_backend.get_pipeline_status("pr-1")).frames > frames
     stopped = await direct_backend.stop_pipeline("pr-1")
     assert stopped.status == "stopped" and stopped.frames < 400

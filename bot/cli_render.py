@@ -72,6 +72,10 @@ class Renderer:
         if not rt.llm_ready:
             why = rt.missing.get("agent") or rt.missing.get("llm") or key_help()
             self.console.print(Text(f"{why}. Meanwhile /vision commands work.", style="yellow"))
+        live = [h for h in (rt.pipelines.snapshot() if rt.pipelines is not None else []) if h.status != "stopped"]
+        if live:
+            self.note(f"{len(live)} pipeline(s) restored from the last run: " + ", ".join(
+                f"{h.name} ({h.status})" for h in live) + " - /vision list")
         self.note("Type a message, /help for commands, /quit to leave.")
 
     def event(self, ev: AgentEvent, frames_dir: Path) -> None:

@@ -109,22 +109,26 @@ def _is_json_image(value: Any) -> bool:
     return isinstance(value, dict) and value.get("type") == "base64" and isinstance(value.get("value"), str)
 
 
-def _plain_value(value: Any) -> Any:
-    """A JSON-able, small version of value, or None to drop it."""
-    try:
-        import numpy as np
+def _json_default(obj: Any) -> Any:
+    """Non-JSON values inside workflow outputs: numbers/arrays as lists, detections as counts, images dropped."""
+    if hasattr(obj, "tolist"):  # numpy scalars and arrays
+        return obj.tolist()
+    if hasattr(obj, "xyxy") and hasattr(obj, "data"):  # sv.Detections nested in a list/dict
+        return {"count": len(obj)}
+    if hasattr(obj, "numpy_image"):
+        return "<image>"
+    if hasattr(obj, "isoformat"):
+        return obj.isoformat()
+    return str(obj)[:100]
 
-        if isinstance(value, np.generic):
-            value = value.item()
-        elif isinstance(value, np.ndarray):
-            value = value.tolist()
-    except ImportError:  # pragma: no cover
-        pass
+
+def _plain_value(value: Any) -> Any:
+    """A JSON-safe, small copy of value (plain types only), or None to drop it."""
     try:
-        text = json.dumps(value, default=str)
+        text = json.dumps(value, default=_json_default)
     except (TypeError, ValueError):
         return None
-    return value if len(text) <= MAX_VALUE_CHARS else None
+    return json.loads(text) if len(text) <= MAX_VALUE_CHARS else None
 
 
 def from_workflow_output(

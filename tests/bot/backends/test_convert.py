@@ -86,3 +86,23 @@ def test_backends_import_without_loading_inference():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == ""
+
+
+def test_in_process_values_become_plain_json():
+    import json
+    from datetime import datetime
+
+    from bot.backends.convert import from_workflow_output
+
+    det = sv.Detections(xyxy=np.array([[0, 0, 4, 4]], dtype=float), class_id=np.array([0]), data={"class_name": np.array(["x"])})
+    output = {
+        "count_in": np.int64(2),
+        "per_zone": [det, det],
+        "when": datetime(2026, 1, 2, 3, 4, 5),
+        "scores": np.array([0.5, 0.25]),
+    }
+    result = from_workflow_output(output)
+    assert result.values == {
+        "count_in": 2, "per_zone": [{"count": 1}, {"count": 1}], "when": "2026-01-02T03:04:05", "scores": [0.5, 0.25]
+    }
+    json.dumps(result.values)  # everything downstream may serialize it

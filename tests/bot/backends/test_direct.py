@@ -117,3 +117,16 @@ def test_server_refuses_a_taken_port(capsys):
         s.listen()
         assert main(port=s.getsockname()[1]) == 1
     assert "in use" in capsys.readouterr().err
+
+
+async def test_saved_workflow_needs_a_key_then_the_network(settings, base_env, astronaut_jpeg, monkeypatch, direct_backend):
+    with pytest.raises(BackendError, match="set ROBOFLOW_API_KEY"):
+        await DirectBackend(settings).run_single(astronaut_jpeg, workspace_name="acme", workflow_id="count-cars")
+    monkeypatch.setattr("bot.backends.runtime._api_base_url", lambda: f"https://127.0.0.1:{free_port()}")
+    from bot.config import load_settings
+
+    keyed = DirectBackend(load_settings({**base_env, "ROBOFLOW_API_KEY": "rf-test-key"}))
+    start = time.monotonic()
+    with pytest.raises(BackendError, match="could not reach Roboflow to load workflow acme/count-cars"):
+        await keyed.start_pipeline("saved-1", "cars", "/nonexistent.mp4", workspace_name="acme", workflow_id="count-cars")
+    assert time.monotonic() - start < 8

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import sys
 import tempfile
@@ -89,6 +90,7 @@ def main(host: str = "127.0.0.1", port: int = 9001) -> int:
             file=sys.stderr,
         )
         return 1
+    owns_dir = not os.environ.get("VISION_AGENT_SERVER_DIR")
     run_dir = prepare_environment()
     import uvicorn
 
@@ -100,6 +102,9 @@ def main(host: str = "127.0.0.1", port: int = 9001) -> int:
         if stream_manager.is_alive():
             stream_manager.terminate()
             stream_manager.join(timeout=10)
+        if owns_dir:
+            os.chdir(tempfile.gettempdir())
+            shutil.rmtree(run_dir, ignore_errors=True)
     return 0
 
 

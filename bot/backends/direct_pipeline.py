@@ -20,6 +20,20 @@ STARTUP_WAIT = 10.0  # seconds start() waits to learn whether the source opened
 FPS_WINDOW = 30  # results the fps is measured over
 
 
+class _SourceErrorFilter(logging.Filter):
+    """Drop streamvision's full traceback for a source that cannot be opened: we report it as status `error`."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return not (exc is not None and type(exc).__name__ == "SourceConnectionError")
+
+
+def _quiet_source_errors() -> None:
+    target = logging.getLogger("streamvision.stream.pipeline")
+    if not any(isinstance(f, _SourceErrorFilter) for f in target.filters):
+        target.addFilter(_SourceErrorFilter())
+
+
 def is_live(reference: str) -> bool:
     """Streams and cameras (vs files): pausing them mutes (keeps the connection, drops frames)."""
     return reference.isdigit() or "://" in reference and not reference.startswith("file://")
@@ -64,6 +78,8 @@ class DirectPipeline:
             self._ended.set()
             return
         from inference.core.interfaces.legacy_stream.inference_pipeline import InferencePipeline
+
+        _quiet_source_errors()
 
         try:
             self._pipeline = InferencePipeline.init_with_workflow(

@@ -78,7 +78,11 @@ class Agent:
         atts = list(attachments or [])
         async with self._turn(session_key):
             skills = self._match_skills(text)
-            async for ev in self._run(session_key, msgs.user_message(text, atts), "full", skills, atts):
+            user_msg = msgs.user_message(text, atts)
+            self.sessions.add_files(session_key, [_file_record(a) for a in atts])
+            # Tools may use any file shared earlier in this session (by path or Slack file id), newest first.
+            shared = [_attachment(f) for f in reversed(self.sessions.files(session_key))]
+            async for ev in self._run(session_key, user_msg, "full", skills, shared):
                 yield ev
 
     async def process_heartbeat(
@@ -235,3 +239,11 @@ class Agent:
         if len(starts) >= HEARTBEAT_TURNS_KEPT:
             self.sessions.compact(key, "Earlier heartbeat checks were trimmed; anything notable was reported then.",
                                   starts[-(HEARTBEAT_TURNS_KEPT - 1)])
+
+
+def _file_record(att: Attachment) -> dict[str, Any]:
+    return {"path": str(att.path), "media_type": att.media_type, "file_id": att.file_id, "name": att.name}
+
+
+def _attachment(rec: dict[str, Any]) -> Attachment:
+    return Attachment(Path(rec["path"]), rec.get("media_type") or "image/jpeg", rec.get("file_id"), rec.get("name") or "")

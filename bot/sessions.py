@@ -46,6 +46,7 @@ class _Session:
     entries: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # (id, message), full transcript
     view_start: int = 0  # index in entries where the compacted view begins
     summary: str | None = None
+    files: list[dict[str, Any]] = field(default_factory=list)  # attachments shared in this session
 
 
 class SessionStore:
@@ -93,6 +94,21 @@ class SessionStore:
             self._write(s, key, {"id": msg_id, "type": _record_type(msg), **msg, "ts": _now()})
             s.entries.append((msg_id, msg))
         return msg_id
+
+    def add_files(self, key: str, files: list[dict[str, Any]]) -> None:
+        """Record files shared in this session (path, media_type, file_id, name) so later turns can use them."""
+        if not files:
+            return
+        with self._mutex:
+            s = self._load(key)
+            self._write(s, key, {"id": f"att_{uuid.uuid4().hex[:12]}", "type": "attachments",
+                                 "files": files, "ts": _now()})
+            s.files.extend(copy.deepcopy(files))
+
+    def files(self, key: str) -> list[dict[str, Any]]:
+        """Every file shared in this session, oldest first (survives restarts and compaction)."""
+        with self._mutex:
+            return copy.deepcopy(self._load(key).files)
 
     def compact(self, key: str, summary_text: str, keep_from_index: int) -> bool:
         """Replace messages before keep_from_index (an index into history()) with a summary.
@@ -176,6 +192,8 @@ def _apply(s: _Session, rec: dict[str, Any]) -> None:
     kind = rec.get("type")
     if kind in ("user", "assistant", "tool_result") and "role" in rec:
         s.entries.append((rec["id"], {"role": rec["role"], "content": rec["content"]}))
+    elif kind == "attachments":
+        s.files.extend(f for f in rec.get("files", []) if isinstance(f, dict) and f.get("path"))
     elif kind == "compaction":
         ids = [i for i, _ in s.entries]
         if rec.get("keep_from_id") in ids:

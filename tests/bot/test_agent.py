@@ -264,6 +264,38 @@ async def test_attachments_become_image_blocks_and_a_note_tools_can_use(anthropi
     assert str(photo) in content[1]["text"] and "F0123ABCD" in content[1]["text"]
 
 
+class ImageRefArgs(ToolArgs):
+    image: str = Field(description="image")
+
+
+async def test_a_file_shared_in_an_earlier_turn_is_usable_by_file_id_after_a_restart(
+    anthropic_api, llm_settings, ws, tmp_path
+):
+    from bot.media import resolve_image
+
+    reg = build_registry()
+
+    async def measure(args: ImageRefArgs, ctx: ToolContext) -> ToolResult:
+        return ToolResult(text=f"{len(resolve_image(args.image, ctx))} bytes")
+
+    reg.register("measure", "Size of an image.", ImageRefArgs, measure)
+    photo = tmp_path / "dock.jpg"
+    photo.write_bytes(jpeg(64, 48))
+    anthropic_api.enqueue(text("Got it."))
+    await collect(make_agent(llm_settings, ws, reg).process_message(
+        "slack:T:C:1", "here is the dock", [Attachment(photo, file_id="F0DOCK123")]))
+    # a new process: the second turn carries no attachment, the model refers to the file by its Slack id
+    anthropic_api.enqueue(tool_use(("measure", {"image": "F0DOCK123"})), text("Done."))
+    events = await collect(make_agent(llm_settings, ws, reg).process_message("slack:T:C:1", "how big was it?"))
+    result = next(e for e in events if e.type is E.TOOL_RESULT)
+    assert not result.data["is_error"] and result.data["text"] == f"{len(photo.read_bytes())} bytes"
+    # another session never sees it
+    anthropic_api.enqueue(tool_use(("measure", {"image": "F0DOCK123"})), text("Cannot."))
+    events = await collect(make_agent(llm_settings, ws, reg).process_message("slack:T:C:2", "and here?"))
+    other = next(e for e in events if e.type is E.TOOL_RESULT)
+    assert other.data["is_error"] and "not shared in this conversation" in other.data["text"]
+
+
 async def test_tool_frames_are_saved_and_images_go_back_resized(anthropic_api, llm_settings, ws):
     reg = build_registry()
 

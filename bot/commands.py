@@ -33,8 +33,12 @@ USAGE = """*Usage:* `/vision <command>`
 • `stop|pause|resume NAME_OR_ID|all`
 • `snapshot NAME_OR_ID` — the latest annotated frame
 • `route CHANNEL [camera=NAME]` — send alerts (for one camera) to CHANNEL
-• `status` — pipelines, alert routes and mutes"""
-CONTROL = {"start", "stop", "pause", "resume", "route"}
+• `rule CAMERA line | appears [CLASS] | count CLASS>N | zone SECONDS [cooldown=SECONDS]` — alert on that (CAMERA `*` = all)
+• `rules [CAMERA]` — the rules that run · `unrule CAMERA RULE_ID` — remove one
+• `schedule summary at HH:MM` | `schedule snapshot CAMERA every hour|every N minutes|at HH:MM` | `schedule heartbeat every N minutes` [name=NAME]
+• `jobs` — scheduled jobs and their next run · `unschedule NAME` — remove one
+• `status` — pipelines, alert routes, mutes, rules and jobs"""
+CONTROL = {"start", "stop", "pause", "resume", "route", "rule", "unrule", "schedule", "unschedule"}
 LOCAL_CHANNEL = "cli"  # channel_id the CLI REPL passes
 _CHANNEL_REF = re.compile(r"^<#(?P<id>[A-Z0-9]+)(?:\|[^>]*)?>$")
 
@@ -60,6 +64,8 @@ class CommandContext:
     workspace: Any = None
     user_id: str | None = None
     channel_id: str | None = None
+    monitor: Any = None  # bot.monitor.Monitor: `rule`, `rules`, `unrule`
+    scheduler: Any = None  # bot.scheduler.Scheduler: `schedule`, `jobs`, `unschedule`
 
     def manager(self) -> PipelineManager:
         from bot.pipelines import PipelineManager
@@ -71,7 +77,7 @@ class CommandContext:
         return self.pipelines
 
 
-def _fail(text: str) -> CommandReply:
+def fail(text: str) -> CommandReply:
     return CommandReply(text=text, ok=False)
 
 
@@ -87,7 +93,7 @@ def _refusal(ctx: CommandContext) -> str | None:
     return None
 
 
-def _options(tokens: list[str], allowed: set[str]) -> tuple[list[str], dict[str, str]]:
+def parse_options(tokens: list[str], allowed: set[str]) -> tuple[list[str], dict[str, str]]:
     args, opts = [], {}
     for tok in tokens:
         key, eq, val = tok.partition("=")
@@ -129,23 +135,23 @@ def _default_name(source: str, camera: str | None, mgr: PipelineManager) -> str:
 
 
 async def _start(tokens: list[str], ctx: CommandContext) -> CommandReply:
-    args, opts = _options(tokens, {"model", "workflow", "fps", "name"})
+    args, opts = parse_options(tokens, {"model", "workflow", "fps", "name"})
     if len(args) != 1:
-        return _fail("Usage: `/vision start SOURCE [model=ID | workflow=WORKSPACE/ID] [fps=N] [name=NAME]`")
+        return fail("Usage: `/vision start SOURCE [model=ID | workflow=WORKSPACE/ID] [fps=N] [name=NAME]`")
     if "model" in opts and "workflow" in opts:
-        return _fail("Give either model= or workflow=, not both.")
+        return fail("Give either model= or workflow=, not both.")
     fps = None
     if "fps" in opts:
         try:
             fps = float(opts["fps"])
             assert fps > 0
         except (ValueError, AssertionError):
-            return _fail(f"fps must be a positive number, not {opts['fps']!r}.")
+            return fail(f"fps must be a positive number, not {opts['fps']!r}.")
     workspace_name = workflow_id = None
     if "workflow" in opts:
         workspace_name, _, workflow_id = opts["workflow"].partition("/")
         if not workspace_name or not workflow_id:
-            return _fail("workflow= takes WORKSPACE/WORKFLOW_ID, e.g. workflow=my-ws/ppe-check.")
+            return fail("workflow= takes WORKSPACE/WORKFLOW_ID, e.g. workflow=my-ws/ppe-check.")
     from tools.base import ToolContext
 
     tctx = ToolContext(settings=ctx.settings, services={"workspace": ctx.workspace})
@@ -158,7 +164,7 @@ async def _start(tokens: list[str], ctx: CommandContext) -> CommandReply:
         workspace_name=workspace_name, workflow_id=workflow_id, max_fps=fps,
     )
     if handle.status == "error":
-        return _fail(f"*{handle.name}* could not start on {handle.video_reference}: {redact(handle.error or 'source failed')}.")
+        return fail(f"*{handle.name}* could not start on {handle.video_reference}: {redact(handle.error or 'source failed')}.")
     what = f"workflow {workspace_name}/{workflow_id}" if workflow_id else f"model `{model}`"
     rate = f" at {fps:g} fps" if fps else ""
     return CommandReply(f"Started *{handle.name}* `{handle.pipeline_id}` on {handle.video_reference} with {what}{rate} — {handle.status}.")
@@ -166,7 +172,7 @@ async def _start(tokens: list[str], ctx: CommandContext) -> CommandReply:
 
 async def _control(verb: str, tokens: list[str], ctx: CommandContext) -> CommandReply:
     if len(tokens) != 1:
-        return _fail(f"Usage: `/vision {verb} NAME_OR_ID|all`")
+        return fail(f"Usage: `/vision {verb} NAME_OR_ID|all`")
     mgr = ctx.manager()
     if tokens[0].lower() == "all":
         targets = [h for h in mgr.snapshot() if h.status in ("starting", "running", "paused", "error")]
@@ -184,12 +190,12 @@ async def _control(verb: str, tokens: list[str], ctx: CommandContext) -> Command
 
 async def _snapshot(tokens: list[str], ctx: CommandContext) -> CommandReply:
     if len(tokens) != 1:
-        return _fail("Usage: `/vision snapshot NAME_OR_ID`")
+        return fail("Usage: `/vision snapshot NAME_OR_ID`")
     mgr = ctx.manager()
     handle = mgr.resolve(tokens[0])
     result = mgr.latest(handle.pipeline_id)
     if result is None or result.frame is None:
-        return _fail(f"No frame yet from *{handle.name}* ({handle.status}); try again in a few seconds.")
+        return fail(f"No frame yet from *{handle.name}* ({handle.status}); try again in a few seconds.")
     caption = summarize(result, label=handle.name)
     return CommandReply(f"Latest frame from *{handle.name}*: {caption}", frame=result.frame,
                         frame_caption=caption, post_channel=ctx.channel_id)
@@ -201,11 +207,11 @@ def _channel(raw: str) -> str:
 
 
 async def _route(tokens: list[str], ctx: CommandContext) -> CommandReply:
-    args, opts = _options(tokens, {"camera"})
+    args, opts = parse_options(tokens, {"camera"})
     if len(args) != 1:
-        return _fail("Usage: `/vision route CHANNEL [camera=NAME]`")
+        return fail("Usage: `/vision route CHANNEL [camera=NAME]`")
     if ctx.router is None:
-        return _fail("Alert routing is not available in this process.")
+        return fail("Alert routing is not available in this process.")
     channel, camera = _channel(args[0]), opts.get("camera")
     ctx.router.set_route(channel, camera)
     return CommandReply(f"Alerts {'from *' + camera + '*' if camera else 'from all cameras'} now go to {args[0]}.")
@@ -227,13 +233,28 @@ async def _status(ctx: CommandContext) -> CommandReply:
         muted = [(n, ctx.router.muted_until(n)) for n in sorted(names)]
         muted = [f"{n} until {_clock(u)}" for n, u in muted if u]
         lines.append("*Muted*: " + (", ".join(muted) or "nothing"))
-    return CommandReply("\n".join(lines))
+    from bot.commands_monitoring import rules_status
+    from bot.commands_schedule import jobs_status
+
+    return CommandReply("\n".join(lines + rules_status(ctx) + jobs_status(ctx)))
 
 
 def _clock(ts: float) -> str:
     import time
 
     return time.strftime("%H:%M UTC", time.gmtime(ts))
+
+
+_MONITORING = {"rule", "rules", "unrule", "schedule", "jobs", "unschedule"}
+
+
+async def _monitoring(verb: str, tokens: list[str], ctx: CommandContext) -> CommandReply:
+    from bot import commands_monitoring as rules  # they import this module
+    from bot import commands_schedule as jobs
+
+    handler = {"rule": rules.add_rule, "rules": rules.list_rules, "unrule": rules.remove_rule,
+               "schedule": jobs.add_job, "jobs": jobs.list_jobs, "unschedule": jobs.remove_job}[verb]
+    return await handler(tokens, ctx)
 
 
 async def run_command(text: str, ctx: CommandContext) -> CommandReply:
@@ -246,7 +267,7 @@ async def run_command(text: str, ctx: CommandContext) -> CommandReply:
         tokens = tokens[1:]
     verb = tokens[0].lower() if tokens else "help"
     if verb in CONTROL and (refusal := _refusal(ctx)):
-        return _fail(refusal)
+        return fail(refusal)
     try:
         if verb == "help":
             return CommandReply(USAGE)
@@ -262,9 +283,11 @@ async def run_command(text: str, ctx: CommandContext) -> CommandReply:
             return await _snapshot(tokens[1:], ctx)
         if verb == "route":
             return await _route(tokens[1:], ctx)
+        if verb in _MONITORING:
+            return await _monitoring(verb, tokens[1:], ctx)
     except (BackendError, MediaError, PipelineNotFound, ValueError, LookupError) as exc:
-        return _fail(redact(str(exc)))
+        return fail(redact(str(exc)))
     except Exception as exc:  # the command line must never crash the REPL or the Slack handler
         log.exception("/vision %s failed", verb)
-        return _fail(f"/vision {verb} failed: {type(exc).__name__}: {redact(str(exc))}")
+        return fail(f"/vision {verb} failed: {type(exc).__name__}: {redact(str(exc))}")
     return CommandReply(f"Unknown command {verb!r}.\n{USAGE}", ok=False)

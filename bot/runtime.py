@@ -214,7 +214,7 @@ class Runtime:
 
         return CommandContext(
             settings=self.settings, pipelines=self.pipelines, router=self.router, workspace=self.workspace,
-            user_id=user_id, channel_id=channel_id,
+            user_id=user_id, channel_id=channel_id, monitor=self.monitor, scheduler=self.scheduler,
         )
 
     # shutdown -----------------------------------------------------------

@@ -156,6 +156,12 @@ class Scheduler:
         with self._lock:
             return [CronJob(**row) for row in self._db.table("jobs").all()]
 
+    def next_run(self, name: str) -> datetime | None:
+        """When a saved job runs next (aware, local time), or None while the scheduler thread is not running it."""
+        with self._lock:
+            runs = [j.next_run for j in self._sched.get_jobs(f"cron:{name}") if j.next_run is not None]
+        return min(runs).astimezone() if runs else None  # `schedule` keeps naive local times
+
     def run_now(self, name: str) -> None:
         """Fire a saved job at once (still never alongside itself)."""
         job = next((j for j in self.jobs() if j.name == name), None)

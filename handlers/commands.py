@@ -20,7 +20,8 @@ def command_context(bot: SlackBot, user_id: str | None, channel_id: str | None) 
     rt = bot.runtime
     return CommandContext(settings=rt.settings, pipelines=getattr(rt, "pipelines", None),
                           router=getattr(rt, "router", None), workspace=getattr(rt, "workspace", None),
-                          user_id=user_id, channel_id=channel_id)
+                          user_id=user_id, channel_id=channel_id, monitor=getattr(rt, "monitor", None),
+                          scheduler=getattr(rt, "scheduler", None))
 
 
 async def answer(text: str, ctx: CommandContext) -> CommandReply:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 import signal
 import sys
 from collections.abc import Callable
@@ -23,6 +24,7 @@ from handlers.context import SlackBot
 from handlers.health import HealthServer
 
 log = logging.getLogger(__name__)
+_CHANNEL_ID = re.compile(r"^(?:<#)?(?P<id>[CG][A-Z0-9]{6,})(?:\|[^>]*)?>?$")  # C0123ABCD or <#C0123ABCD|name>
 
 
 class TokenError(ValueError):
@@ -47,6 +49,29 @@ def check_tokens(settings: Settings) -> tuple[str, str]:
         raise TokenError("SLACK_APP_TOKEN must be the app-level token starting with xapp- "
                          "(Basic Information → App-Level Tokens).")
     return bot, app
+
+
+def narrow_heartbeat_wait(runtime: Any, team_id: str) -> list[str] | None:
+    """Make the heartbeat wait only for chat turns in the channel its alerts go to (not every Slack session).
+
+    Returns the new prefixes, or None when the broad default ('slack:') stays.
+    """
+    heartbeat = getattr(getattr(runtime, "scheduler", None), "heartbeat", None)
+    router = getattr(runtime, "router", None)
+    if heartbeat is None or router is None:
+        return None
+    from bot.alerts import DEFAULT_CAMERA
+
+    # Where a heartbeat alert goes at start-up (a later `/vision route` for all cameras does not re-narrow this).
+    channel = router.channel_for(DEFAULT_CAMERA)
+    m = _CHANNEL_ID.match((channel or "").strip())
+    if m is None:
+        # A name such as '#alerts' becomes an id only through conversations.list, which needs the channels:read
+        # scope this app does not ask for: keep waiting for every Slack session (safe, only less precise).
+        log.info("heartbeat waits for chat turns in any Slack channel: alert channel %r is not a channel id", channel)
+        return None
+    heartbeat.chat_prefixes = ["cli:", f"slack:{team_id}:{m['id']}:"]
+    return heartbeat.chat_prefixes
 
 
 def build_app(client: AsyncWebClient, identity: dict[str, Any]) -> AsyncApp:
@@ -87,6 +112,7 @@ async def run(settings: Settings, runtime: Any = None, *, on_ready: Callable[[Sl
         bot = register(build_app(client, identity), runtime)
         stack.push_async_callback(bot.close)
         bot.set_identity(identity)
+        narrow_heartbeat_wait(runtime, identity["team_id"])
         # The socket client opens connections through `client` too, so SLACK_API_URL covers both.
         handler = AsyncSocketModeHandler(bot.app, app_token, web_client=client)
         stack.push_async_callback(handler.close_async)

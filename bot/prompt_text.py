@@ -68,6 +68,13 @@ of an image shared in this conversation. Images attached to a message are also s
 ## Workflow Specification Format
 {WORKFLOW_FORMAT}
 
+## Alert Rules and Schedules
+Users set standing alert rules and scheduled jobs with the `/vision` command (terminal or Slack); when someone
+asks for one, tell them the exact command to type. Rules are tier-1 checks on every pipeline result, no model
+involved: `/vision rule CAMERA line | appears CLASS | count CLASS>N | zone SECONDS [cooldown=SECONDS]`, listed by
+`/vision rules`. Jobs run on a schedule: `/vision schedule summary at HH:MM`, `/vision schedule snapshot CAMERA
+every hour`, `/vision schedule heartbeat every N minutes`, listed by `/vision jobs`.
+
 ## Supported Video Sources
 - RTSP streams: rtsp://host/path (credentials are hidden in everything you see)
 - Webcam devices: 0, 1, 2 (integer)

@@ -95,10 +95,24 @@ def _xywh_to_xyxy(rects: Any) -> np.ndarray:
     return arr
 
 
+# Every builtin detector takes an image and a confidence floor and outputs object-detection predictions.
+class _DetectorManifest(WorkflowBlockManifest):
+    images: Selector(kind=[IMAGE_KIND]) = _image_field()
+    confidence: Selector(kind=[FLOAT_ZERO_TO_ONE_KIND]) | FloatZeroToOne = _confidence_field(0.0)
+
+    @classmethod
+    def describe_outputs(cls) -> list[OutputDefinition]:
+        return PREDICTIONS
+
+    @classmethod
+    def get_execution_engine_compatibility(cls) -> str | None:
+        return _EE_COMPAT
+
+
 # --- Haar faces --------------------------------------------------------------------------------------------------
 
 
-class HaarFaceManifest(WorkflowBlockManifest):
+class HaarFaceManifest(_DetectorManifest):
     type: Literal["vision_agent/haar_face_detector@v1"]
     model_config = ConfigDict(
         json_schema_extra=_schema_extra(
@@ -109,19 +123,9 @@ class HaarFaceManifest(WorkflowBlockManifest):
             "hits (neighbours). Good for frontal faces in decent light; misses profiles.",
         )
     )
-    images: Selector(kind=[IMAGE_KIND]) = _image_field()
-    confidence: Selector(kind=[FLOAT_ZERO_TO_ONE_KIND]) | FloatZeroToOne = _confidence_field(0.0)
     scale_factor: Selector(kind=[FLOAT_KIND]) | float = Field(default=1.1, description="Image pyramid step (>1).")
     min_neighbors: Selector(kind=[INTEGER_KIND]) | int = Field(default=5, description="Hits needed to keep a face.")
     min_size: Selector(kind=[INTEGER_KIND]) | int = Field(default=24, description="Smallest face side in pixels.")
-
-    @classmethod
-    def describe_outputs(cls) -> list[OutputDefinition]:
-        return PREDICTIONS
-
-    @classmethod
-    def get_execution_engine_compatibility(cls) -> str | None:
-        return _EE_COMPAT
 
 
 class HaarFaceDetectorBlockV1(WorkflowBlock):
@@ -151,7 +155,7 @@ class HaarFaceDetectorBlockV1(WorkflowBlock):
 # --- HOG people --------------------------------------------------------------------------------------------------
 
 
-class HogPeopleManifest(WorkflowBlockManifest):
+class HogPeopleManifest(_DetectorManifest):
     type: Literal["vision_agent/hog_people_detector@v1"]
     model_config = ConfigDict(
         json_schema_extra=_schema_extra(
@@ -162,18 +166,9 @@ class HogPeopleManifest(WorkflowBlockManifest):
             "the image is downscaled to `max_side` first for speed.",
         )
     )
-    images: Selector(kind=[IMAGE_KIND]) = _image_field()
     confidence: Selector(kind=[FLOAT_ZERO_TO_ONE_KIND]) | FloatZeroToOne = _confidence_field(0.3)
     max_side: Selector(kind=[INTEGER_KIND]) | int = Field(default=640, description="Downscale longer side to this.")
     iou_threshold: Selector(kind=[FLOAT_ZERO_TO_ONE_KIND]) | FloatZeroToOne = Field(default=0.45)
-
-    @classmethod
-    def describe_outputs(cls) -> list[OutputDefinition]:
-        return PREDICTIONS
-
-    @classmethod
-    def get_execution_engine_compatibility(cls) -> str | None:
-        return _EE_COMPAT
 
 
 class HogPeopleDetectorBlockV1(WorkflowBlock):
@@ -204,7 +199,7 @@ class HogPeopleDetectorBlockV1(WorkflowBlock):
 # --- Motion ------------------------------------------------------------------------------------------------------
 
 
-class MotionManifest(WorkflowBlockManifest):
+class MotionManifest(_DetectorManifest):
     type: Literal["vision_agent/motion_detector@v1"]
     model_config = ConfigDict(
         json_schema_extra=_schema_extra(
@@ -215,8 +210,6 @@ class MotionManifest(WorkflowBlockManifest):
             "Needs a video pipeline: a single still image never shows motion.",
         )
     )
-    images: Selector(kind=[IMAGE_KIND]) = _image_field()
-    confidence: Selector(kind=[FLOAT_ZERO_TO_ONE_KIND]) | FloatZeroToOne = _confidence_field(0.0)
     min_area: Selector(kind=[INTEGER_KIND]) | int = Field(default=400, description="Smallest moving blob (px²).")
     history: Selector(kind=[INTEGER_KIND]) | int = Field(default=30, description="Frames in the background model.")
     threshold: Selector(kind=[INTEGER_KIND]) | int = Field(default=16, description="MOG2 variance threshold.")
@@ -227,10 +220,6 @@ class MotionManifest(WorkflowBlockManifest):
     @classmethod
     def describe_outputs(cls) -> list[OutputDefinition]:
         return PREDICTIONS + [OutputDefinition(name="motion", kind=[BOOLEAN_KIND])]
-
-    @classmethod
-    def get_execution_engine_compatibility(cls) -> str | None:
-        return _EE_COMPAT
 
 
 class MotionDetectorBlockV1(WorkflowBlock):

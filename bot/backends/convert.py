@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import time
+from collections.abc import Callable
 from typing import Any
 
 from bot.backends.base import Detection, InferenceResult
@@ -131,49 +132,54 @@ def _plain_value(value: Any) -> Any:
     return json.loads(text) if len(text) <= MAX_VALUE_CHARS else None
 
 
-def from_workflow_output(
-    output: dict[str, Any],
-    source_image: Any = None,
-    frame_id: int | None = None,
-    timestamp: float | None = None,
-    max_dimension: int | None = None,
-) -> InferenceResult:
-    """One in-process workflow output dict (sv.Detections, WorkflowImageData, plain values) → InferenceResult."""
+def _read_in_process(value: Any) -> tuple[str, Any]:
     import supervision as sv
 
-    detections: dict[str, tuple[Detection, ...]] = {}
-    frame_img = None
-    values: dict[str, Any] = {}
-    for name, value in output.items():
-        if isinstance(value, sv.Detections):
-            detections[name] = detections_from_sv(value)
-        elif hasattr(value, "numpy_image") and hasattr(value, "parent_metadata"):
-            if frame_img is None or name == "annotated":
-                frame_img = value.numpy_image
-        else:
-            plain = _plain_value(value)
-            if plain is not None:
-                values[name] = plain
-    return _assemble(detections, values, frame_img, source_image, frame_id, timestamp, max_dimension)
+    if isinstance(value, sv.Detections):
+        return "detections", lambda: detections_from_sv(value)
+    if hasattr(value, "numpy_image") and hasattr(value, "parent_metadata"):
+        return "image", lambda: value.numpy_image
+    return "value", None
 
 
-def from_serialized_output(
-    output: dict[str, Any],
-    source_image: Any = None,
-    frame_id: int | None = None,
-    timestamp: float | None = None,
-    max_dimension: int | None = None,
-) -> InferenceResult:
+def _read_serialized(value: Any) -> tuple[str, Any]:
+    if _is_json_detections(value):
+        return "detections", lambda: detections_from_json(value)
+    if _is_json_image(value):
+        return "image", lambda: decode_image(base64.b64decode(value["value"]))
+    return "value", None
+
+
+def from_workflow_output(output: dict[str, Any], source_image: Any = None, frame_id: int | None = None,
+                         timestamp: float | None = None, max_dimension: int | None = None) -> InferenceResult:
+    """One in-process workflow output dict (sv.Detections, WorkflowImageData, plain values) → InferenceResult."""
+    return _convert(output, _read_in_process, source_image, frame_id, timestamp, max_dimension)
+
+
+def from_serialized_output(output: dict[str, Any], source_image: Any = None, frame_id: int | None = None,
+                           timestamp: float | None = None, max_dimension: int | None = None) -> InferenceResult:
     """One workflow output as the inference server serializes it (dict detections, base64 images) → InferenceResult."""
+    return _convert(output, _read_serialized, source_image, frame_id, timestamp, max_dimension)
+
+
+def _convert(
+    output: dict[str, Any], read: Callable[[Any], tuple[str, Any]], source_image: Any, frame_id: int | None,
+    timestamp: float | None, max_dimension: int | None,
+) -> InferenceResult:
+    """`read` says what each output value is (detections, image, value) and how to load it.
+
+    The frame is the output named "annotated", else the first image; other images are never decoded.
+    """
     detections: dict[str, tuple[Detection, ...]] = {}
     frame_img = None
     values: dict[str, Any] = {}
     for name, value in output.items():
-        if _is_json_detections(value):
-            detections[name] = detections_from_json(value)
-        elif _is_json_image(value):
+        kind, load = read(value)
+        if kind == "detections":
+            detections[name] = load()
+        elif kind == "image":
             if frame_img is None or name == "annotated":
-                frame_img = decode_image(base64.b64decode(value["value"]))
+                frame_img = load()
         else:
             plain = _plain_value(value)
             if plain is not None:

@@ -4,20 +4,18 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
-from collections import deque
 from pathlib import Path
 from typing import Any
 
-from bot.backends.base import InferenceResult, PipelineHandle, ResultListener
-from bot.backends.convert import from_workflow_output, redact_reference
+from bot.backends.base import ResultListener
+from bot.backends.convert import from_workflow_output
 from bot.backends.errors import translate
+from bot.backends.pipeline_base import PipelineBase
 from bot.backends.runtime import Runtime, SpecSource
 from bot.config import Settings
 
 log = logging.getLogger(__name__)
 STARTUP_WAIT = 10.0  # seconds start() waits to learn whether the source opened
-FPS_WINDOW = 30  # results the fps is measured over
 
 
 class _SourceErrorFilter(logging.Filter):
@@ -39,8 +37,10 @@ def is_live(reference: str) -> bool:
     return reference.isdigit() or "://" in reference and not reference.startswith("file://")
 
 
-class DirectPipeline:
+class DirectPipeline(PipelineBase):
     """Owns one InferencePipeline's threads; every method is safe to call from any thread."""
+
+    backend_name = "direct"
 
     def __init__(
         self,
@@ -54,27 +54,21 @@ class DirectPipeline:
         parameters: dict | None = None,
         on_result: ResultListener | None = None,
     ) -> None:
-        self.pipeline_id, self.name, self.source = pipeline_id, name, source
-        self._reference = video_reference
-        self._safe_reference = redact_reference(video_reference)
+        buffer_size = settings.monitoring.result_buffer_size
+        super().__init__(pipeline_id, name, video_reference, source.description, buffer_size, on_result)
+        self.source = source
         self._runtime, self._settings = runtime, settings
-        self._max_fps, self._parameters, self._on_result = max_fps, parameters or {}, on_result
-        self._buffer: deque[InferenceResult] = deque(maxlen=settings.monitoring.result_buffer_size)
-        self._stamps: deque[float] = deque(maxlen=FPS_WINDOW)
-        self._lock = threading.Lock()
+        self._max_fps, self._parameters = max_fps, parameters or {}
         self._settled = threading.Event()  # source running, failed or finished
         self._ended = threading.Event()  # all pipeline threads joined (or never started)
         self._pipeline: Any = None
-        self.latest: InferenceResult | None = None
-        self.started_at = time.time()
-        self.status, self.error, self.frames = "starting", None, 0
 
     # --- lifecycle -----------------------------------------------------------------------------------------------
 
     def start(self) -> None:
         """Start the threads; returns once the source is open, failed (status `error`) or STARTUP_WAIT passed."""
         if not is_live(self._reference) and not Path(self._reference).expanduser().exists():
-            self._fail(f"video file not found: {self._safe_reference}: check the path")
+            self.fail(f"video file not found: {self.safe_reference}: check the path")
             self._ended.set()
             return
         from inference.core.interfaces.legacy_stream.inference_pipeline import InferencePipeline
@@ -95,7 +89,7 @@ class DirectPipeline:
             )
             self._pipeline.start(use_main_thread=False)
         except Exception as exc:  # noqa: BLE001 - becomes the pipeline's error
-            self._fail(self._clean(str(translate(exc, self.source.what))))
+            self.fail(self._clean(str(translate(exc, self.source.what))))
             self._ended.set()
             return
         self._settled.wait(STARTUP_WAIT)
@@ -128,9 +122,6 @@ class DirectPipeline:
         if self._pipeline is not None and not self._ended.wait(30):
             log.warning("pipeline %s threads did not end within 30 s", self.pipeline_id)
 
-    def is_alive(self) -> bool:
-        return self.status in ("starting", "running", "paused")
-
     def _reap(self) -> None:
         """Join the pipeline's threads once its inference thread is done, then mark it finished."""
         try:
@@ -144,31 +135,6 @@ class DirectPipeline:
 
     # --- results -------------------------------------------------------------------------------------------------
 
-    def take(self, max_results: int) -> list[InferenceResult]:
-        """The newest max_results results, oldest first; the buffer is emptied (older ones are superseded)."""
-        with self._lock:
-            items = list(self._buffer)[-max(max_results, 0) :] if max_results else []
-            self._buffer.clear()
-        return items
-
-    def handle(self) -> PipelineHandle:
-        with self._lock:
-            fps = None
-            if len(self._stamps) > 1 and self._stamps[-1] > self._stamps[0]:
-                fps = round((len(self._stamps) - 1) / (self._stamps[-1] - self._stamps[0]), 2)
-            return PipelineHandle(
-                pipeline_id=self.pipeline_id,
-                name=self.name,
-                backend="direct",
-                video_reference=self._safe_reference,
-                workflow_description=self.source.description,
-                started_at=self.started_at,
-                status=self.status,
-                error=self.error,
-                fps=fps,
-                frames=self.frames,
-            )
-
     def _on_prediction(self, predictions: Any, video_frame: Any) -> None:
         if isinstance(predictions, list):  # one source: unwrap the batch the sink may hand us
             predictions, video_frame = predictions[0], video_frame[0]
@@ -181,23 +147,14 @@ class DirectPipeline:
             timestamp=video_frame.frame_timestamp.timestamp(),
             max_dimension=self._settings.monitoring.result_image_max_dimension,
         )
-        with self._lock:
-            self._buffer.append(result)
-            self.latest = result
-            self.frames += 1
-            self._stamps.append(time.monotonic())
-        if self._on_result is not None:
-            try:
-                self._on_result(self.handle(), result)
-            except Exception:  # a listener bug must not kill the pipeline's dispatch thread
-                log.exception("result listener failed for pipeline %s", self.pipeline_id)
+        self._deliver(result)
 
     # --- status --------------------------------------------------------------------------------------------------
 
     def _on_status(self, update: Any) -> None:
         event, payload = update.event_type, update.payload or {}
         if event == "INFERENCE_ERROR":
-            self._fail(self._source_error(payload))
+            self.fail(self._source_error(payload))
         elif event == "SOURCE_STATE_UPDATE" and str(getattr(payload.get("new_state"), "value", "")) == "RUNNING":
             if self.status == "starting":
                 self._set_status("running")
@@ -210,15 +167,14 @@ class DirectPipeline:
     def _source_error(self, payload: dict[str, Any]) -> str:
         kind, message = payload.get("error_type", "Error"), self._clean(str(payload.get("error_message", "")))
         if kind == "SourceConnectionError":
-            return f"cannot open video source {self._safe_reference}: check the path/URL, camera power and credentials"
+            return f"cannot open video source {self.safe_reference}: check the path/URL, camera power and credentials"
         return f"{kind}: {message}"
 
     def _clean(self, text: str) -> str:
-        return text.replace(self._reference, self._safe_reference)
+        return text.replace(self._reference, self.safe_reference)
 
-    def _fail(self, reason: str) -> None:
-        with self._lock:
-            self.status, self.error = "error", reason
+    def fail(self, reason: str) -> None:
+        super().fail(reason)
         self._settled.set()
 
     def _set_status(self, status: str) -> None:

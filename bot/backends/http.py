@@ -9,24 +9,24 @@ from typing import Any
 from urllib.parse import urlparse
 
 from bot.backends.base import BackendError, InferenceResult, PipelineHandle, ResultListener
-from bot.backends.convert import decode_image, from_model_response, from_serialized_output
+from bot.backends.convert import from_model_response, from_serialized_output
 from bot.backends.errors import OFFLINE_HINT, problems_from_block_errors, shorten_problem
-from bot.backends.workflows import check_spec, describe_spec, detection_workflow, is_builtin, roboflow_model_id
+from bot.backends.shared import BackendBase, WorkflowRef, refuse_unsafe
+from bot.backends.workflows import check_spec, describe_spec, is_builtin, roboflow_model_id
 from bot.config import Settings
 
 
-class HttpBackend:
+class HttpBackend(BackendBase):
     """InferenceBackend talking to an inference server (`vision-agent inference-server`, Docker, or hosted)."""
 
     name = "http"
 
     def __init__(self, settings: Settings) -> None:
-        self._settings = settings
+        super().__init__(settings)
         self.url = settings.inference.server_url.rstrip("/")
         key = settings.inference.api_key
         self._api_key = key.get_secret_value() if key else None
         self._timeout = settings.inference.request_timeout
-        self._pipelines: dict[str, Any] = {}  # our pipeline_id -> HostedPipeline
 
     # --- plumbing ------------------------------------------------------------------------------------------------
 
@@ -85,43 +85,21 @@ class HttpBackend:
         except ValueError:
             return resp.status_code, {"message": resp.text[:300]}
 
-    def resolve(
-        self, model_id: str | None, workflow_spec: dict | None, workspace_name: str | None, workflow_id: str | None,
-        confidence: float | None, video: bool,
-    ) -> tuple[dict[str, Any], str]:
+    def resolve(self, ref: WorkflowRef, video: bool) -> tuple[dict[str, Any], str]:
         """(kwargs naming the workflow for the SDK, what-for-errors); safety-checks inline specs."""
-        if workflow_spec is not None:
-            spec, what = workflow_spec, "the workflow"
-        elif workspace_name and workflow_id:
-            return {"workspace_name": workspace_name, "workflow_id": workflow_id}, f"workflow {workspace_name}/{workflow_id}"
-        elif model_id:
-            spec, what = detection_workflow(model_id, confidence=confidence, track=video), f"model {model_id}"
-        else:
-            raise BackendError("nothing to run: give a model_id (e.g. builtin/faces), a workflow spec, or workspace + workflow id")
-        problems = check_spec(spec, self._settings.inference.allow_custom_python)
-        if problems:
-            raise BackendError("workflow refused: " + "; ".join(problems))
+        spec, what = ref.inline(video)
+        if spec is None:
+            return {"workspace_name": ref.workspace_name, "workflow_id": ref.workflow_id}, what
+        refuse_unsafe(spec, self._settings)
         return {"specification": spec}, what
 
     # --- single images -------------------------------------------------------------------------------------------
 
-    async def run_single(
-        self,
-        image: bytes,
-        model_id: str | None = None,
-        workflow_spec: dict | None = None,
-        workspace_name: str | None = None,
-        workflow_id: str | None = None,
-        parameters: dict | None = None,
-        confidence: float | None = None,
-    ) -> InferenceResult:
-        frame = decode_image(image)
-        if frame is None:
-            raise BackendError("the image could not be decoded: send a JPEG or PNG file")
+    async def _run_frame(self, frame: Any, ref: WorkflowRef, parameters: dict | None) -> InferenceResult:
         max_dim = self._settings.monitoring.result_image_max_dimension
-        if model_id and workflow_spec is None and not workflow_id and not is_builtin(model_id):
-            return await self._infer_model(frame, model_id, confidence, max_dim)
-        named, what = self.resolve(model_id, workflow_spec, workspace_name, workflow_id, confidence, video=False)
+        if ref.model_id and ref.workflow_spec is None and not ref.workflow_id and not is_builtin(ref.model_id):
+            return await self._infer_model(frame, ref.model_id, ref.confidence, max_dim)
+        named, what = self.resolve(ref, video=False)
         client = self.client()
         outputs = await self._call(what, client.run_workflow, images={"image": frame}, parameters=parameters, **named)
         if not outputs:
@@ -163,25 +141,13 @@ class HttpBackend:
         except ValueError:
             return False
 
-    async def start_pipeline(
-        self,
-        pipeline_id: str,
-        name: str,
-        video_reference: str,
-        workflow_spec: dict | None = None,
-        workspace_name: str | None = None,
-        workflow_id: str | None = None,
-        max_fps: float | None = None,
-        parameters: dict | None = None,
-        on_result: ResultListener | None = None,
-        model_id: str | None = None,
-        confidence: float | None = None,
+    async def _start(
+        self, pipeline_id: str, name: str, video_reference: str, ref: WorkflowRef,
+        max_fps: float | None, parameters: dict | None, on_result: ResultListener | None,
     ) -> PipelineHandle:
         from bot.backends.http_pipeline import HostedPipeline, is_file_reference
 
-        if pipeline_id in self._pipelines and self._pipelines[pipeline_id].is_alive():
-            raise BackendError(f"pipeline {pipeline_id} is already running: stop it first or pick another id")
-        named, what = self.resolve(model_id, workflow_spec, workspace_name, workflow_id, confidence, video=True)
+        named, what = self.resolve(ref, video=True)
         if "specification" in named:
             problems = await self.validate_workflow(named["specification"])
             if problems:
@@ -211,45 +177,7 @@ class HttpBackend:
         pipe.start((response.get("context") or {}).get("pipeline_id") or "")
         return pipe.handle()
 
-    def _pipe(self, pipeline_id: str) -> Any:
-        pipe = self._pipelines.get(pipeline_id)
-        if pipe is None:
-            raise BackendError(f"no pipeline {pipeline_id!r}: list pipelines to see the ids")
-        return pipe
-
-    async def consume_results(self, pipeline_id: str, max_results: int = 5) -> list[InferenceResult]:
-        return self._pipe(pipeline_id).take(max_results)
-
-    def latest_result(self, pipeline_id: str) -> InferenceResult | None:
-        pipe = self._pipelines.get(pipeline_id)
-        return pipe.latest if pipe is not None else None
-
-    async def stop_pipeline(self, pipeline_id: str) -> PipelineHandle:
-        pipe = self._pipe(pipeline_id)
-        await asyncio.to_thread(pipe.terminate)
-        return pipe.handle()
-
-    async def pause_pipeline(self, pipeline_id: str) -> PipelineHandle:
-        pipe = self._pipe(pipeline_id)
-        await asyncio.to_thread(pipe.pause)
-        return pipe.handle()
-
-    async def resume_pipeline(self, pipeline_id: str) -> PipelineHandle:
-        pipe = self._pipe(pipeline_id)
-        await asyncio.to_thread(pipe.resume)
-        return pipe.handle()
-
-    async def list_pipelines(self) -> list[PipelineHandle]:
-        return [p.handle() for p in self._pipelines.values()]
-
-    async def get_pipeline_status(self, pipeline_id: str) -> PipelineHandle:
-        return self._pipe(pipeline_id).handle()
-
     async def server_pipelines(self) -> list[str]:
         """Ids of the pipelines the server runs (including ones other clients started)."""
         status, body = await self._call("pipeline list", self._request, "GET", "/inference_pipelines/list")
         return [str(p) for p in body.get("pipelines") or []] if status == 200 else []
-
-    async def close(self) -> None:
-        pipes = list(self._pipelines.values())
-        await asyncio.gather(*(asyncio.to_thread(p.terminate) for p in pipes))

@@ -4,52 +4,41 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
-from collections import deque
 from datetime import datetime
 from typing import Any
 
-from bot.backends.base import BackendError, InferenceResult, PipelineHandle, ResultListener
-from bot.backends.convert import from_serialized_output, redact_reference
+from bot.backends.base import BackendError, ResultListener
+from bot.backends.convert import from_serialized_output
+from bot.backends.pipeline_base import LIVE_STATUSES, PipelineBase
 
 log = logging.getLogger(__name__)
 IDLE_POLL = 0.05  # seconds between consume calls when the server had nothing new
-FPS_WINDOW = 30
 
 
 def is_file_reference(reference: str) -> bool:
     return not reference.isdigit() and ("://" not in reference or reference.startswith("file://"))
 
 
-class HostedPipeline:
+class HostedPipeline(PipelineBase):
     """Mirrors a server-side pipeline: status, results (converted at the boundary), fps, lifecycle."""
+
+    backend_name = "http"
 
     def __init__(
         self, backend: Any, pipeline_id: str, name: str, reference: str, description: str, on_result: ResultListener | None
     ) -> None:
+        buffer_size = backend._settings.monitoring.result_buffer_size
+        super().__init__(pipeline_id, name, reference, description, buffer_size, on_result)
         self._backend = backend
-        self.pipeline_id, self.name, self.description = pipeline_id, name, description
-        self._reference = reference
-        self.safe_reference = redact_reference(reference)
-        self._on_result = on_result
-        self._buffer: deque[InferenceResult] = deque(maxlen=backend._settings.monitoring.result_buffer_size)
-        self._stamps: deque[float] = deque(maxlen=FPS_WINDOW)
-        self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.server_id = ""
-        self.latest: InferenceResult | None = None
-        self.started_at = time.time()
-        self.status, self.error, self.frames = "starting", None, 0
 
     def start(self, server_id: str) -> None:
         self.server_id = server_id
         self._set("running")
         self._thread = threading.Thread(target=self._poll, name=f"hosted-{self.pipeline_id}", daemon=True)
         self._thread.start()
-
-    def is_alive(self) -> bool:
-        return self.status in ("starting", "running", "paused")
 
     # --- control -------------------------------------------------------------------------------------------------
 
@@ -69,11 +58,13 @@ class HostedPipeline:
         self._set("running")
 
     def terminate(self) -> None:
+        """Stop polling and end the server-side pipeline; the server is asked once however often this is called."""
         with self._lock:
-            if self.status in ("starting", "running", "paused"):
+            if self.status in LIVE_STATUSES:
                 self.status = "stopped"
-        self._stop.set()
-        if self.server_id:
+            first = not self._stop.is_set()
+            self._stop.set()
+        if first and self.server_id:
             try:
                 self._backend.client().terminate_inference_pipeline(self.server_id)
             except Exception as exc:  # noqa: BLE001 - already ended on the server is fine
@@ -88,31 +79,6 @@ class HostedPipeline:
             raise self._backend.translate(exc, f"pipeline {self.name}") from exc
 
     # --- results -------------------------------------------------------------------------------------------------
-
-    def take(self, max_results: int) -> list[InferenceResult]:
-        """The newest max_results results, oldest first; the buffer is emptied (older ones are superseded)."""
-        with self._lock:
-            items = list(self._buffer)[-max_results:] if max_results > 0 else []
-            self._buffer.clear()
-        return items
-
-    def handle(self) -> PipelineHandle:
-        with self._lock:
-            fps = None
-            if len(self._stamps) > 1 and self._stamps[-1] > self._stamps[0]:
-                fps = round((len(self._stamps) - 1) / (self._stamps[-1] - self._stamps[0]), 2)
-            return PipelineHandle(
-                pipeline_id=self.pipeline_id,
-                name=self.name,
-                backend="http",
-                video_reference=self.safe_reference,
-                workflow_description=self.description,
-                started_at=self.started_at,
-                status=self.status,
-                error=self.error,
-                fps=fps,
-                frames=self.frames,
-            )
 
     def _poll(self) -> None:
         client = self._backend.client()
@@ -137,17 +103,8 @@ class HostedPipeline:
             result = from_serialized_output(
                 output, frame_id=meta.get("frame_id"), timestamp=_timestamp(meta.get("frame_timestamp")), max_dimension=max_dim
             )
-            with self._lock:
-                self._buffer.append(result)
-                self.latest = result
-                self.frames += 1
-                self._stamps.append(time.monotonic())
+            self._deliver(result)
             n += 1
-            if self._on_result is not None:
-                try:
-                    self._on_result(self.handle(), result)
-                except Exception:  # a listener bug must not stop the poller
-                    log.exception("result listener failed for pipeline %s", self.pipeline_id)
         return n
 
     def _ended(self, exc: BaseException) -> None:
@@ -164,10 +121,6 @@ class HostedPipeline:
             )
         else:
             self.fail(str(self._backend.translate(exc, f"pipeline {self.name}")))
-
-    def fail(self, reason: str) -> None:
-        with self._lock:
-            self.status, self.error = "error", reason
 
     def _set(self, status: str) -> None:
         with self._lock:

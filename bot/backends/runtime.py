@@ -12,7 +12,8 @@ from urllib.parse import urlparse
 
 from bot.backends.base import BackendError
 from bot.backends.errors import OFFLINE_HINT, translate
-from bot.backends.workflows import check_spec, describe_spec, detection_workflow, spec_hash
+from bot.backends.shared import WorkflowRef, refuse_unsafe
+from bot.backends.workflows import describe_spec, spec_hash
 from bot.config import Settings
 
 PROBE_TIMEOUT = 3.0  # seconds to decide Roboflow is unreachable
@@ -140,31 +141,15 @@ def _model_ids(spec: dict[str, Any]) -> list[str]:
     return ids
 
 
-def resolve_spec(
-    rt: Runtime,
-    settings: Settings,
-    model_id: str | None = None,
-    workflow_spec: dict | None = None,
-    workspace_name: str | None = None,
-    workflow_id: str | None = None,
-    confidence: float | None = None,
-    video: bool = False,
-) -> SpecSource:
+def resolve_spec(rt: Runtime, settings: Settings, ref: WorkflowRef, video: bool = False) -> SpecSource:
     """Turn the three ways of naming work (spec, saved workflow, model id) into a checked SpecSource."""
-    if workflow_spec is not None:
-        spec, what = workflow_spec, "the workflow"
-    elif workspace_name and workflow_id:
-        spec, what = rt.fetch_workflow(workspace_name, workflow_id), f"workflow {workspace_name}/{workflow_id}"
-    elif model_id:
-        spec, what = detection_workflow(model_id, confidence=confidence, track=video), f"model {model_id}"
-    else:
-        raise BackendError("nothing to run: give a model_id (e.g. builtin/faces), a workflow spec, or workspace + workflow id")
-    problems = check_spec(spec, settings.inference.allow_custom_python)
-    if problems:
-        raise BackendError("workflow refused: " + "; ".join(problems))
+    spec, what = ref.inline(video)
+    if spec is None:
+        spec = rt.fetch_workflow(ref.workspace_name, ref.workflow_id)
+    refuse_unsafe(spec, settings)
     remote_models = _model_ids(spec)
     if remote_models:
-        rt.require_roboflow(what if model_id else f"model {remote_models[0]}")
+        rt.require_roboflow(what if ref.model_id else f"model {remote_models[0]}")
     return SpecSource(
         spec=spec, key=spec_hash(spec), what=what, description=describe_spec(spec), image_input=_image_input(spec)
     )

@@ -1,0 +1,80 @@
+"""What a pipeline of either backend keeps: status, a bounded result buffer, fps, its handle and listener delivery."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+
+from bot.backends.base import InferenceResult, PipelineHandle, ResultListener
+from bot.backends.convert import redact_reference
+
+log = logging.getLogger(__name__)
+FPS_WINDOW = 30  # results the fps is measured over
+LIVE_STATUSES = ("starting", "running", "paused")
+
+
+class PipelineBase:
+    """The bookkeeping shared by DirectPipeline (in-process threads) and HostedPipeline (server-side); thread-safe."""
+
+    backend_name = ""
+
+    def __init__(
+        self, pipeline_id: str, name: str, reference: str, description: str, buffer_size: int, on_result: ResultListener | None
+    ) -> None:
+        self.pipeline_id, self.name, self.description = pipeline_id, name, description
+        self._reference = reference
+        self.safe_reference = redact_reference(reference)
+        self._on_result = on_result
+        self._buffer: deque[InferenceResult] = deque(maxlen=buffer_size)
+        self._stamps: deque[float] = deque(maxlen=FPS_WINDOW)
+        self._lock = threading.Lock()
+        self.latest: InferenceResult | None = None
+        self.started_at = time.time()
+        self.status, self.error, self.frames = "starting", None, 0
+
+    def is_alive(self) -> bool:
+        return self.status in LIVE_STATUSES
+
+    def fail(self, reason: str) -> None:
+        with self._lock:
+            self.status, self.error = "error", reason
+
+    def take(self, max_results: int) -> list[InferenceResult]:
+        """The newest max_results results, oldest first; the buffer is emptied (older ones are superseded)."""
+        with self._lock:
+            items = list(self._buffer)[-max_results:] if max_results > 0 else []
+            self._buffer.clear()
+        return items
+
+    def handle(self) -> PipelineHandle:
+        with self._lock:
+            fps = None
+            if len(self._stamps) > 1 and self._stamps[-1] > self._stamps[0]:
+                fps = round((len(self._stamps) - 1) / (self._stamps[-1] - self._stamps[0]), 2)
+            return PipelineHandle(
+                pipeline_id=self.pipeline_id,
+                name=self.name,
+                backend=self.backend_name,
+                video_reference=self.safe_reference,
+                workflow_description=self.description,
+                started_at=self.started_at,
+                status=self.status,
+                error=self.error,
+                fps=fps,
+                frames=self.frames,
+            )
+
+    def _deliver(self, result: InferenceResult) -> None:
+        """Buffer one result and hand it to the listener (a listener bug must not stop the producing thread)."""
+        with self._lock:
+            self._buffer.append(result)
+            self.latest = result
+            self.frames += 1
+            self._stamps.append(time.monotonic())
+        if self._on_result is not None:
+            try:
+                self._on_result(self.handle(), result)
+            except Exception:
+                log.exception("result listener failed for pipeline %s", self.pipeline_id)

@@ -1,0 +1,143 @@
+"""What both backends share: how work is named (WorkflowRef), the protocol's entry points, the table of pipelines."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from bot.backends.base import BackendError, InferenceResult, PipelineHandle, ResultListener
+from bot.backends.convert import decode_image
+from bot.backends.workflows import check_spec, detection_workflow
+from bot.config import Settings
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class WorkflowRef:
+    """The three ways of naming work: an inline spec, a saved workflow (workspace + id), or a model id."""
+
+    model_id: str | None = None
+    workflow_spec: dict | None = None
+    workspace_name: str | None = None
+    workflow_id: str | None = None
+    confidence: float | None = None
+
+    def inline(self, video: bool) -> tuple[dict | None, str]:
+        """(spec, how errors name it); spec is None for a saved workflow, which the runner fetches itself."""
+        if self.workflow_spec is not None:
+            return self.workflow_spec, "the workflow"
+        if self.workspace_name and self.workflow_id:
+            return None, f"workflow {self.workspace_name}/{self.workflow_id}"
+        if self.model_id:
+            return detection_workflow(self.model_id, confidence=self.confidence, track=video), f"model {self.model_id}"
+        raise BackendError("nothing to run: give a model_id (e.g. builtin/faces), a workflow spec, or workspace + workflow id")
+
+
+def refuse_unsafe(spec: dict, settings: Settings) -> None:
+    """BackendError if the spec may not run here (custom Python without the opt-in, malformed)."""
+    problems = check_spec(spec, settings.inference.allow_custom_python)
+    if problems:
+        raise BackendError("workflow refused: " + "; ".join(problems))
+
+
+class BackendBase:
+    """The InferenceBackend entry points both backends implement alike; subclasses supply _run_frame and _start.
+
+    Pipelines live in self._pipelines (our pipeline id -> a PipelineBase with pause/resume/terminate).
+    """
+
+    name = ""
+
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+        self._pipelines: dict[str, Any] = {}
+
+    async def _run_frame(self, frame: Any, ref: WorkflowRef, parameters: dict | None) -> InferenceResult:
+        raise NotImplementedError
+
+    async def _start(
+        self, pipeline_id: str, name: str, video_reference: str, ref: WorkflowRef,
+        max_fps: float | None, parameters: dict | None, on_result: ResultListener | None,
+    ) -> PipelineHandle:
+        raise NotImplementedError
+
+    async def run_single(
+        self,
+        image: bytes,
+        model_id: str | None = None,
+        workflow_spec: dict | None = None,
+        workspace_name: str | None = None,
+        workflow_id: str | None = None,
+        parameters: dict | None = None,
+        confidence: float | None = None,
+    ) -> InferenceResult:
+        frame = decode_image(image)
+        if frame is None:
+            raise BackendError("the image could not be decoded: send a JPEG or PNG file")
+        ref = WorkflowRef(model_id, workflow_spec, workspace_name, workflow_id, confidence)
+        return await self._run_frame(frame, ref, parameters)
+
+    async def start_pipeline(
+        self,
+        pipeline_id: str,
+        name: str,
+        video_reference: str,
+        workflow_spec: dict | None = None,
+        workspace_name: str | None = None,
+        workflow_id: str | None = None,
+        max_fps: float | None = None,
+        parameters: dict | None = None,
+        on_result: ResultListener | None = None,
+        model_id: str | None = None,
+        confidence: float | None = None,
+    ) -> PipelineHandle:
+        if pipeline_id in self._pipelines and self._pipelines[pipeline_id].is_alive():
+            raise BackendError(f"pipeline {pipeline_id} is already running: stop it first or pick another id")
+        ref = WorkflowRef(model_id, workflow_spec, workspace_name, workflow_id, confidence)
+        return await self._start(pipeline_id, name, video_reference, ref, max_fps, parameters, on_result)
+
+    # --- the table of pipelines ----------------------------------------------------------------------------------
+
+    def _pipe(self, pipeline_id: str) -> Any:
+        pipe = self._pipelines.get(pipeline_id)
+        if pipe is None:
+            raise BackendError(f"no pipeline {pipeline_id!r}: list pipelines to see the ids")
+        return pipe
+
+    async def consume_results(self, pipeline_id: str, max_results: int = 5) -> list[InferenceResult]:
+        return self._pipe(pipeline_id).take(max_results)
+
+    def latest_result(self, pipeline_id: str) -> InferenceResult | None:
+        pipe = self._pipelines.get(pipeline_id)
+        return pipe.latest if pipe is not None else None
+
+    async def _act(self, pipeline_id: str, action: str) -> PipelineHandle:
+        pipe = self._pipe(pipeline_id)
+        await asyncio.to_thread(getattr(pipe, action))
+        return pipe.handle()
+
+    async def stop_pipeline(self, pipeline_id: str) -> PipelineHandle:
+        return await self._act(pipeline_id, "terminate")
+
+    async def pause_pipeline(self, pipeline_id: str) -> PipelineHandle:
+        return await self._act(pipeline_id, "pause")
+
+    async def resume_pipeline(self, pipeline_id: str) -> PipelineHandle:
+        return await self._act(pipeline_id, "resume")
+
+    async def list_pipelines(self) -> list[PipelineHandle]:
+        return [p.handle() for p in self._pipelines.values()]
+
+    async def get_pipeline_status(self, pipeline_id: str) -> PipelineHandle:
+        return self._pipe(pipeline_id).handle()
+
+    async def close(self) -> None:
+        """Terminate every pipeline; safe to call again (a pipeline's terminate is idempotent), the backend stays usable."""
+        pipes = list(self._pipelines.values())
+        outcomes = await asyncio.gather(*(asyncio.to_thread(p.terminate) for p in pipes), return_exceptions=True)
+        for pipe, outcome in zip(pipes, outcomes, strict=True):
+            if isinstance(outcome, Exception):  # one stuck pipeline must not keep the others running
+                log.warning("pipeline %s did not terminate cleanly: %s", pipe.pipeline_id, outcome)

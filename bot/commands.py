@@ -82,14 +82,16 @@ def fail(text: str) -> CommandReply:
 
 
 def _refusal(ctx: CommandContext) -> str | None:
-    """Why this user/channel may not control pipelines, or None. Empty allowlists mean everyone."""
+    """Why this user/channel may not change pipelines, rules or schedules, or None. Empty allowlists mean everyone."""
     users, channels = ctx.settings.slack.allowed_users, ctx.settings.slack.allowed_channels
     if ctx.channel_id in (None, LOCAL_CHANNEL):
         return None  # the local CLI: whoever runs the process owns it; the allowlists are Slack's
     if users and ctx.user_id not in users:
-        return "Only " + ", ".join(f"<@{u}>" for u in users) + " may control pipelines; ask one of them."
+        who = ", ".join(f"<@{u}>" for u in users)
+        return f"Only {who} may change pipelines, rules and schedules; ask one of them."
     if channels and ctx.channel_id not in channels:
-        return "Pipelines can only be controlled from " + ", ".join(f"<#{c}>" for c in channels) + "."
+        where = ", ".join(f"<#{c}>" for c in channels)
+        return f"Pipelines, rules and schedules can only be changed from {where}."
     return None
 
 

@@ -149,4 +149,5 @@ def rules_status(ctx: CommandContext) -> list[str]:
         return []
     rules = ctx.monitor.rules()
     cams = sorted({"every camera" if r.camera == ANY else r.camera for r in rules})
-    return [f"*Rules*: {len(rules)}" + (f" on {', '.join(cams)}" if cams else " (each camera uses its guessed default)")]
+    where = f" on {', '.join(cams)}" if cams else " (each camera uses its guessed default)"
+    return [f"*Rules*: {len(rules)}{where}"]

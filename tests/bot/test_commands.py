@@ -126,10 +126,10 @@ async def test_allowlist_limits_control_but_not_viewing(base_env, workspace_dir:
     stranger = CommandContext(settings, mgr, router, user_id="U2", channel_id="C1")
     for text in ("start 0", "stop all", "pause x", "resume x", "route #x"):
         reply = await run_command(text, stranger)
-        assert not reply.ok and "Only <@U1> may control pipelines" in reply.text
+        assert not reply.ok and "Only <@U1> may change pipelines, rules and schedules" in reply.text
     assert (await run_command("list", stranger)).ok and (await run_command("status", stranger)).ok
     wrong_channel = CommandContext(settings, mgr, router, user_id="U1", channel_id="C2")
-    assert "only be controlled from <#C1>" in (await run_command("start 0", wrong_channel)).text
+    assert "can only be changed from <#C1>" in (await run_command("start 0", wrong_channel)).text
     allowed = CommandContext(settings, mgr, router, user_id="U1", channel_id="C1")
     assert (await run_command("start 0", allowed)).ok
     assert backend.calls and router.routes() == {}

@@ -117,8 +117,8 @@ async def test_rules_lists_configured_and_guessed_defaults(ctx, backend):
     await run_command("unrule * class_appears:car", ctx)
     one = (await run_command("rules desk", ctx)).text
     default = ctx.settings.monitoring.alert_cooldown_seconds  # rules without cooldown= use the configured one
-    assert one.splitlines()[1] == f"• *desk*: `class_appears:*` (alerts when an object appears; cooldown {default:g} s)" \
-        " — default, guessed from its results"
+    assert one.splitlines()[1] == (f"• *desk*: `class_appears:*` (alerts when an object appears; cooldown {default:g} s)"
+                                   " — default, guessed from its results")
     assert not (await run_command("rules garage", ctx)).ok
 
 
@@ -223,7 +223,8 @@ async def test_without_monitor_or_scheduler_the_commands_say_where_they_work(set
 
 
 async def test_slack_slash_rule_is_acknowledged_ephemerally(slack_bot: RunningBot, slack_api: SlackEmulator):
-    (slack_bot.settings.workspace / "CAMERAS.md").write_text("| Name | URL |\n|---|---|\n| cam1 | rtsp://10.0.0.7/a |\n")
+    cams = "| Name | URL |\n|---|---|\n| cam1 | rtsp://10.0.0.7/a |\n"
+    (slack_bot.settings.workspace / "CAMERAS.md").write_text(cams)
     env = await slack_api.await_ack(slack_api.slash("rule cam1 line"))
     assert env.ack_payload["response_type"] == "ephemeral"
     assert "Rule on *cam1*" in env.ack_payload["text"]

@@ -36,6 +36,7 @@ class PipelineConfig:
     parameters: dict | None = None
     paused: bool = False
     started_at: float | None = None
+    server_id: str | None = None  # the inference server's own id (http backend): adopted again after a crash
 
 
 def save_state(path: Path, configs: list[PipelineConfig]) -> None:

@@ -10,7 +10,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bot.backends.base import BackendError, InferenceBackend, InferenceResult, PipelineHandle, ResultListener
+from bot.backends.base import (
+    AdoptingBackend,
+    BackendError,
+    InferenceBackend,
+    InferenceResult,
+    PipelineHandle,
+    ResultListener,
+)
 from bot.pipeline_state import PipelineConfig, PipelineNotFound, load_state, save_state
 from bot.redaction import redact
 
@@ -138,20 +145,28 @@ class PipelineManager:
             if pid not in self._handles:
                 return pid
 
-    async def _workflow_for(self, cfg: PipelineConfig) -> dict | None:
-        """The spec to deploy: a model id becomes a detection workflow; an inline spec is checked first."""
-        from bot.backends.workflows import check_spec, detection_workflow
+    @staticmethod
+    def _spec_of(cfg: PipelineConfig) -> dict | None:
+        """The spec a pipeline runs: a model id becomes a detection workflow; None for a saved workflow."""
+        from bot.backends.workflows import detection_workflow
 
         if cfg.workflow_spec is None and cfg.workflow_id is None:
             if not cfg.model_id:
                 raise BackendError("give model_id (e.g. 'builtin/people'), a workflow_spec, or workspace_name + workflow_id.")
             return detection_workflow(cfg.model_id)
-        if cfg.workflow_spec is not None:
-            problems = list(check_spec(cfg.workflow_spec, self.settings.inference.allow_custom_python) or [])
-            if not problems:  # custom Python is refused before the spec gets anywhere near a compiler
-                problems = list(await self.backend.validate_workflow(cfg.workflow_spec) or [])
-            if problems:
-                raise BackendError("workflow_spec is invalid: " + "; ".join(problems[:5]) + ". Fix the spec and try again.")
+        return cfg.workflow_spec
+
+    async def _workflow_for(self, cfg: PipelineConfig) -> dict | None:
+        """The spec to deploy; an inline spec is checked first."""
+        from bot.backends.workflows import check_spec
+
+        if cfg.workflow_spec is None:
+            return self._spec_of(cfg)
+        problems = list(check_spec(cfg.workflow_spec, self.settings.inference.allow_custom_python) or [])
+        if not problems:  # custom Python is refused before the spec gets anywhere near a compiler
+            problems = list(await self.backend.validate_workflow(cfg.workflow_spec) or [])
+        if problems:
+            raise BackendError("workflow_spec is invalid: " + "; ".join(problems[:5]) + ". Fix the spec and try again.")
         return cfg.workflow_spec
 
     async def _launch(self, cfg: PipelineConfig) -> PipelineHandle:
@@ -165,8 +180,25 @@ class PipelineManager:
         except BaseException:
             await self._cleanup(cfg.pipeline_id)  # nothing half-started is left behind
             raise
+        backend = self.backend
+        cfg.server_id = backend.server_id(cfg.pipeline_id) if isinstance(backend, AdoptingBackend) else None
         if cfg.paused and handle.status in LIVE:
             handle = await self.backend.pause_pipeline(cfg.pipeline_id)
+        return handle
+
+    async def _adopt(self, cfg: PipelineConfig) -> PipelineHandle | None:
+        """The pipeline as the inference server kept running it while this process was down (no second copy)."""
+        backend = self.backend
+        if not cfg.server_id or not isinstance(backend, AdoptingBackend):
+            return None
+        handle = await backend.adopt_pipeline(
+            cfg.pipeline_id, cfg.server_id, cfg.name, cfg.video_reference, workflow_spec=self._spec_of(cfg),
+            workspace_name=cfg.workspace_name, workflow_id=cfg.workflow_id, on_result=self._on_result, paused=cfg.paused,
+        )
+        if handle is None:
+            log.info("pipeline %s is no longer on the inference server; starting it again", cfg.name)
+        else:
+            log.info("pipeline %s (%s) adopted: the inference server kept running it", cfg.name, cfg.pipeline_id)
         return handle
 
     async def _cleanup(self, pid: str) -> None:
@@ -206,13 +238,16 @@ class PipelineManager:
         return handle
 
     async def restore(self) -> list[PipelineHandle]:
-        """Start again every pipeline saved in active_state.json; failures become status 'error' with the reason."""
+        """Bring back every pipeline saved in active_state.json; failures become status 'error' with the reason.
+
+        One the inference server still runs (the bot died without close()) is adopted, not started a second time.
+        """
         restored = []
         for cfg in load_state(self.state_path):
             if cfg.pipeline_id in self._handles:
                 continue
             try:
-                handle = await self._launch(cfg)
+                handle = await self._adopt(cfg) or await self._launch(cfg)
             except Exception as exc:  # a dead camera must not stop the others from coming back
                 reason = str(exc) if isinstance(exc, BackendError) else f"{type(exc).__name__}: {exc}"
                 log.warning("pipeline %s could not be restored: %s", cfg.name, redact(reason))

@@ -122,3 +122,27 @@ class InferenceBackend(Protocol):
         ...
 
     async def close(self) -> None: ...
+
+
+@runtime_checkable
+class AdoptingBackend(Protocol):
+    """A backend whose pipelines run outside this process (an inference server) and so outlive a crash of it."""
+
+    def server_id(self, pipeline_id: str) -> str | None:
+        """The server's id of our pipeline, to persist; None when it never reached the server."""
+        ...
+
+    async def adopt_pipeline(
+        self,
+        pipeline_id: str,
+        server_id: str,
+        name: str,
+        video_reference: str,
+        workflow_spec: dict | None = None,
+        workspace_name: str | None = None,
+        workflow_id: str | None = None,
+        on_result: ResultListener | None = None,
+        paused: bool = False,
+    ) -> PipelineHandle | None:
+        """Consume again a pipeline the server still runs (no second copy is started); None if it is gone."""
+        ...

@@ -6,7 +6,7 @@ import asyncio
 import ipaddress
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
+from urllib.parse import quote, urlparse
 
 from bot.backends.base import BackendError, InferenceResult, PipelineHandle, ResultListener
 from bot.backends.convert import from_model_response, from_serialized_output
@@ -141,20 +141,29 @@ class HttpBackend(BackendBase):
         except ValueError:
             return False
 
+    def _hosted(
+        self, pipeline_id: str, name: str, reference: str, named: dict, what: str, on_result: ResultListener | None
+    ) -> Any:
+        """A new HostedPipeline in the table, described by its spec (or by the saved workflow's name)."""
+        from bot.backends.http_pipeline import HostedPipeline
+
+        description = describe_spec(named["specification"]) if "specification" in named else what
+        pipe = HostedPipeline(self, pipeline_id, name, reference, description, on_result)
+        self._pipelines[pipeline_id] = pipe
+        return pipe
+
     async def _start(
         self, pipeline_id: str, name: str, video_reference: str, ref: WorkflowRef,
         max_fps: float | None, parameters: dict | None, on_result: ResultListener | None,
     ) -> PipelineHandle:
-        from bot.backends.http_pipeline import HostedPipeline, is_file_reference
+        from bot.backends.http_pipeline import is_file_reference
 
         named, what = self.resolve(ref, video=True)
         if "specification" in named:
             problems = await self.validate_workflow(named["specification"])
             if problems:
                 raise BackendError("the workflow is invalid: " + "; ".join(problems))
-        description = describe_spec(named["specification"]) if "specification" in named else what
-        pipe = HostedPipeline(self, pipeline_id, name, video_reference, description, on_result)
-        self._pipelines[pipeline_id] = pipe
+        pipe = self._hosted(pipeline_id, name, video_reference, named, what, on_result)
         if is_file_reference(video_reference) and self.server_is_local():
             if not Path(video_reference).expanduser().exists():
                 pipe.fail(f"video file not found: {pipe.safe_reference}: check the path")
@@ -175,6 +184,33 @@ class HttpBackend(BackendBase):
             **({"workflow_specification": named["specification"]} if "specification" in named else named),
         )
         pipe.start((response.get("context") or {}).get("pipeline_id") or "")
+        return pipe.handle()
+
+    def server_id(self, pipeline_id: str) -> str | None:
+        pipe = self._pipelines.get(pipeline_id)
+        return (pipe.server_id or None) if pipe is not None else None
+
+    async def adopt_pipeline(
+        self,
+        pipeline_id: str,
+        server_id: str,
+        name: str,
+        video_reference: str,
+        workflow_spec: dict | None = None,
+        workspace_name: str | None = None,
+        workflow_id: str | None = None,
+        on_result: ResultListener | None = None,
+        paused: bool = False,
+    ) -> PipelineHandle | None:
+        """Resume consuming a pipeline the server kept running while we were down; None if the server lost it."""
+        path = f"/inference_pipelines/{quote(server_id, safe='')}/status"
+        status, _ = await self._call("pipeline status", self._request, "GET", path)
+        if status != 200:  # 404 once it ended or the server restarted
+            return None
+        ref = WorkflowRef(workflow_spec=workflow_spec, workspace_name=workspace_name, workflow_id=workflow_id)
+        named, what = self.resolve(ref, video=True)
+        pipe = self._hosted(pipeline_id, name, video_reference, named, what, on_result)
+        pipe.start(server_id, paused=paused)
         return pipe.handle()
 
     async def server_pipelines(self) -> list[str]:

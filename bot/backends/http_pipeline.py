@@ -34,9 +34,10 @@ class HostedPipeline(PipelineBase):
         self._thread: threading.Thread | None = None
         self.server_id = ""
 
-    def start(self, server_id: str) -> None:
+    def start(self, server_id: str, paused: bool = False) -> None:
+        """Poll the server-side pipeline `server_id` (paused: it was paused on the server before we adopted it)."""
         self.server_id = server_id
-        self._set("running")
+        self._set("paused" if paused else "running")
         self._thread = threading.Thread(target=self._poll, name=f"hosted-{self.pipeline_id}", daemon=True)
         self._thread.start()
 

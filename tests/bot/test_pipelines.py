@@ -10,7 +10,7 @@ import pytest
 
 from bot.backends.base import BackendError
 from bot.pipelines import PipelineManager, PipelineNotFound
-from tests.tools.fake_backend import FakeBackend, result
+from tests.tools.fake_backend import FakeBackend, FakeServer, FakeServerBackend, result
 
 SECRET_URL = "rtsp://admin:hunter2@10.0.0.5:554/stream1"
 
@@ -164,3 +164,51 @@ async def test_a_source_that_fails_at_once_is_listed_as_error_but_not_persisted(
     assert _saved(state) == []  # reported now; not retried at every restart
     again = await manager.start("0", "bad", model_id="builtin/faces")  # the name is free again
     assert again.status == "running" and (await manager.status("bad")).pipeline_id == again.pipeline_id
+
+
+async def test_after_a_crash_a_pipeline_the_server_still_runs_is_adopted_not_started_twice(state, settings):
+    server = FakeServer()
+    first = FakeServerBackend(server)
+    crashed = PipelineManager(lambda: first, state, settings)
+    door = await crashed.start("rtsp://10.0.0.5/door", "door", model_id="builtin/faces")
+    yard = await crashed.start("rtsp://10.0.0.5/yard", "yard", model_id="builtin/people")
+    await crashed.pause("yard")
+    assert [p["server_id"] for p in _saved(state)] == ["srv-1", "srv-2"]
+    # the process dies here: no close(), both pipelines keep running on the server
+
+    second = FakeServerBackend(server)
+    restarted = PipelineManager(lambda: second, state, settings)
+    seen = []
+    restarted.add_result_listener(lambda h, r: seen.append((h.name, r.frame_id)))
+    restored = {h.name: h for h in await restarted.restore()}
+    assert (restored["door"].pipeline_id, restored["door"].status) == (door.pipeline_id, "running")
+    assert (restored["yard"].pipeline_id, restored["yard"].status) == (yard.pipeline_id, "paused")
+    assert not [c for c in second.calls if c[0] == "start_pipeline"] and server.started == 2
+    adopted = {c[1]["server_id"]: c[1] for c in second.calls if c[0] == "adopt_pipeline"}
+    assert adopted["srv-1"]["workflow_spec"]["steps"][0]["type"] == "vision_agent/haar_face_detector@v1"
+    second.emit(door.pipeline_id, result({"face": 1}, frame_id=7))
+    assert seen == [("door", 7)]  # results of the adopted pipeline reach the listeners
+    assert [p["server_id"] for p in _saved(state)] == ["srv-1", "srv-2"]
+
+
+async def test_a_pipeline_the_server_lost_is_started_fresh_with_its_new_server_id(state, settings):
+    server = FakeServer()
+    first = FakeServerBackend(server)
+    graceful = PipelineManager(lambda: first, state, settings)
+    door = await graceful.start("rtsp://10.0.0.5/door", "door", model_id="builtin/faces")
+    await graceful.close()  # ends it on the server; it stays in active_state.json
+    assert server.running == set() and _saved(state)[0]["server_id"] == "srv-1"
+
+    second = FakeServerBackend(server)
+    restored = await PipelineManager(lambda: second, state, settings).restore()
+    assert [(h.pipeline_id, h.status) for h in restored] == [(door.pipeline_id, "running")]
+    assert [c[0] for c in second.calls] == ["adopt_pipeline", "start_pipeline"]
+    assert _saved(state)[0]["server_id"] == "srv-2" and server.running == {"srv-2"}
+
+
+async def test_manager_close_then_backend_close_again_is_harmless(manager, backend):
+    await manager.start("0", "door", model_id="builtin/people")
+    await manager.close()
+    await backend.close()  # Runtime.close closes the backend the manager already closed
+    await manager.close()
+    assert backend.closed and [c[0] for c in backend.calls].count("stopped") == 1

@@ -101,3 +101,49 @@ class FakeBackend:
 
     async def close(self) -> None:
         self.closed = True
+
+
+class FakeServer:
+    """The pipelines an inference server runs: they outlive the FakeServerBackend (one bot process) that started them."""
+
+    def __init__(self) -> None:
+        self.running: set[str] = set()
+        self.started = 0
+
+
+class FakeServerBackend(FakeBackend):
+    """A FakeBackend whose pipelines live on a FakeServer, so a new process can adopt them (see AdoptingBackend)."""
+
+    name = "http"
+
+    def __init__(self, server: FakeServer) -> None:
+        super().__init__()
+        self.server = server
+        self.server_ids: dict[str, str] = {}
+
+    async def start_pipeline(self, pipeline_id: str, name: str, video_reference: str, on_result=None, **kw: Any) -> PipelineHandle:
+        handle = await super().start_pipeline(pipeline_id, name, video_reference, on_result=on_result, **kw)
+        self.server.started += 1
+        self.server_ids[pipeline_id] = f"srv-{self.server.started}"
+        self.server.running.add(self.server_ids[pipeline_id])
+        return handle
+
+    def server_id(self, pipeline_id: str) -> str | None:
+        return self.server_ids.get(pipeline_id)
+
+    async def adopt_pipeline(
+        self, pipeline_id: str, server_id: str, name: str, video_reference: str, on_result=None, paused: bool = False, **kw: Any
+    ) -> PipelineHandle | None:
+        self.calls.append(("adopt_pipeline", {"pipeline_id": pipeline_id, "server_id": server_id, "paused": paused, **kw}))
+        if server_id not in self.server.running:
+            return None
+        status = "paused" if paused else "running"
+        self.handles[pipeline_id] = PipelineHandle(pipeline_id, name, self.name, video_reference, "adopted", time.time(), status)
+        self.listeners[pipeline_id] = on_result
+        self.buffers[pipeline_id] = deque(maxlen=64)
+        self.server_ids[pipeline_id] = server_id
+        return self.handles[pipeline_id]
+
+    async def stop_pipeline(self, pipeline_id: str) -> PipelineHandle:
+        self.server.running.discard(self.server_ids.get(pipeline_id, ""))
+        return await super().stop_pipeline(pipeline_id)

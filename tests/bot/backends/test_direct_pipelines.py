@@ -109,3 +109,15 @@ async def test_motion_builtin_sees_the_moving_faces(direct_backend, face_video):
     moving = [r for r in later if r.counts().get("motion")]
     assert len(moving) > len(later) // 2
     assert all(set(r.counts()) <= {"motion"} for r in seen)
+
+
+async def test_close_twice_stops_each_pipeline_once_and_leaves_no_thread(direct_backend, tmp_path):
+    video = make_video(tmp_path / "long.mp4", size=(320, 240), frames=400)
+    await direct_backend.start_pipeline("close-1", "lobby", str(video), model_id="builtin/faces", max_fps=20)
+    await direct_backend.close()
+    stopped = await direct_backend.get_pipeline_status("close-1")
+    assert stopped.status == "stopped" and pipeline_threads() == []
+    start = time.monotonic()
+    await direct_backend.close()  # Runtime.close after PipelineManager.close: a no-op
+    assert time.monotonic() - start < 1.0
+    assert await direct_backend.get_pipeline_status("close-1") == stopped and pipeline_threads() == []

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import logging
+import threading
 import time
 
 import cv2
@@ -107,3 +109,18 @@ async def test_hosted_pipeline_counts_one_in_one_out(http_backend, tmp_path):
 async def test_hosted_pipeline_on_missing_file_is_error(http_backend, tmp_path):
     handle = await http_backend.start_pipeline("hosted-miss", "gone", str(tmp_path / "nope.mp4"), model_id="builtin/faces")
     assert handle.status == "error" and "not found" in handle.error
+
+
+async def test_close_twice_ends_the_server_pipeline_once(http_backend, tmp_path, caplog):
+    video = make_video(tmp_path / "long.mp4", size=(320, 240), frames=400)
+    await http_backend.start_pipeline("twice-1", "door", str(video), model_id="builtin/faces", max_fps=10)
+    server_id = http_backend.server_id("twice-1")
+    assert server_id in await http_backend.server_pipelines()
+    await http_backend.close()
+    assert server_id not in await http_backend.server_pipelines()
+    assert (await http_backend.get_pipeline_status("twice-1")).status == "stopped"
+    assert not [t for t in threading.enumerate() if t.name == "hosted-twice-1"]  # the poller ended
+    http_backend.url = f"http://127.0.0.1:{free_port()}"  # any call to the server from now on would fail and log
+    with caplog.at_level(logging.DEBUG, logger="bot.backends"):
+        await http_backend.close()  # Runtime.close after PipelineManager.close
+    assert caplog.records == [] and (await http_backend.get_pipeline_status("twice-1")).status == "stopped"

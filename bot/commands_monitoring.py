@@ -18,10 +18,12 @@ _ALL = {"*", "all", "any"}
 
 
 def _known(ctx: CommandContext) -> dict[str, str]:
-    """Camera and pipeline names (lower case -> as written): what a rule or a snapshot job can name."""
+    """Camera, pipeline and ruled names (lower case -> as written): what a rule or a snapshot job can name."""
     names = list(cameras(ctx.workspace, ctx.settings))
     if ctx.pipelines is not None:
         names += [h.name for h in ctx.manager().snapshot()]
+    if ctx.monitor is not None:  # a camera that is gone keeps its rules: they must stay listable and removable
+        names += [r.camera for r in ctx.monitor.rules() if r.camera != ANY]
     return {n.lower(): n for n in names}
 
 

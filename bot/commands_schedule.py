@@ -76,7 +76,7 @@ async def add_job(tokens: list[str], ctx: CommandContext) -> CommandReply:
     hb = ctx.settings.heartbeat
     if action == "heartbeat" and hb.enabled and hb.interval_minutes > 0:
         text += (f" The configured heartbeat (every {hb.interval_minutes:g} min) keeps running too; set "
-                 "heartbeat.interval_minutes to 0 in config.yaml to make this the only one.")
+                 "VISION_AGENT_HEARTBEAT_MINUTES=0 (heartbeat.interval_minutes) to make this the only one.")
     return CommandReply(text + f" Remove it with `/vision unschedule {job.name}`.")
 
 

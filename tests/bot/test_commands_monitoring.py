@@ -132,6 +132,10 @@ async def test_unrule_removes_and_explains_misses(ctx):
     assert (await run_command("unrule dock count_over:person&gt;3", ctx)).ok  # Slack-escaped id
     assert ctx.monitor.rules() == [Rule("line_crossed", "*")]
     assert not (await run_command("unrule dock", ctx)).ok
+    ctx.monitor.add_rule(Rule("line_crossed", "gone"))  # its pipeline and CAMERAS.md row were removed since
+    assert "• *gone*: `line_crossed`" in (await run_command("rules", ctx)).text
+    assert (await run_command("unrule gone line_crossed", ctx)).ok
+    assert ctx.monitor.rules() == [Rule("line_crossed", "*")]
 
 
 @pytest.mark.parametrize(
@@ -151,6 +155,7 @@ async def test_schedule_saves_a_named_job(ctx, text, name, fields):
     job = next(j for j in ctx.scheduler.jobs() if j.name == name)
     assert {k: getattr(job, k) for k in fields} == fields
     assert f"`/vision unschedule {name}`" in reply.text
+    assert ("VISION_AGENT_HEARTBEAT_MINUTES=0" in reply.text) == (job.action == "heartbeat")
 
 
 @pytest.mark.parametrize(

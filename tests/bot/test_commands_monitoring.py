@@ -155,7 +155,15 @@ async def test_schedule_saves_a_named_job(ctx, text, name, fields):
     job = next(j for j in ctx.scheduler.jobs() if j.name == name)
     assert {k: getattr(job, k) for k in fields} == fields
     assert f"`/vision unschedule {name}`" in reply.text
-    assert ("VISION_AGENT_HEARTBEAT_MINUTES=0" in reply.text) == (job.action == "heartbeat")
+
+
+@pytest.mark.parametrize("minutes", [0, 15])
+async def test_a_heartbeat_job_says_whether_the_configured_one_also_runs(base_env, workspace_dir, backend, minutes):
+    settings = load_settings({**base_env, "VISION_AGENT_HEARTBEAT_MINUTES": str(minutes)})
+    ctx = make_ctx(settings, workspace_dir, backend)
+    reply = await run_command("schedule heartbeat every 5 minutes", ctx)
+    assert reply.ok and ("every 15 min) keeps running too" in reply.text) == (minutes == 15)
+    assert ("VISION_AGENT_HEARTBEAT_MINUTES=0" in reply.text) == (minutes == 15)
 
 
 @pytest.mark.parametrize(

@@ -16,3 +16,20 @@ pytest_plugins = [
     "tests.fixtures.inference",
     "tests.fixtures.slack",
 ]
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Leaked non-daemon threads (a pipeline a failed test never stopped) would make the interpreter hang at exit
+    and CI run into its time limit; name them, count the leak as a failure, and exit without waiting."""
+    import sys
+    import threading
+
+    leaked = [t for t in threading.enumerate() if t is not threading.main_thread() and t.is_alive() and not t.daemon]
+    if not leaked:
+        return
+    names = ", ".join(sorted(t.name for t in leaked))
+    sys.stderr.write(f"\nleaked non-daemon threads at the end of the session: {names}\n")
+    sys.stderr.flush()
+    if exitstatus == 0:
+        session.exitstatus = 1
+    session.config.add_cleanup(lambda: os._exit(int(session.exitstatus)))

@@ -211,8 +211,13 @@ class Scheduler:
                 if self._loop is None or self._loop.is_closed():
                     getattr(result, "close", lambda: None)()  # never awaited: close it quietly
                     raise RuntimeError("scheduler has no running event loop for coroutine jobs")
-                fut = asyncio.run_coroutine_threadsafe(_awaited(result), self._loop)
+                # Submit and register under the lock: stop() copies the futures under it after setting _stop, so
+                # a job is either refused here or seen (and cancelled) there — never started and missed.
                 with self._lock:
+                    if self._stop.is_set():
+                        getattr(result, "close", lambda: None)()
+                        return
+                    fut = asyncio.run_coroutine_threadsafe(_awaited(result), self._loop)
                     self._futures.add(fut)
                 fut.result()
             with self._lock:

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from bot.backends.base import BackendError, PipelineHandle
+from bot.backends.workflows import detection_workflow
+from bot.commands_line import parse_line, resolve_line
 from bot.media import MediaError, resolve_video
 from bot.media_cameras import cameras, find_camera
 from bot.pipelines import PipelineNotFound
@@ -29,7 +31,7 @@ DEFAULT_MODEL = "builtin/people"
 USAGE = """*Usage:* `/vision <command>`
 • `help` — this text
 • `list` — pipelines and their status
-• `start SOURCE [model=ID | workflow=WORKSPACE/ID] [fps=N] [name=NAME]` — SOURCE is a camera name from CAMERAS.md, an rtsp/http URL, a webcam index or a video file (default model `builtin/people`)
+• `start SOURCE [model=ID | workflow=WORKSPACE/ID] [fps=N] [name=NAME] [line=X1,Y1,X2,Y2|middle]` — SOURCE is a camera name from CAMERAS.md, an rtsp/http URL, a webcam index or a video file (default model `builtin/people`); line= counts objects crossing that line (pixels; `middle` = vertical through the centre)
 • `stop|pause|resume NAME_OR_ID|all`
 • `snapshot NAME_OR_ID` — the latest annotated frame
 • `route CHANNEL [camera=NAME]` — send alerts (for one camera) to CHANNEL
@@ -137,11 +139,15 @@ def _default_name(source: str, camera: str | None, mgr: PipelineManager) -> str:
 
 
 async def _start(tokens: list[str], ctx: CommandContext) -> CommandReply:
-    args, opts = parse_options(tokens, {"model", "workflow", "fps", "name"})
+    args, opts = parse_options(tokens, {"model", "workflow", "fps", "name", "line"})
     if len(args) != 1:
-        return fail("Usage: `/vision start SOURCE [model=ID | workflow=WORKSPACE/ID] [fps=N] [name=NAME]`")
+        return fail("Usage: `/vision start SOURCE [model=ID | workflow=WORKSPACE/ID] [fps=N] [name=NAME] [line=X1,Y1,X2,Y2|middle]`")
     if "model" in opts and "workflow" in opts:
         return fail("Give either model= or workflow=, not both.")
+    if "line" in opts and "workflow" in opts:
+        return fail("line= works with model=, not workflow=; add a line counter step to the workflow instead.")
+    if "line" in opts:
+        parse_line(opts["line"])  # bad syntax is refused before the source is opened
     fps = None
     if "fps" in opts:
         try:
@@ -161,13 +167,16 @@ async def _start(tokens: list[str], ctx: CommandContext) -> CommandReply:
     camera = args[0] if find_camera(ctx.workspace, ctx.settings, args[0]) else None
     mgr = ctx.manager()
     model = None if workflow_id else opts.get("model", DEFAULT_MODEL)
+    line = await resolve_line(opts["line"], source) if "line" in opts else None
+    spec = detection_workflow(model, line=line) if line and model else None  # the counter needs a composed spec
     handle = await mgr.start(
-        source, opts.get("name") or _default_name(source, camera, mgr), model_id=model,
+        source, opts.get("name") or _default_name(source, camera, mgr), model_id=model, workflow_spec=spec,
         workspace_name=workspace_name, workflow_id=workflow_id, max_fps=fps,
     )
     if handle.status == "error":
         return fail(f"*{handle.name}* could not start on {handle.video_reference}: {redact(handle.error or 'source failed')}.")
     what = f"workflow {workspace_name}/{workflow_id}" if workflow_id else f"model `{model}`"
+    what += f", counting crossings of the line ({line[0][0]},{line[0][1]})→({line[1][0]},{line[1][1]})" if line else ""
     rate = f" at {fps:g} fps" if fps else ""
     return CommandReply(f"Started *{handle.name}* `{handle.pipeline_id}` on {handle.video_reference} with {what}{rate} — {handle.status}.")
 

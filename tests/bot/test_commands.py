@@ -149,3 +149,54 @@ async def test_manager_is_created_only_when_a_pipeline_command_needs_it(settings
     assert made == []
     assert (await run_command("list", ctx)).text.startswith("No pipelines")
     assert len(made) == 1 and (await run_command("route #x", ctx)).text == "Alert routing is not available in this process."
+
+
+def _line_step(spec: dict) -> dict:
+    return next(s for s in spec["steps"] if s["type"] == "roboflow_core/line_counter@v2")
+
+
+async def test_start_with_a_line_counts_crossings_through_the_model_workflow(ctx, backend):
+    reply = await run_command("start 0 model=builtin/faces name=door line=320,0,320,480", ctx)
+    assert reply.ok, reply.text
+    assert "model `builtin/faces`" in reply.text and "line (320,0)→(320,480)" in reply.text
+    spec = backend.calls[-1][1]["workflow_spec"]
+    assert spec["steps"][0]["type"] == "vision_agent/haar_face_detector@v1"
+    assert _line_step(spec)["line_segment"] == [[320, 0], [320, 480]]
+    assert {"count_in", "count_out"} <= {o["name"] for o in spec["outputs"]}
+    assert any(s["type"] == "roboflow_core/byte_tracker@v3" for s in spec["steps"])  # crossings need track ids
+    assert ctx.manager().config("door").workflow_spec == spec  # a restart brings the counter back too
+    await run_command("start 0 name=hall line=0,100,640,100", ctx)  # the default model gets the line as well
+    spec = backend.calls[-1][1]["workflow_spec"]
+    assert spec["steps"][0]["type"] == "vision_agent/hog_people_detector@v1"
+    assert _line_step(spec)["line_segment"] == [[0, 100], [640, 100]]
+
+
+async def test_line_middle_is_placed_from_the_frame_size(ctx, backend, workspace_dir: Path):
+    from tests.fixtures.inference import make_video
+
+    video = make_video(workspace_dir / "door.mp4", size=(320, 240), frames=2)
+    reply = await run_command(f"start {video} line=middle", ctx)
+    assert reply.ok, reply.text
+    assert _line_step(backend.calls[-1][1]["workflow_spec"])["line_segment"] == [[160, 0], [160, 240]]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("start 0 line=1,2,3", "line= takes X1,Y1,X2,Y2 in pixels"),
+        ("start 0 line=a,b,c,d", "line= takes X1,Y1,X2,Y2 in pixels"),
+        ("start 0 line=-5,0,5,0", "line= takes X1,Y1,X2,Y2 in pixels"),
+        ("start 0 line=", "line= takes X1,Y1,X2,Y2 in pixels"),
+        ("start 0 line=5,5,5,5", "two different points"),
+        ("start 0 workflow=a/b line=middle", "line= works with model=, not workflow="),
+        ("start corrupt.broken line=middle", "Could not read a frame to place line=middle"),
+    ],
+)
+async def test_bad_lines_get_one_line_fixes_and_start_nothing(ctx, backend, text, expected):
+    reply = await run_command(text, ctx)
+    assert not reply.ok and expected in reply.text and "\n" not in reply.text
+    assert [c for c in backend.calls if c[0] == "start_pipeline"] == []
+
+
+def test_usage_documents_line():
+    assert "line=X1,Y1,X2,Y2|middle" in USAGE

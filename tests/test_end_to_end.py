@@ -1,0 +1,115 @@
+"""End to end: /vision route + start line= on a real video → one Slack alert with frame → a thread reply reaches Claude."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import time
+
+import pytest
+
+from handlers.alerts import MUTE_ACTION, STOP_ACTION
+from tests.fakes.anthropic_api import FakeAnthropic, text
+from tests.fakes.slack_api import ApiCall, SlackEmulator
+from tests.fixtures.inference import crossing_line, make_video
+from tests.fixtures.slack import RunningBot, start_bot, stop_bot
+
+ALERTS = "C0ALERTS"
+
+
+def is_alert(call: ApiCall) -> bool:
+    return call.params.get("channel") == ALERTS and "blocks" in call.params
+
+
+def buttons(call: ApiCall) -> dict[str, str]:
+    actions = next(b for b in call.params["blocks"] if b["type"] == "actions")
+    return {e["action_id"]: e["text"]["text"] for e in actions["elements"]}
+
+
+async def command(slack_api: SlackEmulator, line: str) -> str:
+    """Run `/vision line` over socket mode; the answer, from the ack or (slow start) the response_url."""
+    env = await slack_api.await_ack(slack_api.slash(line, channel="C0GENERAL"))
+    answer = env.ack_payload["text"]
+    if "Working on" not in answer:
+        return answer
+    rid = env.payload["response_url"].rsplit("/", 1)[-1]
+    late = await slack_api.await_for("response_url", lambda c: c.params["rid"] == rid, timeout=40)
+    return late[0].params["text"]
+
+
+async def run_to_end(running: RunningBot, name: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        handles = {h.name: h for h in await running.runtime.pipelines.list()}
+        if handles[name].status not in ("starting", "running"):
+            return
+        await asyncio.sleep(0.2)
+    raise AssertionError(f"pipeline {name} still running after {timeout}s")
+
+
+def annotations(jpeg: bytes) -> dict[str, float]:
+    """What the workflow drew on the frame: purple box/label pixels, and the line's column vs the background."""
+    import cv2
+    import numpy as np
+
+    img = cv2.imdecode(np.frombuffer(jpeg, np.uint8), cv2.IMREAD_COLOR)
+    assert img is not None and img.shape[:2] == (480, 640)
+    hsv = cv2.cvtColor(img, cv2.COLOR_BGR2HSV)
+    purple = (hsv[..., 0] >= 125) & (hsv[..., 0] <= 155) & (hsv[..., 1] > 100) & (hsv[..., 2] > 100)
+    lane = slice(200, 280)  # rows between the two faces' lanes: only background and the line
+    return {"box_pixels": float(purple.sum()), "line_green": float(img[lane, 319:322, 1].mean()),
+            "background_green": float(img[lane, 90:110, 1].mean())}
+
+
+@pytest.mark.slow
+async def test_face_crossing_alerts_once_in_the_routed_channel_and_a_thread_reply_reaches_claude(
+    slack_env: dict[str, str], slack_api: SlackEmulator, anthropic_api: FakeAnthropic
+) -> None:
+    running = await start_bot(slack_env, slack_api)
+    try:
+        video = make_video(running.settings.workspace / "door.mp4")  # crossings: out at ~frame 37, in at ~38
+        x1, y1, x2, y2 = (v for point in crossing_line() for v in point)
+        assert "now go to" in await command(slack_api, f"route <#{ALERTS}|alerts> camera=door")
+        started = await command(slack_api, f"start {video} model=builtin/faces name=door line={x1},{y1},{x2},{y2}")
+        assert started.startswith("Started *door*") and "builtin/faces" in started, started
+        await run_to_end(running, "door")
+        await running.runtime.monitor.flush()
+
+        latest = running.runtime.pipelines.latest("door")
+        assert (latest.values["count_in"], latest.values["count_out"]) == (1, 1), "the video shows two crossings"
+        [alert] = await slack_api.await_for("chat.postMessage", is_alert)
+        assert "thread_ts" not in alert.params  # top level in the routed channel
+        assert buttons(alert) == {STOP_ACTION: "Stop pipeline", MUTE_ACTION: "Mute 1 h"}
+        said = json.dumps(alert.params["blocks"])
+        assert "line crossed" in said and ("totals in 0 / out 1" in said or "totals in 1 / out 0" in said), said
+        ts = slack_api.messages(ALERTS)[0]["ts"]
+
+        [shared] = await slack_api.await_for("files.completeUploadExternal")
+        assert (shared.params["channel_id"], shared.params["thread_ts"]) == (ALERTS, ts)
+        [upload] = slack_api.calls_to("files.upload")
+        frame = upload.body
+        assert frame[:3] == b"\xff\xd8\xff"
+        drawn = annotations(frame)  # the raw video has no purple and only grey noise at x=320
+        assert drawn["box_pixels"] > 1000 and drawn["line_green"] > drawn["background_green"] + 25, drawn
+
+        await asyncio.sleep(0.3)  # nothing else is on its way: the second crossing stayed inside the cooldown
+        assert len(slack_api.calls_to("chat.postMessage", is_alert)) == 1
+        assert len(slack_api.calls_to("files.completeUploadExternal")) == 1
+
+        anthropic_api.enqueue(text("Two faces crossed the door line, one each way."))
+        slack_api.message("what crossed?", channel=ALERTS, thread_ts=ts)
+        [reply] = await slack_api.await_for(
+            "chat.postMessage", lambda c: c.params.get("text") == "Two faces crossed the door line, one each way.",
+            timeout=15)
+        assert (reply.params["channel"], reply.params["thread_ts"]) == (ALERTS, ts)
+        messages = anthropic_api.ok_requests[0].body["messages"]
+        history = json.dumps(messages)
+        assert "door: line crossed" in history and "what crossed?" in history
+        images = [b for m in messages if isinstance(m["content"], list) for b in m["content"] if b["type"] == "image"]
+        assert images and images[0]["source"]["media_type"] == "image/jpeg"  # the alert's frame went with it
+        seen = annotations(base64.b64decode(images[0]["source"]["data"]))
+        assert seen["box_pixels"] > 1000, "the model saw the annotated frame"
+    finally:
+        await running.runtime.pipelines.stop_all()
+        await stop_bot(running)

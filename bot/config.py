@@ -143,6 +143,7 @@ class SlackConfig(_Section):
     allowed_channels: list[str] = []
     max_image_bytes: int = Field(20 * 1024 * 1024, ge=1)
     health_port: int | None = Field(None, ge=0, le=65535)
+    health_host: str = "127.0.0.1"  # "0.0.0.0" in a container whose orchestrator probes from outside
 
     @field_validator("api_url")
     @classmethod

@@ -51,6 +51,8 @@ class Heartbeat:
         self._state_path = state_path or Path(settings.workspace) / ".state" / "heartbeat.json"
         self._state = self._load_state()
         self._run_lock = asyncio.Lock()
+        self.last_run: float | None = None  # when the last heartbeat finished (any outcome), for /healthz
+        self.last_outcome: str | None = None
 
     # state (calls per day, cap notice, checklist) ---------------------------------
     def _load_state(self) -> dict[str, Any]:
@@ -89,6 +91,13 @@ class Heartbeat:
     # the tick -----------------------------------------------------------------
     async def run(self) -> str:
         """One heartbeat: tier 2 only if there is something to look at, within the cap and active hours."""
+        try:
+            self.last_outcome = await self._run_once()
+        finally:
+            self.last_run = self._clock()
+        return self.last_outcome
+
+    async def _run_once(self) -> str:
         async with self._run_lock:
             now = self.now()
             if self.settings.heartbeat.active_hours and not in_window(self.settings.heartbeat.active_hours, now):

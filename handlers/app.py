@@ -118,7 +118,7 @@ async def run(settings: Settings, runtime: Any = None, *, on_ready: Callable[[Sl
         stack.push_async_callback(handler.close_async)
         bot.socket = handler.client
         if settings.slack.health_port is not None:
-            health = HealthServer(bot, settings.slack.health_port)
+            health = HealthServer(bot, settings.slack.health_port, settings.slack.health_host)
             await health.start()
             stack.push_async_callback(health.stop)
         await handler.connect_async()

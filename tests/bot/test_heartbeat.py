@@ -105,6 +105,8 @@ async def test_idle_heartbeats_make_zero_llm_calls(rig: Rig, anthropic_api) -> N
         outcomes.append(await rig.hb.run())
     assert set(outcomes) == {"idle"}
     assert anthropic_api.requests == []
+    # even an idle heartbeat is a sign of life for /healthz
+    assert rig.hb.last_run == rig.clock() and rig.hb.last_outcome == "idle"
 
 
 async def test_new_event_makes_one_call_and_every_ok_variant_posts_nothing(rig: Rig, anthropic_api) -> None:

@@ -94,6 +94,11 @@ async def test_healthz_reports_socket_and_pipelines(
                 break
             await asyncio.sleep(0.02)
         assert body["socket"] is True and body["pipelines"] == 0 and body["last_heartbeat"]
+        assert body["heartbeat_source"] == "socket"  # no heartbeat has run yet
+        running.runtime.scheduler.heartbeat.last_run = 1_700_000_000.0  # as a finished heartbeat records it
+        async with aiohttp.ClientSession() as http, http.get(f"http://127.0.0.1:{port}/healthz") as resp:
+            body = await resp.json()
+        assert body["heartbeat_source"] == "scheduler" and body["last_heartbeat"] == "2023-11-14T22:13:20+00:00"
         await running.bot.socket.close()  # socket gone (and not coming back): unhealthy
         async with aiohttp.ClientSession() as http, http.get(f"http://127.0.0.1:{port}/healthz") as resp:
             assert resp.status == 503 and (await resp.json())["socket"] is False

@@ -1,10 +1,11 @@
-"""How much of each request is the byte-identical cached prefix (tools + stable system), turn 1 vs turn 2."""
+"""How much of each request the emulated prompt cache serves, over three agent turns (cross-turn reuse)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import tempfile
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -18,22 +19,30 @@ from tools import build_registry
 from workspace import Workspace
 from workspace.memory import MemoryStore
 
+QUESTIONS = ("What can you do?", "What do you know about the loading dock?", "Any parked cars in the lot?")
+
 
 def _prefix(body: dict[str, Any]) -> str:
-    """tools + system blocks up to the last cache_control marker, serialised canonically."""
+    """tools + system blocks up to the last system cache_control marker, serialised canonically."""
     system = body.get("system") or []
     marked = [i for i, b in enumerate(system) if "cache_control" in b]
-    return json.dumps([body.get("tools") or [], system[: marked[-1] + 1] if marked else []], sort_keys=True)
+    return json.dumps([body.get("tools") or [], system[: marked[-1] + 1] if marked else []], sort_keys=True,
+                      separators=(",", ":"))
+
+
+def _prompt(rec: Recorded) -> int:
+    u = rec.usage
+    return u["input_tokens"] + u["cache_creation_input_tokens"] + u["cache_read_input_tokens"]
 
 
 def _row(n: int, turn: int, rec: Recorded, first_prefix: str, model: str) -> str:
     prefix = _prefix(rec.body)
     u = rec.usage
-    prompt = u["input_tokens"] + u["cache_creation_input_tokens"] + u["cache_read_input_tokens"]
-    uncached = cost_of({"input_tokens": prompt, "output_tokens": u["output_tokens"]}, model)
+    uncached = cost_of({"input_tokens": _prompt(rec), "output_tokens": u["output_tokens"]}, model)
     return (f"{n:>3} {turn:>4} {len(rec.raw):>9} {len(prefix):>9} {len(prefix) / len(rec.raw):>7.1%} "
             f"{'yes' if prefix == first_prefix else 'NO':>9} {u['cache_creation_input_tokens']:>8} "
-            f"{u['cache_read_input_tokens']:>8} {u['input_tokens']:>7} {cost_of(u, model) / uncached:>10.2f}")
+            f"{u['cache_read_input_tokens']:>8} {u['input_tokens']:>7} "
+            f"{u['cache_read_input_tokens'] / _prompt(rec):>7.1%} {cost_of(u, model) / uncached:>10.2f}")
 
 
 async def _run(api: FakeAnthropic, root: Path) -> tuple[list[int], str]:
@@ -42,14 +51,19 @@ async def _run(api: FakeAnthropic, root: Path) -> tuple[list[int], str]:
     ws = Workspace(root)
     ws.init()
     llm = LLMClient(settings, ws.state_dir / "usage.json")
+    # Turns a few minutes apart, as in a real chat: the clock shown to the model changes every turn.
+    times = iter(datetime(2026, 2, 11, 10, 0, tzinfo=UTC) + timedelta(minutes=7 * n) for n in range(99))
     agent = Agent(llm=llm, tools=build_registry(), sessions=SessionStore(ws.sessions_dir), settings=settings,
-                  workspace=ws, services={"memory": MemoryStore(root, use_embeddings=False)})
+                  workspace=ws, services={"memory": MemoryStore(root, use_embeddings=False)},
+                  clock=lambda: next(times))
     api.enqueue(tool_use(("think", {"thought": "The user wants an overview; list the main abilities."})),
                 text("I can run detectors on images, watch cameras with pipelines and remember what I see."),
                 tool_use(("recall", {"query": "loading dock"})),
-                text("Nothing about the loading dock is in memory yet."))
+                text("Nothing about the loading dock is in memory yet."),
+                tool_use(("think", {"thought": "Parking question: the parking-lot skill applies."})),
+                text("I need a camera on the lot; which one should I use?"))
     turns: list[int] = []
-    for turn, question in enumerate(("What can you do?", "What do you know about the loading dock?"), 1):
+    for turn, question in enumerate(QUESTIONS, 1):
         async for _ in agent.process_message("bench:prefix", question):
             pass
         turns += [turn] * (len(api.ok_requests) - len(turns))
@@ -57,25 +71,28 @@ async def _run(api: FakeAnthropic, root: Path) -> tuple[list[int], str]:
     return turns, settings.llm.model
 
 
+def _share(reqs: list[Recorded]) -> float:
+    return sum(r.usage["cache_read_input_tokens"] for r in reqs) / max(1, sum(_prompt(r) for r in reqs))
+
+
 def main() -> None:
     with FakeAnthropic(min_cache_tokens=1024) as api, tempfile.TemporaryDirectory() as tmp:
         turns, model = asyncio.run(_run(api, Path(tmp) / "ws"))
         reqs = api.ok_requests
         first = _prefix(reqs[0].body)
-        print("Requests of two agent turns (each turn: a tool call, then the answer), emulated prompt cache.")
-        print("  #  turn  req bytes  prefix B  prefix%  identical  cache_wr  cache_rd  uncached  cost/no-cache")
+        print(f"Requests of {len(QUESTIONS)} agent turns (each: a tool call, then the answer), emulated prompt cache.")
+        print("  #  turn  req bytes  prefix B  prefix%  identical  cache_wr  cache_rd  uncached  read%  cost/no-cache")
         for n, (turn, rec) in enumerate(zip(turns, reqs, strict=False), 1):
             print(_row(n, turn, rec, first, model))
-        t1 = [r for t, r in zip(turns, reqs, strict=False) if t == 1][0]
-        t2 = [r for t, r in zip(turns, reqs, strict=False) if t == 2][0]
-        same = _prefix(t1.body) == _prefix(t2.body)
-        print(f"turn-1 vs turn-2 first request: cached prefix byte-identical = {same}; "
-              f"prefix share of request bytes {len(_prefix(t1.body)) / len(t1.raw):.1%} -> "
-              f"{len(_prefix(t2.body)) / len(t2.raw):.1%}")
-        total = sum(r.usage["input_tokens"] + r.usage["cache_creation_input_tokens"]
-                    + r.usage["cache_read_input_tokens"] for r in reqs)
-        read = sum(r.usage["cache_read_input_tokens"] for r in reqs)
-        print(f"prompt tokens served from cache over all {len(reqs)} requests: {read / total:.1%}")
+        openers = [next(r for t, r in zip(turns, reqs, strict=False) if t == k) for k in range(1, len(QUESTIONS) + 1)]
+        same = len({_prefix(r.body) for r in openers}) == 1
+        print(f"first request of each turn: tools+system prefix byte-identical = {same}; prefix share of request "
+              f"bytes {' -> '.join(f'{len(_prefix(r.body)) / len(r.raw):.1%}' for r in openers)}")
+        print("first request of each turn, share of prompt tokens read from cache (history reuse across turns): "
+              + " -> ".join(f"{r.usage['cache_read_input_tokens'] / _prompt(r):.1%}" for r in openers))
+        later = [r for t, r in zip(turns, reqs, strict=False) if t > 1]
+        print(f"prompt tokens served from cache: all {len(reqs)} requests {_share(reqs):.1%}; "
+              f"turns 2-{len(QUESTIONS)} {_share(later):.1%}")
 
 
 if __name__ == "__main__":

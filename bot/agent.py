@@ -14,7 +14,7 @@ from bot import messages as msgs
 from bot.context_guard import ContextGuard, turn_starts
 from bot.events import AgentEvent, EventType
 from bot.llm import LLMError, LLMResponse, ToolCall
-from bot.prompt import build_system
+from bot.prompt import build_system, skills_in, skills_reloaded, turn_context
 from tools.base import Attachment, ToolContext, ToolResult
 
 log = logging.getLogger(__name__)
@@ -58,6 +58,7 @@ class Agent:
         services: dict[str, Any] | None = None,
         capabilities: str | Callable[[], str] = "",
         pipelines_text: Callable[[], str] | None = None,
+        clock: Callable[[], datetime] | None = None,
     ) -> None:
         self.llm, self.tools, self.sessions = llm, tools, sessions
         self.settings, self.workspace = settings, workspace
@@ -66,6 +67,7 @@ class Agent:
         self.services.setdefault("workspace", workspace)
         self._capabilities = capabilities
         self._pipelines_text = pipelines_text
+        self._clock = clock or datetime.now
         self._active: dict[str, int] = {}
         self.guard = ContextGuard(llm, sessions, settings.llm.context_window, self.services)
 
@@ -78,11 +80,13 @@ class Agent:
         atts = list(attachments or [])
         async with self._turn(session_key):
             skills = self._match_skills(text)
-            user_msg = msgs.user_message(text, atts)
+            earlier = skills_in(self.sessions.history(session_key))
+            context = turn_context(self.workspace, self._pipelines(), skills, self._clock(), earlier)
+            user_msg = msgs.user_message(text, atts, context)
             self.sessions.add_files(session_key, [_file_record(a) for a in atts])
             # Tools may use any file shared earlier in this session (by path or Slack file id), newest first.
             shared = [_attachment(f) for f in reversed(self.sessions.files(session_key))]
-            async for ev in self._run(session_key, user_msg, "full", skills, shared):
+            async for ev in self._run(session_key, user_msg, "full", shared, skills):
                 yield ev
 
     async def process_heartbeat(
@@ -91,7 +95,8 @@ class Agent:
         """Run a heartbeat turn in its own session; a HEARTBEAT_OK reply yields no RESPONSE."""
         async with self._turn(session_key):
             self._trim_heartbeat(session_key)
-            async for ev in self._run(session_key, msgs.heartbeat_message(text, frames), "heartbeat", [], []):
+            context = turn_context(None, self._pipelines(), (), self._clock())
+            async for ev in self._run(session_key, msgs.heartbeat_message(text, frames, context), "heartbeat", []):
                 if ev.type is EventType.RESPONSE and is_heartbeat_ok(ev.data["text"]):
                     log.info("heartbeat %s: nothing notable", session_key)
                     continue
@@ -123,15 +128,18 @@ class Agent:
             self._active[key] -= 1
 
     async def _run(
-        self, key: str, user_msg: dict[str, Any], mode: str, skills: list[str], atts: list[Attachment]
+        self, key: str, user_msg: dict[str, Any], mode: str, atts: list[Attachment], skills: Sequence[str] = ()
     ) -> AsyncIterator[AgentEvent]:
         self._repair(key)
+        # The turn context rides in user_msg and so in the history: the system prompt never changes between
+        # turns, and every earlier turn stays a cached prefix of the next request.
         self.sessions.append(key, user_msg)
-        system = build_system(self.workspace, self.tools, mode, self._pipelines(), skills, self._caps())
+        system = build_system(self.workspace, self.tools, mode, self._caps())
         defs = self.tools.definitions()
         ctx = ToolContext(self.settings, key, atts, self.services)
         for _ in range(self.settings.llm.max_iterations):
             if await self.guard.maybe_compact(key, system, defs):
+                self._restore_skills(key, skills)
                 yield _ev(EventType.THINKING, text="The conversation got long: older turns were summarised into memory.")
             try:
                 history = self.sessions.history(key)
@@ -224,6 +232,13 @@ class Agent:
     def _match_skills(self, text: str) -> list[str]:
         match = getattr(self.workspace, "match_skills", None)
         return [s.name for s in match(text)] if match else []
+
+    def _restore_skills(self, key: str, skills: Sequence[str]) -> None:
+        # A skill this turn only pointed to ("loaded earlier") may have been summarised away: load it again.
+        missing = [s for s in skills if s not in skills_in(self.sessions.history(key))]
+        text = skills_reloaded(self.workspace, missing) if missing else ""
+        if text:
+            self.sessions.append(key, {"role": "user", "content": [{"type": "text", "text": text}]})
 
     def _repair(self, key: str) -> None:
         """After a crash mid-tool the transcript may end with a tool_use and no result: close it."""

@@ -30,8 +30,13 @@ def _attachment_line(n: int, att: Attachment, problem: str = "") -> str:
     return " ".join(parts)
 
 
-def user_message(text: str, attachments: Sequence[Attachment] = ()) -> dict[str, Any]:
-    """A user turn: attached images as image blocks, then the text with a note naming each attachment.
+def _with_context(context: str) -> list[dict[str, Any]]:
+    return [_text(context)] if context.strip() else []
+
+
+def user_message(text: str, attachments: Sequence[Attachment] = (), context: str = "") -> dict[str, Any]:
+    """A user turn: attached images as image blocks, the turn context (if any), then the text with a note
+    naming each attachment. The user's text stays the last block.
 
     The note matters: tools take an `image` argument, and the model can only pass a path or file id it has seen.
     """
@@ -48,18 +53,18 @@ def user_message(text: str, attachments: Sequence[Attachment] = ()) -> dict[str,
     body = text.strip() or ("(no text; see the attached images)" if attachments else "(empty message)")
     if lines:
         body += "\n\nAttached files (pass a path or Slack file id as `image` to tools):\n" + "\n".join(lines)
-    return {"role": "user", "content": blocks + [_text(body)]}
+    return {"role": "user", "content": blocks + _with_context(context) + [_text(body)]}
 
 
-def heartbeat_message(text: str, frames: Sequence[bytes] = ()) -> dict[str, Any]:
-    """The user message of a heartbeat turn: latest frames (<= 640 px) then the status text."""
+def heartbeat_message(text: str, frames: Sequence[bytes] = (), context: str = "") -> dict[str, Any]:
+    """The user message of a heartbeat turn: latest frames (<= 640 px), the turn context, then the status text."""
     blocks: list[dict[str, Any]] = []
     for frame in frames:
         try:
             blocks.append(to_image_block(frame, RESULT_IMAGE_MAX))
         except ValueError as exc:
             log.warning("heartbeat frame skipped: %s", exc)
-    return {"role": "user", "content": blocks + [_text(text.strip() or "Heartbeat check.")]}
+    return {"role": "user", "content": blocks + _with_context(context) + [_text(text.strip() or "Heartbeat check.")]}
 
 
 def tool_result_block(tool_use_id: str, result: ToolResult) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""System prompt blocks: a stable, cached prefix (identity, workspace files, capabilities) and a dynamic tail."""
+"""System prompt blocks (stable, cached: identity, workspace files, skills, capabilities) and the per-turn context."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ log = logging.getLogger(__name__)
 
 CACHE = {"type": "ephemeral"}
 PROMPT_FILES = ("AGENTS.md", "USER.md", "CAMERAS.md")
+TURN_CONTEXT_OPEN, TURN_CONTEXT_CLOSE = "<turn_context>", "</turn_context>"
+SKILL_HEADING = "## Skill loaded for this request: "
 
 
 def _text(text: str) -> dict[str, Any]:
@@ -33,8 +35,21 @@ def _workspace_blocks(workspace: Any, only: Iterable[str] = PROMPT_FILES) -> lis
     return [_text(f"# {name}\n\n{files[name].strip()}") for name in names if files[name].strip()]
 
 
+def _skills_list(workspace: Any) -> list[dict[str, Any]]:
+    # Stable: it changes only when a skill file changes, like AGENTS.md, so it belongs to the cached prefix.
+    skills = workspace.list_skills() if workspace is not None else []
+    if not skills:
+        return []
+    lines = [f"- {s.name}: {s.description}" for s in skills]
+    return [_text(
+        "## Skills\nDomain instructions in the workspace. The ones matching a request are loaded in full in that "
+        "turn's <turn_context>; if another one applies, say which and follow it after the user agrees.\n"
+        + "\n".join(lines)
+    )]
+
+
 def stable_blocks(workspace: Any, tools: Any, mode: str, capabilities: str) -> list[dict[str, Any]]:
-    """The cacheable prefix; byte-identical between turns unless a workspace file or capability changes."""
+    """The cacheable prefix; byte-identical between turns unless a workspace file, skill or capability changes."""
     if mode == "heartbeat":
         checklist = (workspace.heartbeat_checklist() if workspace is not None else "").strip()
         blocks = [_text(HEARTBEAT_IDENTITY + _tool_line(tools))]
@@ -43,61 +58,86 @@ def stable_blocks(workspace: Any, tools: Any, mode: str, capabilities: str) -> l
     else:
         blocks = [_text(CORE_IDENTITY + _tool_line(tools))]
         blocks += _workspace_blocks(workspace)
+        blocks += _skills_list(workspace)
         if capabilities.strip():
             blocks.append(_text(capabilities.strip()))
     blocks[-1]["cache_control"] = dict(CACHE)
     return blocks
 
 
-def _skills_text(workspace: Any, skills_loaded: Iterable[str]) -> list[dict[str, Any]]:
-    skills = workspace.list_skills() if workspace is not None else []
-    blocks: list[dict[str, Any]] = []
-    if skills:
-        lines = [f"- {s.name}: {s.description}" for s in skills]
-        blocks.append(_text(
-            "## Skills\nDomain instructions in the workspace. The ones matching a request are loaded below; "
-            "if another one applies, say which and follow it after the user agrees.\n" + "\n".join(lines)
-        ))
+def _loaded_skills(workspace: Any, skills_loaded: Iterable[str], loaded_before: Iterable[str] = ()) -> list[str]:
+    before = set(loaded_before)
+    parts: list[str] = []
     for name in skills_loaded:
+        if name in before:  # its full text is already in the history: a pointer keeps the history from growing
+            parts.append(f"## Skill {name} applies to this request too; its full text was loaded earlier in this "
+                         "conversation.")
+            continue
         body = workspace.load_skill(name) if workspace is not None else None
         if body:
-            blocks.append(_text(f"## Skill loaded for this request: {name}\n\n{body.strip()}"))
+            parts.append(f"{SKILL_HEADING}{name}\n\n{body.strip()}")
         else:
             log.warning("skill %s matched but could not be loaded", name)
-    return blocks
+    return parts
 
 
-def dynamic_blocks(
-    workspace: Any, pipelines_text: str, skills_loaded: Iterable[str], now: datetime | None = None
-) -> list[dict[str, Any]]:
-    """The per-turn tail: time, active pipelines, skills. Never cached, so it may change every call."""
+def _wrap(parts: list[str]) -> str:
+    return f"{TURN_CONTEXT_OPEN}\n" + "\n\n".join(parts) + f"\n{TURN_CONTEXT_CLOSE}"
+
+
+def skills_in(messages: Iterable[dict[str, Any]]) -> set[str]:
+    """Names of skills whose full text a turn context in these messages already carries."""
+    found: set[str] = set()
+    for m in messages:
+        blocks = m["content"] if m["role"] == "user" and isinstance(m["content"], list) else []
+        for b in blocks:
+            text = b.get("text", "") if b.get("type") == "text" else ""
+            if TURN_CONTEXT_OPEN in text:
+                found.update(line[len(SKILL_HEADING):].strip() for line in text.splitlines()
+                             if line.startswith(SKILL_HEADING))
+    return found
+
+
+def turn_context(
+    workspace: Any,
+    pipelines_text: str = "",
+    skills_loaded: Iterable[str] = (),
+    now: datetime | None = None,
+    loaded_before: Iterable[str] = (),
+) -> str:
+    """The per-turn context (time, active pipelines, skills matched this turn) as one text for the user message.
+
+    It opens the turn's user message instead of closing the system prompt, so the system prompt stays
+    byte-identical and the history before this turn stays a cached prefix (seed 7.1). Skills named in
+    loaded_before (see `skills_in`) are only pointed to, not repeated.
+    """
     now = (now or datetime.now()).astimezone()
-    blocks = [_text(f"Current time: {now.strftime('%A %Y-%m-%d %H:%M %Z')}")]
-    blocks.append(_text("## Active pipelines\n" + (pipelines_text.strip() or "None running.")))
-    return blocks + _skills_text(workspace, skills_loaded)
+    parts = [f"Current time: {now.strftime('%A %Y-%m-%d %H:%M %Z')}",
+             "## Active pipelines\n" + (pipelines_text.strip() or "None running.")]
+    return _wrap(parts + _loaded_skills(workspace, skills_loaded, loaded_before))
+
+
+def skills_reloaded(workspace: Any, names: Iterable[str]) -> str:
+    """A turn-context text carrying these skills in full again (after compaction summarised the earlier copy)."""
+    parts = _loaded_skills(workspace, names)
+    return _wrap(["The earlier conversation was summarised; skills this request relies on, in full again:", *parts]
+                 ) if parts else ""
 
 
 def build_system(
     workspace: Any,
     tools: Any = None,
     mode: Literal["full", "heartbeat"] = "full",
-    pipelines_text: str = "",
-    skills_loaded: Iterable[str] = (),
     capabilities: str = "",
-    now: datetime | None = None,
 ) -> list[dict[str, Any]]:
-    """System prompt content blocks: stable blocks (last one carries cache_control) then the dynamic tail.
+    """System prompt content blocks, all stable; the last one carries cache_control.
+
+    Per-turn facts (time, pipelines, loaded skills) go in `turn_context`, at the start of each user turn.
 
     Args:
         workspace: a `workspace.Workspace` (prompt files, heartbeat checklist, skills) or None.
         tools: the ToolRegistry, to name the tools in the prompt.
         mode: "full" for conversations, "heartbeat" for the lighter scheduled check.
-        pipelines_text: a short summary of running pipelines.
-        skills_loaded: names of skills whose full SKILL.md goes into this turn's tail.
         capabilities: block/model summary text (stable; part of the cached prefix).
-        now: the time to show (defaults to the local time).
     """
-    if mode == "heartbeat":
-        skills_loaded = ()
-    stable = stable_blocks(workspace, tools, mode, capabilities)
-    return stable + dynamic_blocks(workspace if mode == "full" else None, pipelines_text, skills_loaded, now)
+    return stable_blocks(workspace, tools, mode, capabilities)

@@ -156,11 +156,65 @@ async def test_cache_markers_and_byte_identical_prefix_between_turns(anthropic_a
         tools, system = req.body["tools"], req.body["system"]
         assert [i for i, t in enumerate(tools) if "cache_control" in t] == [len(tools) - 1]
         marked = [i for i, b in enumerate(system) if "cache_control" in b]
-        assert len(marked) == 1 and marked[0] < len(system) - 1  # the dynamic tail comes after the marker
+        assert marked == [len(system) - 1]  # the whole system prompt is stable
+        turn = req.body["messages"][-1]["content"]
+        # the dynamic tail moved into the turn's user message, just before the user's text
+        assert turn[-2]["text"].startswith("<turn_context>\nCurrent time: ") and "## Active pipelines" in turn[-2]["text"]
+        assert not any("Current time" in b["text"] for b in system)
         prefixes.append(json.dumps([tools, system[: marked[0] + 1]]))
     assert prefixes[0] == prefixes[1]
-    second = anthropic_api.requests[1]
+    first, second = anthropic_api.requests
+    unmarked = [{**m, "content": [{k: v for k, v in b.items() if k != "cache_control"} for b in m["content"]]}
+                for m in first.body["messages"]]
+    assert second.body["messages"][:1] == unmarked
+    assert sum("cache_control" in b for m in second.body["messages"] for b in m["content"]) == 1
     assert second.usage["cache_read_input_tokens"] >= len(prefixes[0]) // 8
+    # all the first request cached, its user message included, is read back: turn 1 is a cached prefix of turn 2
+    assert second.usage["cache_read_input_tokens"] == first.usage["cache_creation_input_tokens"] > 0
+
+
+async def test_turn_context_carries_time_pipelines_and_matched_skill_into_the_history(anthropic_api, llm_settings, ws):
+    from datetime import UTC, datetime
+
+    times = iter([datetime(2026, 2, 11, 10, n, tzinfo=UTC) for n in (0, 9, 15)])
+    llm = LLMClient(llm_settings, ws.state_dir / "usage.json", retry_base_delay=0.001)
+    _OPEN.append(llm)
+    agent = Agent(llm=llm, tools=build_registry(), sessions=SessionStore(ws.sessions_dir), settings=llm_settings,
+                  workspace=ws, pipelines_text=lambda: "pipe_3 'lot' running 2 fps", clock=lambda: next(times))
+    anthropic_api.enqueue(text("Hi."), text("Two cars."))
+    await collect(agent.process_message("cli:a", "hello"))
+    await collect(agent.process_message("cli:a", "How many parked cars are in the lot?"))
+    first, second = anthropic_api.requests
+    assert first.body["system"] == second.body["system"]
+    msgs = second.body["messages"]
+    old_ctx, new_ctx = msgs[0]["content"][0]["text"], msgs[2]["content"][0]["text"]
+    assert "2026-02-11 10:00" in old_ctx and "Skill loaded" not in old_ctx  # earlier turns keep their own context
+    assert "2026-02-11 10:09" in new_ctx and "pipe_3 'lot'" in new_ctx
+    assert "Skill loaded for this request: parking-lot" in new_ctx and "# Parking Lot" in new_ctx
+    assert msgs[2]["content"][-1]["text"] == "How many parked cars are in the lot?"
+    stored = SessionStore(ws.sessions_dir).history("cli:a")  # a restart sees the same turn contexts
+    assert stored[2]["content"][0]["text"] == new_ctx and len(stored) == 4
+    anthropic_api.enqueue(text("Still two."))
+    await collect(agent.process_message("cli:a", "And parked cars now?"))
+    third = anthropic_api.requests[-1].body["messages"]
+    assert third[:4] == [{**m, "content": [{k: v for k, v in b.items() if k != "cache_control"} for b in m["content"]]}
+                         for m in msgs] + [third[3]]  # the history is a prefix: nothing before this turn changed
+    ctx = third[4]["content"][0]["text"]
+    assert "10:15" in ctx and "Skill parking-lot applies to this request too" in ctx and "# Parking Lot" not in ctx
+
+
+async def test_a_skill_pointed_to_is_loaded_again_when_compaction_summarised_it_away(anthropic_api, llm_settings, ws):
+    agent = make_agent(tuned(llm_settings, context_window=1000), ws)
+    anthropic_api.enqueue(text("Two cars."), text("- user watches parked cars in the lot"), text("Three cars."))
+    await collect(agent.process_message("cli:a", "How many parked cars are in the lot?"))
+    events = await collect(agent.process_message("cli:a", "And parked cars now?"))
+    assert kinds(events) == ["thinking", "response"]
+    assert "Skill loaded for this request: parking-lot" in anthropic_api.requests[1].body["messages"][0]["content"]
+    final = anthropic_api.requests[2].body["messages"]
+    assert len(final) == 1 and final[0]["content"][0]["text"].startswith(SUMMARY_PREFIX)
+    texts = [b["text"] for b in final[0]["content"]]
+    assert "Skill parking-lot applies to this request too" in texts[1] and texts[2] == "And parked cars now?"
+    assert "Skill loaded for this request: parking-lot" in texts[3] and "# Parking Lot" in texts[3]
 
 
 async def test_daily_cost_cap_ends_the_turn_with_one_error_line(anthropic_api, llm_settings, ws):
@@ -220,6 +274,9 @@ async def test_heartbeat_ok_is_silent_and_alerts_are_responses(anthropic_api, ll
     first = anthropic_api.requests[0].body
     assert "exactly HEARTBEAT_OK" in first["system"][0]["text"]
     image = first["messages"][0]["content"][0]
+    context = first["messages"][0]["content"][1]["text"]
+    assert context.startswith("<turn_context>\nCurrent time: ") and "Skill loaded" not in context
+    assert first["messages"][0]["content"][-1]["text"] == "Pipelines: dock running."
     assert max(Image.open(io.BytesIO(base64.b64decode(image["source"]["data"]))).size) == 640
     assert agent.sessions.history("heartbeat")[-1]["content"][0]["text"].startswith("Camera dock")
 
@@ -261,7 +318,8 @@ async def test_attachments_become_image_blocks_and_a_note_tools_can_use(anthropi
     content = anthropic_api.requests[0].body["messages"][0]["content"]
     size = Image.open(io.BytesIO(base64.b64decode(content[0]["source"]["data"]))).size
     assert size == (1568, 784)
-    assert str(photo) in content[1]["text"] and "F0123ABCD" in content[1]["text"]
+    assert str(photo) in content[-1]["text"] and "F0123ABCD" in content[-1]["text"]
+    assert content[1]["text"].startswith("<turn_context>")  # between the images and the user's text
 
 
 class ImageRefArgs(ToolArgs):

@@ -1,4 +1,4 @@
-"""System prompt: stable cached prefix (byte-identical across turns), dynamic tail, heartbeat mode."""
+"""System prompt: fully stable and cached (byte-identical across turns), the per-turn context, heartbeat mode."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from bot.prompt import build_system
+from bot.prompt import build_system, turn_context
 from tools import build_registry
 from workspace import Workspace
 
@@ -31,52 +31,66 @@ def cached(blocks: list[dict]) -> list[dict]:
 
 def test_stable_prefix_is_byte_identical_between_turns_and_carries_the_only_marker(ws):
     reg = build_registry()
-    first = build_system(ws, reg, pipelines_text="", now=T1)
-    later = build_system(ws, reg, pipelines_text="pipe_1 dock: running, 3 people", now=T1 + timedelta(minutes=7),
-                         skills_loaded=["parking-lot"])
+    first = build_system(ws, reg)
+    later = build_system(ws, reg)
     assert json.dumps(cached(first)) == json.dumps(cached(later))
     assert sum("cache_control" in b for b in first) == 1
-    tail_first, tail_later = first[len(cached(first)):], later[len(cached(later)):]
+    assert cached(first) == first  # the whole system prompt is the cached prefix: nothing follows the marker
+    tail_first = turn_context(ws, "", now=T1)
+    tail_later = turn_context(ws, "pipe_1 dock: running, 3 people", ["parking-lot"], now=T1 + timedelta(minutes=7))
     assert tail_first != tail_later
-    assert "2026-02-11" in tail_first[0]["text"]
+    assert tail_first.startswith("<turn_context>\nCurrent time: ") and tail_first.endswith("</turn_context>")
+    assert "2026-02-11" in tail_first
     assert not any("2026" in b["text"] for b in cached(first))  # no timestamp can break the cache
 
 
 def test_workspace_files_and_capabilities_are_in_the_stable_part(ws):
-    blocks = build_system(ws, build_registry(), capabilities="Blocks: line_counter, time_in_zone", now=T1)
+    blocks = build_system(ws, build_registry(), capabilities="Blocks: line_counter, time_in_zone")
     stable = "\n".join(b["text"] for b in cached(blocks))
     assert "# AGENTS.md" in stable and "warehouse" in stable
     assert "rtsp://10.0.0.5/s1" in stable
     assert cached(blocks)[-1]["text"] == "Blocks: line_counter, time_in_zone"
-    changed = build_system(ws, build_registry(), capabilities="Blocks: other", now=T1)
+    changed = build_system(ws, build_registry(), capabilities="Blocks: other")
     assert cached(changed) != cached(blocks)
 
 
 def test_identity_documents_builtin_models_images_and_workflow_format(ws):
-    identity = build_system(ws, build_registry(), now=T1)[0]["text"]
+    identity = build_system(ws, build_registry())[0]["text"]
     for needle in ("builtin/faces", "Haar", "builtin/people", "HOG", "builtin/motion", "workspace/project/version",
                    "Slack file id", '"steps"', "$steps.", "remember", "run_inference"):
         assert needle in identity, needle
 
 
-def test_skills_listed_in_tail_and_loaded_ones_in_full(ws):
-    blocks = build_system(ws, build_registry(), skills_loaded=["parking-lot"], now=T1)
-    tail = "\n".join(b["text"] for b in blocks[len(cached(blocks)):])
+def test_skills_listed_in_the_stable_prompt_and_loaded_ones_in_full_in_the_turn_context(ws):
+    blocks = build_system(ws, build_registry())
+    stable = "\n".join(b["text"] for b in cached(blocks))
     for name in ("ppe-compliance", "parking-lot", "package-delivery", "quality-inspection"):
-        assert f"- {name}:" in tail
+        assert f"- {name}:" in stable
+    tail = turn_context(ws, skills_loaded=["parking-lot"], now=T1)
     assert "Skill loaded for this request: parking-lot" in tail
     assert "# Parking Lot and Vehicle Monitoring" in tail
     assert "Package Delivery Detection" not in tail  # only the matched skill is loaded in full
 
 
-def test_active_pipelines_in_tail(ws):
-    blocks = build_system(ws, build_registry(), pipelines_text="pipe_7 'dock' running 5 fps", now=T1)
-    assert any("pipe_7 'dock'" in b["text"] for b in blocks[len(cached(blocks)):])
+def test_a_new_skill_changes_the_stable_prompt_and_an_unknown_one_is_skipped(ws):
+    before = build_system(ws, build_registry())
+    (ws.skills_dir / "forklift-safety").mkdir()
+    (ws.skills_dir / "forklift-safety" / "SKILL.md").write_text(
+        "---\nname: forklift-safety\ndescription: Forklifts near people in the warehouse\n---\n# Forklift Safety\n")
+    after = build_system(ws, build_registry())
+    assert after != before and "- forklift-safety: Forklifts near people" in json.dumps(cached(after))
+    assert "Skill loaded" not in turn_context(ws, skills_loaded=["no-such-skill"], now=T1)
+
+
+def test_active_pipelines_in_the_turn_context(ws):
+    assert "pipe_7 'dock'" in turn_context(ws, "pipe_7 'dock' running 5 fps", now=T1)
+    assert "None running." in turn_context(ws, "", now=T1)
+    assert not any("pipe_7" in b["text"] for b in build_system(ws, build_registry()))
 
 
 def test_heartbeat_mode_is_lighter_and_asks_for_heartbeat_ok(ws):
-    full = build_system(ws, build_registry(), now=T1)
-    hb = build_system(ws, build_registry(), mode="heartbeat", skills_loaded=["parking-lot"], now=T1)
+    full = build_system(ws, build_registry())
+    hb = build_system(ws, build_registry(), mode="heartbeat")
     text = "\n".join(b["text"] for b in hb)
     assert "exactly HEARTBEAT_OK" in text
     assert "Heartbeat Checklist" in text and "Is every running pipeline still receiving frames" in text
@@ -89,6 +103,6 @@ def test_heartbeat_mode_is_lighter_and_asks_for_heartbeat_ok(ws):
 def test_builtin_model_ids_in_the_prompt_are_the_ones_the_backend_knows(ws):
     from bot.backends.workflows import BUILTIN_MODELS
 
-    identity = build_system(ws, build_registry(), now=T1)[0]["text"]
+    identity = build_system(ws, build_registry())[0]["text"]
     for model_id, block in BUILTIN_MODELS.items():
         assert f"`{model_id}`" in identity and f"`{block}`" in identity

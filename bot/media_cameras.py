@@ -1,4 +1,4 @@
-"""The camera registry as tools see it: name -> URL, from the workspace service or CAMERAS.md directly."""
+"""The camera registry as tools see it: name -> URL, host names, lookups by name or URL."""
 
 from __future__ import annotations
 
@@ -9,61 +9,17 @@ from urllib.parse import urlsplit
 
 log = logging.getLogger(__name__)
 
-_NAME_COLS = ("name", "camera", "id")
-_URL_COLS = ("url", "source", "stream", "video", "video_reference")
-
-
-def parse_cameras_md(text: str) -> dict[str, str]:
-    """Name -> URL from every markdown table whose header has a name and a URL column."""
-    out: dict[str, str] = {}
-    name_i = url_i = None
-    for line in text.splitlines():
-        line = line.strip()
-        if not line.startswith("|"):
-            name_i = url_i = None  # a new table needs its own header row
-            continue
-        cells = [c.strip().strip("`").strip() for c in line.strip("|").split("|")]
-        if name_i is None:
-            lower = [c.lower() for c in cells]
-            name_i = next((lower.index(c) for c in _NAME_COLS if c in lower), None)
-            url_i = next((lower.index(c) for c in _URL_COLS if c in lower), None)
-            if name_i is None or url_i is None:
-                name_i = url_i = None
-            continue
-        if set("".join(cells)) <= set("-: "):
-            continue  # the |---|---| separator row
-        if max(name_i, url_i) < len(cells) and cells[name_i] and cells[url_i]:
-            out[cells[name_i]] = cells[url_i]
-    return out
-
-
-def _field(item: Any, *names: str) -> Any:
-    for n in names:
-        val = item.get(n) if isinstance(item, dict) else getattr(item, n, None)
-        if val:
-            return val
-    return None
-
-
-def _normalise(raw: Any) -> dict[str, str]:
-    if isinstance(raw, dict):
-        items = [(k, v if isinstance(v, str) else _field(v, *_URL_COLS)) for k, v in raw.items()]
-    else:
-        items = [(_field(c, *_NAME_COLS), _field(c, *_URL_COLS)) for c in raw]
-    return {str(k): str(v) for k, v in items if k and v}
-
 
 def cameras(workspace: Any, settings: Any) -> dict[str, str]:
-    """Registered cameras (name -> URL); the workspace service wins, else CAMERAS.md is read here."""
-    if workspace is not None and callable(getattr(workspace, "cameras", None)):
-        try:
-            return _normalise(workspace.cameras())
-        except Exception:  # a malformed registry must not break image loading
-            log.warning("workspace.cameras() failed; reading CAMERAS.md directly", exc_info=True)
-    path = Path(settings.workspace) / "CAMERAS.md"
+    """Registered cameras (name -> URL) from CAMERAS.md, read by the workspace's one table parser."""
+    if workspace is None or not callable(getattr(workspace, "cameras", None)):
+        from workspace import Workspace
+
+        workspace = Workspace(Path(settings.workspace))
     try:
-        return parse_cameras_md(path.read_text(encoding="utf-8")) if path.is_file() else {}
-    except OSError:
+        return {c.name: c.url for c in workspace.cameras()}
+    except Exception:  # a malformed or unreadable registry must not break image loading
+        log.warning("could not read the camera registry (CAMERAS.md)", exc_info=True)
         return {}
 
 

@@ -24,7 +24,7 @@ def strip_comments(text: str) -> str:
 
 
 _NAME_COLS = ("name", "camera", "id")
-_URL_COLS = ("url", "source", "stream", "address")
+_URL_COLS = ("url", "source", "stream", "address", "video", "video_reference")
 
 
 def _column(header: list[str], names: tuple[str, ...]) -> int | None:
@@ -32,7 +32,7 @@ def _column(header: list[str], names: tuple[str, ...]) -> int | None:
 
 
 def parse_camera_table(text: str) -> list[Camera]:
-    """Cameras from every Markdown table with a Name (or Camera) and a URL (or Source/Stream) column.
+    """Cameras from every Markdown table with a Name (or Camera/Id) and a URL (or Source/Stream/Video) column.
 
     Tables may be split by site under their own headings; rows in <!-- --> comments are examples, not cameras.
     """

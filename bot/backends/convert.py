@@ -14,21 +14,6 @@ MAX_VALUE_CHARS = 2000  # JSON-able workflow values bigger than this are dropped
 JPEG_QUALITY = 85
 
 
-def redact_reference(reference: str) -> str:
-    """A video reference safe to show or log: the password of `scheme://user:password@host` becomes ***."""
-    from urllib.parse import urlsplit, urlunsplit
-
-    try:
-        parts = urlsplit(reference)
-    except ValueError:
-        return reference
-    if not parts.netloc or "@" not in parts.netloc:
-        return reference
-    creds, host = parts.netloc.rsplit("@", 1)
-    user = creds.split(":", 1)[0]
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}" if ":" in creds else f"***@{host}"))
-
-
 def encode_jpeg(image: Any, max_dimension: int | None = None) -> bytes:
     """BGR numpy image → JPEG bytes, downscaled so the longer side is at most max_dimension."""
     import cv2

@@ -8,7 +8,7 @@ import time
 from collections import deque
 
 from bot.backends.base import InferenceResult, PipelineHandle, ResultListener
-from bot.backends.convert import redact_reference
+from bot.redaction import redact
 
 log = logging.getLogger(__name__)
 FPS_WINDOW = 30  # results the fps is measured over
@@ -25,7 +25,7 @@ class PipelineBase:
     ) -> None:
         self.pipeline_id, self.name, self.description = pipeline_id, name, description
         self._reference = reference
-        self.safe_reference = redact_reference(reference)
+        self.safe_reference = redact(reference)
         self._on_result = on_result
         self._buffer: deque[InferenceResult] = deque(maxlen=buffer_size)
         self._stamps: deque[float] = deque(maxlen=FPS_WINDOW)

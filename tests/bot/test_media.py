@@ -172,6 +172,7 @@ def test_redact_masks_passwords_in_urls_and_queries():
     assert redact("http://u:p%40ss@cam/x.jpg") == "http://u:***@cam/x.jpg"
     assert redact("http://cam/snap?user=a&password=hunter2") == "http://cam/snap?user=a&password=***"
     assert redact("rtsp://cam/stream") == "rtsp://cam/stream"
+    assert redact("rtsp://u:p@ss@cam/s rtsp://tok3n@cam2/s") == "rtsp://u:***@cam/s rtsp://***@cam2/s"
 
 
 def test_redacting_filter_masks_log_records(caplog):

@@ -14,8 +14,8 @@ from bot.backends.convert import (
     detections_from_sv,
     from_model_response,
     from_serialized_output,
-    redact_reference,
 )
+from bot.redaction import redact
 
 
 def jpeg_b64(image) -> str:
@@ -73,9 +73,9 @@ def test_supervision_detections_keep_class_names_and_tracker_ids():
 
 
 def test_credentials_are_redacted():
-    assert redact_reference("rtsp://admin:pa55@10.0.0.2:554/s1") == "rtsp://admin:***@10.0.0.2:554/s1"
-    assert redact_reference("rtsp://token@cam.local/s") == "rtsp://***@cam.local/s"
-    assert redact_reference("/videos/a.mp4") == "/videos/a.mp4"
+    assert redact("rtsp://admin:pa55@10.0.0.2:554/s1") == "rtsp://admin:***@10.0.0.2:554/s1"
+    assert redact("rtsp://token@cam.local/s") == "rtsp://***@cam.local/s"
+    assert redact("/videos/a.mp4") == "/videos/a.mp4"
 
 
 def test_backends_import_without_loading_inference():

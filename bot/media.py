@@ -6,7 +6,7 @@ import base64
 import binascii
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from bot.media_cameras import camera_hosts, find_camera
@@ -16,7 +16,7 @@ from bot.redaction import redact
 if TYPE_CHECKING:
     from tools.base import Attachment, ToolContext
 
-__all__ = ["MediaError", "as_jpeg", "redact", "resolve_image", "resolve_path", "resolve_video", "trusted_hosts"]
+__all__ = ["MediaError", "redact", "resolve_image", "resolve_path", "resolve_video", "trusted_hosts"]
 
 _SLACK_FILE_ID = re.compile(r"^F[A-Z0-9]{6,}$")
 _B64_CHARS = re.compile(r"^[A-Za-z0-9+/=_\-\s]+$")
@@ -177,23 +177,3 @@ def resolve_video(ref: str, ctx: ToolContext) -> str:
     if scheme:
         raise MediaError(f"{scheme}:// is not a supported video source; use rtsp://, http(s)://, a webcam index or a file.")
     return str(resolve_path(ref, ctx))
-
-
-def as_jpeg(data: bytes, max_dim: int | None = None) -> bytes:
-    """Re-encode image bytes as JPEG, downscaled so the longer side is at most `max_dim`."""
-    import cv2
-    import numpy as np
-
-    img: Any = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)
-    if img is None:
-        raise MediaError("the image could not be decoded; send a JPEG or PNG.")
-    h, w = img.shape[:2]
-    if max_dim and max(h, w) > max_dim:
-        scale = max_dim / max(h, w)
-        img = cv2.resize(img, (max(1, round(w * scale)), max(1, round(h * scale))), interpolation=cv2.INTER_AREA)
-    elif data.startswith(b"\xff\xd8\xff"):
-        return data
-    ok, buf = cv2.imencode(".jpg", img, [cv2.IMWRITE_JPEG_QUALITY, 85])
-    if not ok:
-        raise MediaError("the image could not be re-encoded as JPEG.")
-    return buf.tobytes()

@@ -169,12 +169,12 @@ def _answer_text(values: dict[str, Any]) -> str | None:
 
 
 def _own_vision(image: bytes, question: str, reason: str, ctx: ToolContext) -> ToolResult:
-    from bot.media import as_jpeg
+    from bot.images import resize_jpeg
 
     try:
-        jpeg = as_jpeg(image, ctx.settings.monitoring.result_image_max_dimension)
-    except MediaError as exc:
-        return _errors(exc)
+        jpeg = resize_jpeg(image, ctx.settings.monitoring.result_image_max_dimension)
+    except ValueError:
+        return _errors(MediaError("the image could not be decoded; send a JPEG or PNG."))
     return ToolResult(text=f"{reason}Answer the question from this image yourself: {question}", image=jpeg)
 
 

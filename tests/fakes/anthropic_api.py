@@ -2,8 +2,10 @@
 
 Driven per test by a queue of scripted replies (or a callable request -> Reply); records every request.
 It validates requests the way the real API does where our code could get it wrong (role alternation,
-tool_use/tool_result pairing, empty text blocks, unknown block fields, thinking budget), answering 400 like
-the API would, so a test talking to it through the real SDK fails for the same reasons production would.
+tool_use/tool_result pairing, empty text blocks, unknown block fields, thinking budget, a prompt longer than the
+context window), answering 400 like the API would, so a test talking to it through the real SDK fails for the
+same reasons production would. Network faults: a reply may be delayed, never come (`hang()`), or stop mid-stream
+(`stall_after`); a hung reply is released when the emulator stops, so teardown never waits for it.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ from typing import Any
 
 from aiohttp import web
 
-from tests.fakes.anthropic_checks import cache_usage, estimate_tokens, validate_request
+from tests.fakes.anthropic_checks import cache_usage, estimate_tokens, prompt_too_long, validate_request
+from tests.fakes.anthropic_sse import sse_events
 
 API_KEY = "sk-ant-test"
 
@@ -36,11 +39,15 @@ class Reply:
     error_message: str = ""
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0  # seconds to wait before answering (to test concurrency)
+    # Network faults: the reply never comes (-1), or an SSE reply stops after this many events and the
+    # connection stays open, silent (a stalled stream); cut short when the emulator stops.
+    stall_after: int | None = None
+    pace: float = 0.0  # seconds between two SSE events: a model writing its answer slowly, token by token
 
 
-def text(t: str, stop_reason: str = "end_turn", delay: float = 0.0) -> Reply:
-    """A plain text answer."""
-    return Reply([{"type": "text", "text": t}], stop_reason, delay=delay)
+def text(t: str, stop_reason: str = "end_turn", delay: float = 0.0, pace: float = 0.0) -> Reply:
+    """A plain text answer (`pace`: seconds between streamed events)."""
+    return Reply([{"type": "text", "text": t}], stop_reason, delay=delay, pace=pace)
 
 
 def tool_use(*calls: tuple[str, dict[str, Any]], text: str = "", thinking: str = "", delay: float = 0.0) -> Reply:
@@ -74,6 +81,16 @@ def error(status: int, retry_after: str | None = None, message: str = "") -> Rep
                  headers=headers)
 
 
+def hang() -> Reply:
+    """No answer at all: the request is read, then nothing comes back (a hung upstream or a dead proxy)."""
+    return Reply(stall_after=-1)
+
+
+def stalled(reply: Reply, events: int = 3) -> Reply:
+    """The same reply, streamed (SSE) only up to `events` events; then the connection goes silent."""
+    return Reply(reply.content, reply.stop_reason, delay=reply.delay, stall_after=events)
+
+
 @dataclass
 class Recorded:
     """One request as the emulator saw it."""
@@ -90,9 +107,10 @@ class Recorded:
 class FakeAnthropic:
     """The emulator. `with FakeAnthropic() as api:` or start()/stop(); `api.url` is the ANTHROPIC_BASE_URL."""
 
-    def __init__(self, api_key: str = API_KEY, min_cache_tokens: int = 0) -> None:
+    def __init__(self, api_key: str = API_KEY, min_cache_tokens: int = 0, max_prompt_tokens: int = 199_999) -> None:
         self.api_key = api_key
         self.min_cache_tokens = min_cache_tokens
+        self.max_prompt_tokens = max_prompt_tokens  # the real API's limit for 200k-window models
         self.replies: deque[Reply] = deque()
         self.handler: Callable[[dict[str, Any]], Reply] | None = None
         self.requests: list[Recorded] = []
@@ -102,6 +120,7 @@ class FakeAnthropic:
         self._thread: threading.Thread | None = None
         self._runner: web.AppRunner | None = None
         self._lock = threading.Lock()
+        self._released: asyncio.Event | None = None  # set on stop(): hung and delayed replies end at once
 
     # -- scripting -------------------------------------------------------------------------------------------
 
@@ -132,6 +151,7 @@ class FakeAnthropic:
 
         def run() -> None:
             self._loop = asyncio.new_event_loop()
+            self._released = asyncio.Event()
             app = web.Application(client_max_size=64 * 1024 * 1024)
             app.router.add_post("/v1/messages", self._handle)
             self._runner = web.AppRunner(app, access_log=None)
@@ -151,6 +171,8 @@ class FakeAnthropic:
 
     def stop(self) -> None:
         if self._loop and self._thread:
+            if self._released is not None:
+                self._loop.call_soon_threadsafe(self._released.set)
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(10)
         self._thread = None
@@ -169,12 +191,16 @@ class FakeAnthropic:
             rec.body = json.loads(raw or b"{}")
         except ValueError:
             return self._error(rec, 400, "invalid_request_error", "body is not valid JSON")
-        problem = self._check_headers(rec.headers) or validate_request(rec.body, rec.headers)
+        problem = (self._check_headers(rec.headers) or validate_request(rec.body, rec.headers)
+                   or prompt_too_long(rec.body, self.max_prompt_tokens))
         if problem:
             return self._error(rec, *problem)
         reply = self._next_reply(rec.body)
+        if reply.stall_after == -1 or (reply.stall_after is not None and not rec.body.get("stream")):
+            await self._wait_released(None)  # a JSON reply cannot stop half-way: it never comes
+            return self._error(rec, 500, "api_error", "emulator stopped while the reply was hung")
         if reply.delay:
-            await asyncio.sleep(reply.delay)
+            await self._wait_released(reply.delay)
         if reply.status >= 400:
             return self._error(rec, reply.status, reply.error_type, reply.error_message, reply.headers)
         rec.status = 200
@@ -182,10 +208,17 @@ class FakeAnthropic:
         message = self._message(rec.body, reply, rec.usage)
         try:
             if rec.body.get("stream"):
-                return await self._sse(request, message)
+                return await self._sse(request, message, reply.stall_after, reply.pace)
             return web.json_response(message, headers={"request-id": f"req_{uuid.uuid4().hex[:16]}"})
         finally:
             rec.answered = time.monotonic()
+
+    async def _wait_released(self, seconds: float | None) -> None:
+        assert self._released is not None
+        try:
+            await asyncio.wait_for(self._released.wait(), seconds)
+        except TimeoutError:
+            pass
 
     def _check_headers(self, headers: dict[str, str]) -> tuple[int, str, str] | None:
         if headers.get("x-api-key") != self.api_key:
@@ -212,41 +245,16 @@ class FakeAnthropic:
                 "model": body.get("model", ""), "content": reply.content, "stop_reason": reply.stop_reason,
                 "stop_sequence": None, "usage": usage}
 
-    async def _sse(self, request: web.Request, message: dict[str, Any]) -> web.StreamResponse:
+    async def _sse(self, request: web.Request, message: dict[str, Any], stall_after: int | None,
+                   pace: float = 0.0) -> web.StreamResponse:
         resp = web.StreamResponse(headers={"content-type": "text/event-stream", "cache-control": "no-cache"})
         await resp.prepare(request)
-        for event in sse_events(message):
+        for n, event in enumerate(sse_events(message)):
+            if n == stall_after:
+                await self._wait_released(None)  # the connection stays open and silent
+                return resp
+            if pace and n:
+                await self._wait_released(pace)
             await resp.write(f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode())
         await resp.write_eof()
         return resp
-
-
-def _chunks(s: str, n: int = 12) -> list[str]:
-    return [s[i : i + n] for i in range(0, len(s), n)] or [""]
-
-
-def sse_events(message: dict[str, Any]) -> list[dict[str, Any]]:
-    """The streaming events the real API sends for a complete message."""
-    start = {**message, "content": [], "stop_reason": None,
-             "usage": {**message["usage"], "output_tokens": 1}}
-    events: list[dict[str, Any]] = [{"type": "message_start", "message": start}, {"type": "ping"}]
-    for i, block in enumerate(message["content"]):
-        kind = block["type"]
-        if kind == "text":
-            first, deltas = {"type": "text", "text": ""}, [{"type": "text_delta", "text": c} for c in _chunks(block["text"])]
-        elif kind == "tool_use":
-            first = {**block, "input": {}}
-            deltas = [{"type": "input_json_delta", "partial_json": c} for c in _chunks(json.dumps(block["input"]))]
-        elif kind == "thinking":
-            first = {"type": "thinking", "thinking": "", "signature": ""}
-            deltas = [{"type": "thinking_delta", "thinking": c} for c in _chunks(block["thinking"])]
-            deltas.append({"type": "signature_delta", "signature": block["signature"]})
-        else:
-            first, deltas = block, []
-        events.append({"type": "content_block_start", "index": i, "content_block": first})
-        events += [{"type": "content_block_delta", "index": i, "delta": d} for d in deltas]
-        events.append({"type": "content_block_stop", "index": i})
-    events.append({"type": "message_delta", "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
-                   "usage": {"output_tokens": message["usage"]["output_tokens"]}})
-    events.append({"type": "message_stop"})
-    return events

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import io
 import json
 import re
 from typing import Any
+
+from PIL import Image
 
 Problem = tuple[int, str, str]
 BLOCK_FIELDS = {
@@ -170,6 +174,38 @@ def validate_request(body: dict[str, Any], headers: dict[str, str]) -> Problem |
     if markers > 4:
         return _bad(f"A maximum of 4 blocks with cache_control may be provided. Found {markers}.")
     return _check_thinking(body, headers)
+
+
+def _image_tokens(block: dict[str, Any]) -> int:
+    """What the API bills for an image: width * height / 750, after it scales the image to <= ~1.15 MP."""
+    try:
+        w, h = Image.open(io.BytesIO(base64.b64decode(block["source"]["data"]))).size
+    except (KeyError, ValueError, OSError):
+        return 1600
+    return min(1600, max(1, w * h // 750))
+
+
+def prompt_tokens(body: dict[str, Any]) -> int:
+    """The prompt size the way the API limits it: text by `estimate_tokens`, images by their pixels."""
+    images = 0
+
+    def strip(x: Any) -> Any:
+        nonlocal images
+        if isinstance(x, dict):
+            if x.get("type") == "image":
+                images += _image_tokens(x)
+                return {"type": "image"}
+            return {k: strip(v) for k, v in x.items()}
+        return [strip(v) for v in x] if isinstance(x, list) else x
+
+    text = strip({k: body.get(k) for k in ("tools", "system", "messages")})
+    return estimate_tokens(text) + images
+
+
+def prompt_too_long(body: dict[str, Any], maximum: int) -> Problem | None:
+    """The API's 400 for a prompt beyond the model's context window (its exact wording)."""
+    n = prompt_tokens(body)
+    return _bad(f"prompt is too long: {n} tokens > {maximum} maximum") if n > maximum else None
 
 
 def _segments(body: dict[str, Any]) -> list[tuple[str, Any]]:

@@ -13,8 +13,10 @@ from typing import Any
 from aiohttp import web
 
 from tests.fakes.slack_events import HUMAN, EventInjection
+from tests.fakes.slack_faults import FaultInjection
 from tests.fakes.slack_methods import SlackError, WebApiMethods
 from tests.fakes.slack_socket import SocketModeMixin
+from tests.fakes.slack_streams import StreamMethods
 from tests.fixtures.common import free_port
 
 BOT_TOKEN = "xoxb-test-token"
@@ -26,7 +28,7 @@ APP_ID = "A0APP"
 
 # Methods called with the app-level token; every other method needs the bot token.
 APP_TOKEN_METHODS = {"apps.connections.open"}
-JSON_FIELDS = ("blocks", "files", "attachments", "prompts", "metadata")
+JSON_FIELDS = ("blocks", "files", "attachments", "prompts", "metadata", "chunks")
 
 
 @dataclass(frozen=True)
@@ -51,8 +53,10 @@ class Channel:
     messages: list[dict[str, Any]] = field(default_factory=list)
 
 
-class SlackEmulator(WebApiMethods, EventInjection, SocketModeMixin):
-    """Slack's Web API + socket mode, recording every call. Start with `start()`, stop with `stop()`."""
+class SlackEmulator(WebApiMethods, StreamMethods, EventInjection, SocketModeMixin, FaultInjection):
+    """Slack's Web API + socket mode, recording every call. Start with `start()`, stop with `stop()`.
+
+    `rate_limit(...)` (tests/fakes/slack_faults.py) makes Web API calls answer HTTP 429 + Retry-After."""
 
     def __init__(self, *, ack_timeout: float = 3.0, max_retries: int = 3) -> None:
         self.bot_token, self.app_token, self.team_id = BOT_TOKEN, APP_TOKEN, TEAM_ID
@@ -64,6 +68,9 @@ class SlackEmulator(WebApiMethods, EventInjection, SocketModeMixin):
         self.channels: dict[str, Channel] = {}
         self.files: dict[str, dict[str, Any]] = {}
         self.file_bytes: dict[str, bytes] = {}
+        self.suggested_prompts = {}
+        self.titles = {}
+        self.completed: set[str] = set()  # files whose upload finished (files.completeUploadExternal)
         self._cond = threading.Condition()
         self._last_ts = 0.0
         self._ids = 0
@@ -75,6 +82,7 @@ class SlackEmulator(WebApiMethods, EventInjection, SocketModeMixin):
         self.add_channel("D0HUMAN", "", is_im=True)
         self.add_channel("G0PRIVATE", "secret", is_private=True)
         self._init_socket(ack_timeout, max_retries)
+        self._init_faults()
 
     # lifecycle -----------------------------------------------------------
     def start(self) -> SlackEmulator:
@@ -221,6 +229,7 @@ class SlackEmulator(WebApiMethods, EventInjection, SocketModeMixin):
         }
         self.files[fid] = info
         self.file_bytes[fid] = data
+        self.completed.add(fid)
         return dict(info)
 
     # HTTP: Web API -------------------------------------------------------
@@ -245,6 +254,11 @@ class SlackEmulator(WebApiMethods, EventInjection, SocketModeMixin):
         auth = request.headers.get("Authorization", "")
         token = auth[7:] if auth.startswith("Bearer ") else params.pop("token", None)
         params.pop("token", None)
+        retry_after = self.take_rate_limit(method)
+        if retry_after is not None:  # Slack's 429: before any other check, nothing happens
+            self._record(ApiCall(method, params, time.time(), token, ok=False, error="ratelimited"))
+            return web.json_response({"ok": False, "error": "ratelimited"}, status=429,
+                                     headers={"Retry-After": str(retry_after)})
         try:
             self._check_token(method, token)
             handler = getattr(self, "api_" + method.replace(".", "_"), None)
@@ -290,6 +304,10 @@ class SlackEmulator(WebApiMethods, EventInjection, SocketModeMixin):
 
     async def _response_url(self, request: web.Request) -> web.Response:
         body = await request.json()
+        retry_after = self.take_rate_limit("response_url")  # only when named: rate_limit("response_url")
+        if retry_after is not None:
+            self._record(ApiCall("response_url", body, time.time(), ok=False, error="ratelimited"))
+            return web.Response(status=429, text="rate limited", headers={"Retry-After": str(retry_after)})
         self._record(ApiCall("response_url", {"rid": request.match_info["rid"], **body}, time.time()))
         return web.Response(text="ok")
 

@@ -74,6 +74,11 @@ class EventInjection:
            user: str = HUMAN) -> tuple[str, Envelope]:
         return self.message(text, "D0HUMAN", thread_ts, user, files)
 
+    def open_messages_tab(self, user: str = HUMAN, channel: str = "D0HUMAN") -> Envelope:
+        """A person opens the app's Messages tab (the agent's DM): Slack sends app_home_opened with tab=messages."""
+        return self.push_event({"type": "app_home_opened", "user": user, "channel": self.channel(channel).id,
+                                "tab": "messages", "event_ts": self.next_ts()})
+
     def other_bot_message(self, text: str, channel: str = "C0GENERAL", thread_ts: str | None = None) -> Envelope:
         msg = {"type": "message", "subtype": "bot_message", "bot_id": "B0OTHER", "username": "otherbot",
                "text": text, **({"thread_ts": thread_ts} if thread_ts else {})}
@@ -111,7 +116,7 @@ class EventInjection:
     def click(self, action_id: str, value: str, channel: str, message_ts: str, user: str = HUMAN) -> Envelope:
         """A person clicks a Block Kit button on a message."""
         message = self.find_message(channel, message_ts)
-        block_id = next((b.get("block_id", "") for b in message.get("blocks", []) if b.get("type") == "actions"), "")
+        block_id, kind = _element_of(message, action_id)
         payload = {
             "type": "block_actions", "api_app_id": self.app_id, "token": "verification-token",
             "user": {"id": user, "username": "human", "team_id": self.team_id},
@@ -121,7 +126,20 @@ class EventInjection:
             "channel": {"id": self.channel(channel).id, "name": self.channel(channel).name},
             "message": message, "trigger_id": self.next_id("trig-"),
             "response_url": f"{self.base_url}/response/{self.next_id('R')}",
-            "actions": [{"action_id": action_id, "block_id": block_id, "value": value, "type": "button",
+            "actions": [{"action_id": action_id, "block_id": block_id, "value": value, "type": kind,
                          "action_ts": f"{time.time():.6f}"}],
         }
         return self.push("interactive", payload, accepts_response_payload=False)
+
+
+def _element_of(message: dict[str, Any], action_id: str) -> tuple[str, str]:
+    """(block_id, element type) of the interactive element a click names: a button in an actions block, or the
+    feedback_buttons of a context_actions block (whose click payload has type feedback_buttons)."""
+    for block in message.get("blocks") or []:
+        if block.get("type") not in ("actions", "context_actions"):
+            continue
+        for element in block.get("elements") or []:
+            if element.get("action_id") == action_id:
+                return block.get("block_id", ""), element.get("type", "button")
+    first = next((b.get("block_id", "") for b in message.get("blocks") or [] if b.get("type") == "actions"), "")
+    return first, "button"

@@ -24,7 +24,7 @@ def _require(params: dict[str, Any], *names: str) -> None:
 
 
 def check_blocks(blocks: Any) -> None:
-    """Slack's block limits: <= 50 blocks, section text <= 3,000 chars, header <= 150."""
+    """Slack's block limits: <= 50 blocks, section text <= 3,000 chars, header <= 150; image blocks' shape."""
     if not isinstance(blocks, list) or len(blocks) > MAX_BLOCKS:
         raise SlackError("invalid_blocks")
     for block in blocks:
@@ -33,6 +33,50 @@ def check_blocks(blocks: Any) -> None:
             raise SlackError("invalid_blocks")
         if block.get("type") == "header" and len(text) > 150:
             raise SlackError("invalid_blocks")
+        if block.get("type") == "image":
+            _check_image(block)
+        if block.get("type") == "context_actions":
+            _check_context_actions(block)
+
+
+def _check_context_actions(block: dict[str, Any]) -> None:
+    """docs.slack.dev context actions block: 1–5 elements, feedback_buttons (both buttons: plain_text <= 75,
+    value <= 2,000) or icon_button."""
+    elements = block.get("elements")
+    if not isinstance(elements, list) or not 1 <= len(elements) <= 5:
+        raise SlackError("invalid_blocks")
+    for el in elements:
+        if not isinstance(el, dict) or el.get("type") not in ("feedback_buttons", "icon_button"):
+            raise SlackError("invalid_blocks")
+        buttons = [el.get("positive_button"), el.get("negative_button")] if el["type"] == "feedback_buttons" else []
+        for b in buttons:
+            text = b.get("text") if isinstance(b, dict) else None
+            if not (isinstance(text, dict) and text.get("type") == "plain_text" and 0 < len(text.get("text", "")) <= 75
+                    and isinstance(b.get("value"), str) and len(b["value"]) <= 2000):
+                raise SlackError("invalid_blocks")
+
+
+def _check_image(block: dict[str, Any]) -> None:
+    """docs.slack.dev image block: alt_text (<= 2,000) and exactly one of image_url / slack_file {id | url}."""
+    alt, url, file = block.get("alt_text"), block.get("image_url"), block.get("slack_file")
+    if not isinstance(alt, str) or not alt or len(alt) > 2000 or (url is None) == (file is None):
+        raise SlackError("invalid_blocks")
+    if file is not None and (not isinstance(file, dict) or (file.get("id") is None) == (file.get("url") is None)):
+        raise SlackError("invalid_blocks")
+
+
+def slack_file_refs(blocks: Any) -> list[dict[str, Any]]:
+    """The slack_file objects of a message's image blocks."""
+    return [b["slack_file"] for b in blocks or [] if isinstance(b, dict) and b.get("type") == "image"
+            and isinstance(b.get("slack_file"), dict)]
+
+
+def sniff_mimetype(data: bytes) -> str:
+    """What Slack's file processing would call the bytes (image blocks take images only)."""
+    for magic, mime in ((b"\xff\xd8\xff", "image/jpeg"), (b"\x89PNG", "image/png"), (b"GIF8", "image/gif")):
+        if data.startswith(magic):
+            return mime
+    return "video/mp4" if data[4:8] == b"ftyp" else "application/octet-stream"
 
 
 def _check_message(params: dict[str, Any]) -> None:
@@ -48,6 +92,9 @@ class WebApiMethods:
     """Mixed into SlackEmulator: one `api_<method>` per Web API method the bot may call."""
 
     status_error: str | None = None  # set to make assistant.threads.setStatus fail with this error
+    agent_app = True  # the app has the Agent feature (setSuggestedPrompts answers not_agent_app without it)
+    suggested_prompts: dict[str, list[dict[str, Any]]]  # channel -> the prompts last set there
+    titles: dict[tuple[str, str], str]  # (channel, thread_ts) -> title
 
     def _bot_message(self, params: dict[str, Any]) -> dict[str, Any]:
         msg = {"type": "message", "user": self.bot_user_id, "bot_id": self.bot_id, "app_id": self.app_id,
@@ -56,6 +103,15 @@ class WebApiMethods:
             if params.get(key):
                 msg[key] = params[key]
         return msg
+
+    def _check_files(self, params: dict[str, Any]) -> None:
+        """An image block's slack_file must be an image file that exists and whose upload was completed."""
+        for ref in slack_file_refs(params.get("blocks")):
+            url = ref.get("url")
+            info = self.files.get(ref.get("id", "")) if url is None else next(
+                (f for f in self.files.values() if url in (f.get("url_private"), f.get("permalink"))), None)
+            if info is None or info["id"] not in self.completed or not info["mimetype"].startswith("image/"):
+                raise SlackError("invalid_blocks")
 
     def _thread_exists(self, channel: str, thread_ts: str | None) -> None:
         if thread_ts:
@@ -75,6 +131,7 @@ class WebApiMethods:
         _require(params, "channel")
         ch = self.channel(params["channel"])
         _check_message(params)
+        self._check_files(params)
         self._thread_exists(ch.id, params.get("thread_ts"))
         msg = self.store_message(ch.id, self._bot_message(params))
         self.echo_bot_message(ch, msg)
@@ -84,11 +141,29 @@ class WebApiMethods:
         _require(params, "channel", "ts")
         ch = self.channel(params["channel"])
         _check_message(params)
+        self._check_files(params)
         msg = self.find_message(ch.id, params["ts"])
-        msg["text"] = params.get("text") or ""
-        msg["blocks"] = params.get("blocks") or []
+        if msg.get("user") != self.bot_user_id or msg.get("bot_id") != self.bot_id:
+            raise SlackError("cant_update_message")  # only the app's own messages (docs.slack.dev chat.update)
+        if "text" in params:
+            msg["text"] = params.get("text") or ""
+        if "blocks" in params:  # absent: the message keeps its blocks; [] removes them
+            msg["blocks"] = params.get("blocks") or []
         msg["edited"] = {"user": self.bot_user_id, "ts": self.next_ts()}
         return {"channel": ch.id, "ts": msg["ts"], "text": msg["text"]}
+
+    def api_chat_delete(self, params: dict[str, Any]) -> dict[str, Any]:
+        """docs.slack.dev chat.delete: a bot token deletes only messages its app posted (cant_delete_message)."""
+        _require(params, "channel", "ts")
+        ch = self.channel(params["channel"])
+        msg = self.find_message(ch.id, params["ts"])
+        if msg.get("user") != self.bot_user_id or msg.get("bot_id") != self.bot_id:
+            raise SlackError("cant_delete_message")
+        ch.messages.remove(msg)
+        root = next((m for m in ch.messages if m["ts"] == msg.get("thread_ts") != msg["ts"]), None)
+        if root is not None and root.get("reply_count"):
+            root["reply_count"] -= 1
+        return {"channel": ch.id, "ts": msg["ts"]}
 
     def api_chat_postEphemeral(self, params: dict[str, Any]) -> dict[str, Any]:
         _require(params, "channel", "user")
@@ -151,6 +226,8 @@ class WebApiMethods:
                 raise SlackError("file_not_found")
             info = self.files[item["id"]]
             info["title"] = item.get("title") or info["name"]
+            info["mimetype"] = sniff_mimetype(self.file_bytes[item["id"]])
+            self.completed.add(item["id"])  # usable in image blocks now, shared in a channel or not
             shared.append(dict(info))
         if params.get("channel_id"):
             ch = self.channel(params["channel_id"])
@@ -171,9 +248,29 @@ class WebApiMethods:
         return {}
 
     def api_assistant_threads_setSuggestedPrompts(self, params: dict[str, Any]) -> dict[str, Any]:
+        # docs.slack.dev: channel_id and prompts (each a title and a message, at most 4) required; thread_ts
+        # optional (the channel's latest message); not_agent_app when the app has no Agent feature.
         _require(params, "channel_id", "prompts")
+        self.channel(params["channel_id"])
+        if not self.agent_app:
+            raise SlackError("not_agent_app")
+        prompts = params["prompts"]
+        if not isinstance(prompts, list) or not 0 < len(prompts) <= 4 or not all(
+                isinstance(p, dict) and p.get("title") and p.get("message") for p in prompts):
+            raise SlackError("invalid_arguments")
+        if params.get("thread_ts"):
+            self._assistant_thread(params["channel_id"], params["thread_ts"])
+        self.suggested_prompts[params["channel_id"]] = prompts
         return {}
 
     def api_assistant_threads_setTitle(self, params: dict[str, Any]) -> dict[str, Any]:
         _require(params, "channel_id", "thread_ts", "title")
+        self._assistant_thread(self.channel(params["channel_id"]).id, params["thread_ts"])
+        self.titles[(params["channel_id"], params["thread_ts"])] = params["title"]
         return {}
+
+    def _assistant_thread(self, channel: str, thread_ts: str) -> None:
+        try:
+            self.find_message(channel, thread_ts)
+        except SlackError:
+            raise SlackError("invalid_thread_ts") from None

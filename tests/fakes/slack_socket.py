@@ -27,8 +27,11 @@ class Envelope:
     connection: int | None = None
     acked_at: float | None = None
     ack_payload: dict[str, Any] | None = None
+    raw: dict[str, Any] | None = None  # sent as is instead of the fields above (malformed envelopes, fuzzing)
 
     def wire(self) -> str:
+        if self.raw is not None:
+            return json.dumps(self.raw)
         return json.dumps({
             "envelope_id": self.envelope_id, "type": self.type, "payload": self.payload,
             "accepts_response_payload": self.accepts_response_payload,
@@ -153,6 +156,15 @@ class SocketModeMixin:
     def push(self, type_: str, payload: dict[str, Any], *, accepts_response_payload: bool = False) -> Envelope:
         """Send an envelope to the app (queued until a connection exists); returns its record."""
         env = Envelope(self.next_id("env-"), type_, payload, accepts_response_payload)
+        with self._cond:
+            self.envelopes[env.envelope_id] = env
+        self._schedule(self._send(env))
+        return env
+
+    def push_raw(self, envelope: dict[str, Any]) -> Envelope:
+        """Send any JSON object as an envelope (its envelope_id, if any, is what an ack must name); for testing
+        how an app copes with types and shapes it does not expect. Never resent."""
+        env = Envelope(str(envelope.get("envelope_id") or self.next_id("raw-")), "raw", {}, raw=envelope)
         with self._cond:
             self.envelopes[env.envelope_id] = env
         self._schedule(self._send(env))

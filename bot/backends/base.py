@@ -20,6 +20,7 @@ class Detection:
     confidence: float
     xyxy: tuple[float, float, float, float]
     tracker_id: int | None = None
+    time_in_zone: float | None = None  # seconds inside the zone (a time_in_zone step); None: no zone in the workflow
 
 
 @dataclass(frozen=True)

@@ -4,70 +4,43 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from bot.backends.base import Detection, InferenceResult
+from bot.backends.imaging import decode_image, draw_detections, encode_jpeg
+from bot.media.sniff import TooManyPixels
 
+TIME_IN_ZONE = "time_in_zone"  # the key inference's time_in_zone block adds to detections' data (and JSON)
+log = logging.getLogger(__name__)
 MAX_VALUE_CHARS = 2000  # JSON-able workflow values bigger than this are dropped (they would flood the prompt)
-JPEG_QUALITY = 85
-
-
-def encode_jpeg(image: Any, max_dimension: int | None = None) -> bytes:
-    """BGR numpy image → JPEG bytes, downscaled so the longer side is at most max_dimension."""
-    import cv2
-
-    if max_dimension and max(image.shape[:2]) > max_dimension:
-        scale = max_dimension / max(image.shape[:2])
-        image = cv2.resize(image, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA)
-    ok, buf = cv2.imencode(".jpg", image, [cv2.IMWRITE_JPEG_QUALITY, JPEG_QUALITY])
-    if not ok:
-        raise ValueError("could not encode the frame as JPEG")
-    return buf.tobytes()
-
-
-def decode_image(data: bytes) -> Any:
-    """Image file bytes → BGR numpy image, or None if not an image OpenCV can read."""
-    import cv2
-    import numpy as np
-
-    arr = np.frombuffer(data, dtype=np.uint8)
-    return cv2.imdecode(arr, cv2.IMREAD_COLOR) if arr.size else None
-
-
-def draw_detections(image: Any, detections: tuple[Detection, ...]) -> Any:
-    """Boxes and labels drawn with supervision annotators on a copy of a BGR image."""
-    import numpy as np
-    import supervision as sv
-
-    if not detections:
-        return image.copy()
-    sv_det = sv.Detections(
-        xyxy=np.array([d.xyxy for d in detections], dtype=np.float32),
-        confidence=np.array([d.confidence for d in detections], dtype=np.float32),
-        class_id=np.array([hash(d.class_name) % 997 for d in detections]),
-    )
-    labels = [
-        f"#{d.tracker_id} {d.class_name}" if d.tracker_id is not None else f"{d.class_name} {d.confidence:.2f}"
-        for d in detections
-    ]
-    out = sv.BoxAnnotator().annotate(scene=image.copy(), detections=sv_det)
-    return sv.LabelAnnotator().annotate(scene=out, detections=sv_det, labels=labels)
 
 
 def detections_from_sv(det: Any) -> tuple[Detection, ...]:
     """supervision Detections → Detection tuple."""
     n = len(det)
     names = det.data.get("class_name") if det.data else None
+    dwell = det.data.get(TIME_IN_ZONE) if det.data else None  # per-object seconds from a time_in_zone step
     out = []
     for i in range(n):
         conf = float(det.confidence[i]) if det.confidence is not None else 1.0
         tid = int(det.tracker_id[i]) if det.tracker_id is not None else None
         name = str(names[i]) if names is not None else str(int(det.class_id[i]) if det.class_id is not None else "object")
         x1, y1, x2, y2 = (round(float(v), 1) for v in det.xyxy[i])
-        out.append(Detection(class_name=name, confidence=round(conf, 4), xyxy=(x1, y1, x2, y2), tracker_id=tid))
+        out.append(Detection(class_name=name, confidence=round(conf, 4), xyxy=(x1, y1, x2, y2), tracker_id=tid,
+                             time_in_zone=_seconds(dwell[i]) if dwell is not None else None))
     return tuple(out)
+
+
+def _seconds(value: Any) -> float | None:
+    """A time_in_zone entry (a float, numpy scalar or 1-element array) as rounded seconds; None if unreadable."""
+    try:
+        return round(float(getattr(value, "item", lambda: value)()), 2)
+    except (TypeError, ValueError):
+        return None
 
 
 def detections_from_json(payload: dict[str, Any]) -> tuple[Detection, ...]:
@@ -82,6 +55,7 @@ def detections_from_json(payload: dict[str, Any]) -> tuple[Detection, ...]:
                 confidence=round(float(p.get("confidence", 1.0)), 4),
                 xyxy=(round(x - w / 2, 1), round(y - h / 2, 1), round(x + w / 2, 1), round(y + h / 2, 1)),
                 tracker_id=int(tid) if tid is not None else None,
+                time_in_zone=_seconds(p[TIME_IN_ZONE]) if p.get(TIME_IN_ZONE) is not None else None,
             )
         )
     return tuple(out)
@@ -131,8 +105,17 @@ def _read_serialized(value: Any) -> tuple[str, Any]:
     if _is_json_detections(value):
         return "detections", lambda: detections_from_json(value)
     if _is_json_image(value):
-        return "image", lambda: decode_image(base64.b64decode(value["value"]))
+        return "image", lambda: _server_image(value["value"])
     return "value", None
+
+
+def _server_image(b64: str) -> Any:
+    """A base64 image the server returned; one over PIL's bomb limit is no frame rather than a failed result."""
+    try:
+        return decode_image(base64.b64decode(b64))
+    except TooManyPixels:
+        log.warning("the inference server returned an image too large to decode; the result has no frame")
+        return None
 
 
 def from_workflow_output(output: dict[str, Any], source_image: Any = None, frame_id: int | None = None,
@@ -172,6 +155,20 @@ def _convert(
     return _assemble(detections, values, frame_img, source_image, frame_id, timestamp, max_dimension)
 
 
+def _with_dwell(main: tuple[Detection, ...], other: tuple[Detection, ...]) -> tuple[Detection, ...]:
+    """Seconds in zone from another detection output (a time_in_zone step) onto the main detections, by tracker id.
+
+    A workflow whose zone output is separate from `predictions` would otherwise lose them to a bare count.
+    """
+    dwell = {d.tracker_id: d.time_in_zone for d in other if d.tracker_id is not None and d.time_in_zone is not None}
+    if not dwell:
+        return main
+    return tuple(
+        replace(d, time_in_zone=dwell[d.tracker_id]) if d.time_in_zone is None and d.tracker_id in dwell else d
+        for d in main
+    )
+
+
 def from_model_response(response: dict[str, Any], source_image: Any = None, max_dimension: int | None = None) -> InferenceResult:
     """A plain model inference response (`/infer/object_detection`) → InferenceResult with a drawn frame."""
     dets = detections_from_json(response)
@@ -193,6 +190,7 @@ def _assemble(
     for name, dets in detections.items():
         if name != main_key:
             values[name] = {"count": len(dets), "tracker_ids": [d.tracker_id for d in dets if d.tracker_id is not None]}
+            main = _with_dwell(main, dets)
     if frame_img is None and source_image is not None:
         frame_img = draw_detections(source_image, main)
     ref = frame_img if frame_img is not None else source_image

@@ -8,7 +8,7 @@ import time
 from collections import deque
 
 from bot.backends.base import InferenceResult, PipelineHandle, ResultListener
-from bot.redaction import redact
+from bot.media.redaction import redact
 
 log = logging.getLogger(__name__)
 FPS_WINDOW = 30  # results the fps is measured over
@@ -32,7 +32,8 @@ class PipelineBase:
         self._lock = threading.Lock()
         self.latest: InferenceResult | None = None
         self.started_at = time.time()
-        self.status, self.error, self.frames = "starting", None, 0
+        self.status, self.frames = "starting", 0
+        self.error: str | None = None
 
     def is_alive(self) -> bool:
         return self.status in LIVE_STATUSES

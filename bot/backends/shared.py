@@ -8,9 +8,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.backends.base import BackendError, InferenceResult, PipelineHandle, ResultListener
-from bot.backends.convert import decode_image
-from bot.backends.workflows import check_spec, detection_workflow
+from bot.backends.counting import with_counting_defaults
+from bot.backends.errors import translate
+from bot.backends.imaging import decode_image
+from bot.backends.policy import check_spec
+from bot.backends.workflows import detection_workflow
 from bot.config import Settings
+from bot.media.sniff import TooManyPixels
 
 log = logging.getLogger(__name__)
 
@@ -27,8 +31,8 @@ class WorkflowRef:
 
     def inline(self, video: bool) -> tuple[dict | None, str]:
         """(spec, how errors name it); spec is None for a saved workflow, which the runner fetches itself."""
-        if self.workflow_spec is not None:
-            return self.workflow_spec, "the workflow"
+        if self.workflow_spec is not None:  # a composed spec counts like line= does, unless it says otherwise
+            return with_counting_defaults(self.workflow_spec), "the workflow"
         if self.workspace_name and self.workflow_id:
             return None, f"workflow {self.workspace_name}/{self.workflow_id}"
         if self.model_id:
@@ -37,10 +41,30 @@ class WorkflowRef:
 
 
 def refuse_unsafe(spec: dict, settings: Settings) -> None:
-    """BackendError if the spec may not run here (custom Python without the opt-in, malformed)."""
-    problems = check_spec(spec, settings.inference.allow_custom_python)
+    """BackendError if the spec may not run here (a block off the allowlist, custom Python without the opt-in)."""
+    problems = check_spec(spec, settings.inference)
     if problems:
         raise BackendError("workflow refused: " + "; ".join(problems))
+
+
+def fetch_saved_workflow(settings: Settings, workspace_name: str, workflow_id: str) -> dict:
+    """A saved workflow's spec (Roboflow, or inference's local cache), fetched here so it passes refuse_unsafe too."""
+    from bot.backends.environment import ensure_inference_env
+
+    what = f"workflow {workspace_name}/{workflow_id}"
+    key = settings.inference.api_key
+    if key is None:
+        raise BackendError(f"loading {what} needs a Roboflow API key: set ROBOFLOW_API_KEY")
+    ensure_inference_env(settings.inference)  # before inference's env module loads (the http backend's first use)
+    from inference.core.roboflow_api import get_workflow_specification  # seconds to import: only when needed
+
+    try:
+        spec = get_workflow_specification(api_key=key.get_secret_value(), workspace_id=workspace_name,
+                                          workflow_id=workflow_id)
+    except Exception as exc:  # noqa: BLE001 - one line the user can act on
+        raise translate(exc, what) from exc
+    refuse_unsafe(spec, settings)
+    return with_counting_defaults(spec)
 
 
 class BackendBase:
@@ -74,7 +98,10 @@ class BackendBase:
         parameters: dict | None = None,
         confidence: float | None = None,
     ) -> InferenceResult:
-        frame = decode_image(image)
+        try:  # the header is checked against media.max_pixels before OpenCV allocates a pixel
+            frame = decode_image(image, self._settings.media.max_pixels)
+        except TooManyPixels as exc:
+            raise BackendError(str(exc)) from None
         if frame is None:
             raise BackendError("the image could not be decoded: send a JPEG or PNG file")
         ref = WorkflowRef(model_id, workflow_spec, workspace_name, workflow_id, confidence)

@@ -1,4 +1,4 @@
-"""Workflow specs: wrap a model id into a detection workflow, and refuse specs that would run user code."""
+"""Workflow specs: wrap a model id into a detection workflow; hash and describe specs (safety: bot/backends/policy)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import re
 from typing import Any
 
 from bot.backends.base import BackendError
+from bot.backends.counting import LINE_COUNTER_BLOCK, anchor_for, tracker_step
 
 BUILTIN_MODELS: dict[str, str] = {
     "builtin/faces": "vision_agent/haar_face_detector@v1",
@@ -22,10 +23,6 @@ BUILTIN_DESCRIPTIONS: dict[str, str] = {
 ROBOFLOW_OD_BLOCK = "roboflow_core/roboflow_object_detection_model@v2"
 # `project/version`, `workspace/project/version`, or a public alias such as `yolov8n-640`.
 _MODEL_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+){0,2}$")
-ENABLE_CUSTOM_PYTHON_HINT = (
-    "custom Python blocks run code from the spec and are disabled; to allow them set "
-    "`inference: {allow_custom_python: true}` in the workspace config.yaml"
-)
 
 
 def is_builtin(model_id: str) -> bool:
@@ -58,11 +55,13 @@ def detection_workflow(
     track: bool = True,
     annotate: bool = True,
     line: list[list[int]] | None = None,
+    zone: list[list[int]] | None = None,
 ) -> dict[str, Any]:
-    """A workflow spec running model_id on `$inputs.image`, optionally tracked, line-counted and annotated.
+    """A workflow spec running model_id on `$inputs.image`, optionally tracked, timed in a zone, line-counted, annotated.
 
-    Outputs: `predictions` (tracked if track), `annotated` (if annotate), `count_in`/`count_out` (if line).
-    A line (two [x, y] points) needs tracking, so it turns track on.
+    Outputs: `predictions` (tracked if track; with each object's seconds in the zone if zone), `annotated` (if
+    annotate), `count_in`/`count_out` (if line). A line (two [x, y] points) or a zone (a polygon of 3+ points)
+    needs tracking, so either turns track on.
     """
     detector: dict[str, Any] = {"type": model_block(model_id), "name": "detector", "images": "$inputs.image"}
     if detector["type"] == ROBOFLOW_OD_BLOCK:
@@ -71,28 +70,31 @@ def detection_workflow(
         detector["confidence"] = float(confidence)
     steps: list[dict[str, Any]] = [detector]
     predictions = "$steps.detector.predictions"
-    track = track or line is not None
+    track = track or line is not None or zone is not None
     if track:
-        steps.append(
-            {"type": "roboflow_core/byte_tracker@v3", "name": "tracker", "image": "$inputs.image", "detections": predictions}
-        )
+        steps.append(tracker_step(predictions))
         predictions = "$steps.tracker.tracked_detections"
+    if zone is not None:
+        zone = check_zone(zone)
+        steps.append(_zone_step(predictions, zone))
+        predictions = "$steps.zone.timed_detections"
     outputs = [{"type": "JsonField", "name": "predictions", "selector": predictions}]
     if line is not None:
         line = _check_line(line)
         steps.append(
             {
-                "type": "roboflow_core/line_counter@v2",
+                "type": LINE_COUNTER_BLOCK,
                 "name": "line_counter",
                 "image": "$inputs.image",
                 "detections": predictions,
                 "line_segment": line,
+                "triggering_anchor": anchor_for(detector["type"]),
             }
         )
         for key in ("count_in", "count_out"):
             outputs.append({"type": "JsonField", "name": key, "selector": f"$steps.line_counter.{key}"})
     if annotate:
-        steps.extend(_annotation_steps(predictions, track, line))
+        steps.extend(_annotation_steps(predictions, track, line, zone))
         outputs.append({"type": "JsonField", "name": "annotated", "selector": f"$steps.{steps[-1]['name']}.image"})
     return {
         "version": "1.0",
@@ -112,60 +114,76 @@ def _check_line(line: Any) -> list[list[int]]:
     return points
 
 
-def _annotation_steps(predictions: str, track: bool, line: list[list[int]] | None) -> list[dict[str, Any]]:
-    steps: list[dict[str, Any]] = [
-        {
-            "type": "roboflow_core/bounding_box_visualization@v1",
-            "name": "boxes",
-            "image": "$inputs.image",
-            "predictions": predictions,
-        },
+def check_zone(zone: Any) -> list[list[int]]:
+    """A zone as [[x, y], ...] ints with at least 3 points; BackendError (one line) otherwise."""
+    try:
+        points = [[int(p[0]), int(p[1])] for p in zone]
+    except (TypeError, ValueError, IndexError):
+        points = []
+    if len(points) < 3 or len({(x, y) for x, y in points}) < 3:
+        raise BackendError("a zone is a polygon of at least 3 different points [[x1, y1], [x2, y2], [x3, y3], ...] in pixels")
+    return points
+
+
+def _zone_step(predictions: str, zone: list[list[int]]) -> dict[str, Any]:
+    # All objects stay in `predictions` (counts, line, alerts see everyone); those outside the zone carry 0 s.
+    return {"type": "roboflow_core/time_in_zone@v3", "name": "zone", "image": "$inputs.image",
+            "detections": predictions, "zone": zone, "triggering_anchor": "CENTER",
+            "remove_out_of_zone_detections": False, "reset_out_of_zone_detections": True}
+
+
+def _annotation_steps(
+    predictions: str, track: bool, line: list[list[int]] | None, zone: list[list[int]] | None
+) -> list[dict[str, Any]]:
+    steps: list[dict[str, Any]] = []
+    image = "$inputs.image"
+    if zone is not None:  # first, so boxes and labels are drawn over the zone's tint
+        steps.append({"type": "roboflow_core/polygon_zone_visualization@v1", "name": "zone_area", "image": image,
+                      "zone": zone})
+        image = "$steps.zone_area.image"
+    steps += [
+        {"type": "roboflow_core/bounding_box_visualization@v1", "name": "boxes", "image": image, "predictions": predictions},
         {
             "type": "roboflow_core/label_visualization@v1",
             "name": "labels",
             "image": "$steps.boxes.image",
             "predictions": predictions,
-            "text": "Tracker Id" if track else "Class and Confidence",
+            "text": "Tracker Id" if track else "Class and Confidence",  # alerts name "person #12": find it here
         },
     ]
     if line is not None:
-        steps.append(
-            {
-                "type": "roboflow_core/line_counter_visualization@v1",
-                "name": "line",
-                "image": "$steps.labels.image",
-                "zone": line,
-                "count_in": "$steps.line_counter.count_in",
-                "count_out": "$steps.line_counter.count_out",
-            }
-        )
+        steps += _line_steps(line)
     return steps
 
 
-def check_spec(spec: Any, allow_custom_python: bool) -> list[str]:
-    """Safety problems with a workflow spec (empty = fine to compile). Looks into inner workflows too."""
-    if not isinstance(spec, dict):
-        return ["a workflow specification must be a JSON object with `version`, `inputs`, `steps`, `outputs`"]
-    problems: list[str] = []
-    if not allow_custom_python:
-        _find_custom_python(spec, "specification", problems)
-    return problems
+# Half the size of the in/out label ("in: 999, out: 999" at text scale 1: cv2.getTextSize 276×22) plus a margin.
+LABEL_HALF = (140, 14)
 
 
-def _find_custom_python(node: Any, where: str, problems: list[str]) -> None:
-    if isinstance(node, list):
-        for i, item in enumerate(node):
-            _find_custom_python(item, f"{where}[{i}]", problems)
-        return
-    if not isinstance(node, dict):
-        return
-    dynamic = node.get("dynamic_blocks_definitions")
-    if dynamic:
-        names = [str((d.get("manifest") or {}).get("block_type", "?")) for d in dynamic if isinstance(d, dict)]
-        problems.append(f"{where}: defines custom Python block(s) {', '.join(names) or '?'}: {ENABLE_CUSTOM_PYTHON_HINT}")
-    for key, value in node.items():
-        if key != "dynamic_blocks_definitions":
-            _find_custom_python(value, f"{where}.{key}", problems)
+def label_point(line: list[list[int]]) -> list[int]:
+    """Where the line's in/out label goes: on the line, moved from its first point until it clears the top/left edge.
+
+    The visualization centres its label on the line's first point: a line from the top edge (line=middle) showed
+    only the lower half of it. The frame's far edges are unknown here, so a line starting there is left as is.
+    """
+    (x1, y1), (x2, y2) = line
+    along = [max(0, half - start) / abs(d) for half, start, d in zip(LABEL_HALF, (x1, y1), (x2 - x1, y2 - y1), strict=True) if d]
+    t = min(0.5, max(along, default=0.0))
+    return [round(x1 + t * (x2 - x1)), round(y1 + t * (y2 - y1))]
+
+
+def _line_steps(line: list[list[int]]) -> list[dict[str, Any]]:
+    """The counting line and its in/out label; drawn as two halves from the label point when that is not an end."""
+    anchor = label_point(line)
+    halves = [line] if anchor == line[0] else [[anchor, line[0]], [anchor, line[1]]]  # same label drawn twice, same spot
+    steps: list[dict[str, Any]] = []
+    image = "$steps.labels.image"
+    for name, segment in zip(["line_start", "line"][-len(halves):], halves, strict=True):
+        steps.append({"type": "roboflow_core/line_counter_visualization@v1", "name": name, "image": image,
+                      "zone": segment, "count_in": "$steps.line_counter.count_in",
+                      "count_out": "$steps.line_counter.count_out"})
+        image = f"$steps.{name}.image"
+    return steps
 
 
 def spec_hash(spec: dict[str, Any]) -> str:

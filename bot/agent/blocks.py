@@ -1,0 +1,111 @@
+"""Builders for the Messages API messages the agent appends: user turns, tool results, heartbeat, seeds."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from bot.agent.tools import Attachment, ToolResult
+from bot.media.images import to_image_block
+from bot.media.redaction import redact
+
+log = logging.getLogger(__name__)
+
+USER_IMAGE_MAX = 1568  # larger images are downscaled by the API anyway; sending them only costs upload time
+RESULT_IMAGE_MAX = 640  # seed 7.2: frames in tool results
+
+
+def _text(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text}
+
+
+def _attachment_line(n: int, att: Attachment, problem: str = "") -> str:
+    parts = [f"{n}. {att.path}"]
+    if att.file_id:
+        parts.append(f"(Slack file {att.file_id})")
+    if att.name and att.name != att.path.name:
+        parts.append(f"named {att.name!r}")
+    if problem:
+        parts.append(f"[{problem}]")
+    return " ".join(parts)
+
+
+def _with_context(context: str) -> list[dict[str, Any]]:
+    return [_text(context)] if context.strip() else []
+
+
+def user_message(text: str, attachments: Sequence[Attachment] = (), context: str = "") -> dict[str, Any]:
+    """A user turn: attached images as image blocks, the turn context (if any), then the text with a note
+    naming each attachment. The user's text stays the last block.
+
+    The note matters: tools take an `image` argument, and the model can only pass a path or file id it has seen.
+    """
+    blocks: list[dict[str, Any]] = []
+    lines: list[str] = []
+    for n, att in enumerate(attachments, 1):
+        problem = ""
+        try:
+            blocks.append(to_image_block(att.path.read_bytes(), USER_IMAGE_MAX))
+        except (OSError, ValueError) as exc:
+            problem = "could not be shown to you: " + str(exc).splitlines()[0]
+            log.warning("attachment %s not shown to the model: %s", att.path, exc)
+        lines.append(_attachment_line(n, att, problem))
+    body = text.strip() or ("(no text; see the attached images)" if attachments else "(empty message)")
+    if lines:
+        body += "\n\nAttached files (pass a path or Slack file id as `image` to tools):\n" + "\n".join(lines)
+    return {"role": "user", "content": blocks + _with_context(context) + [_text(body)]}
+
+
+def heartbeat_message(text: str, frames: Sequence[bytes] = (), context: str = "") -> dict[str, Any]:
+    """The user message of a heartbeat turn: latest frames (<= 640 px), the turn context, then the status text."""
+    blocks: list[dict[str, Any]] = []
+    for frame in frames:
+        try:
+            blocks.append(to_image_block(frame, RESULT_IMAGE_MAX))
+        except ValueError as exc:
+            log.warning("heartbeat frame skipped: %s", exc)
+    # The status text is ours (events, health lines), not a person's: a source URL in an error line is masked.
+    status = redact(text.strip()) or "Heartbeat check."
+    return {"role": "user", "content": blocks + _with_context(context) + [_text(status)]}
+
+
+def tool_result_block(tool_use_id: str, result: ToolResult) -> dict[str, Any]:
+    """A tool_result block: the text, plus an image block (<= 640 px) when the tool returned one."""
+    content: list[dict[str, Any]] = [_text(result.text.strip() or ("(no output)" if not result.is_error else "error"))]
+    if result.image:
+        try:
+            content.append(to_image_block(result.image, RESULT_IMAGE_MAX))
+        except ValueError as exc:
+            content.append(_text(f"(the image could not be attached: {exc})"))
+    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": tool_use_id, "content": content}
+    if result.is_error:
+        block["is_error"] = True
+    return block
+
+
+def interrupted_result(tool_use_id: str) -> dict[str, Any]:
+    """The result recorded for a tool call that never finished (turn cancelled or process restarted)."""
+    return {
+        "type": "tool_result",
+        "tool_use_id": tool_use_id,
+        "content": [_text("interrupted: this tool call did not finish (the turn was cancelled or the process "
+                          "restarted); run it again if it is still needed")],
+        "is_error": True,
+    }
+
+
+def seed_pair(text: str, image: bytes | None = None) -> list[dict[str, Any]]:
+    """A user/assistant pair recording something the agent posted on its own (an alert)."""
+    note = "[Context: you posted the message below in this conversation on your own (an alert or report); "
+    note += "what follows are replies to it.]"
+    blocks: list[dict[str, Any]] = []
+    if image:
+        try:
+            blocks.append(to_image_block(image, RESULT_IMAGE_MAX))
+        except ValueError as exc:
+            log.warning("seed image skipped: %s", exc)
+    return [
+        {"role": "user", "content": blocks + [_text(note)]},
+        {"role": "assistant", "content": [_text(redact(text.strip()) or "(alert)")]},
+    ]

@@ -1,0 +1,263 @@
+"""The agent loop: build the prompt, call Claude, run tools, loop; yields AgentEvents for adapters to render."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from datetime import datetime
+from typing import Any, Literal
+
+from bot.agent import blocks as msgs
+from bot.agent.compaction import ContextGuard, turn_starts
+from bot.agent.prompt import build_system, skills_in, skills_reloaded, turn_context
+from bot.agent.streaming import TextStream
+from bot.agent.tools import Attachment, ToolContext, ToolResult
+from bot.agent.turn_events import (
+    _ev,
+    _noted,
+    attachment_of,
+    file_record,
+    final_event,
+    frame_event,
+    is_heartbeat_ok,
+    thinking_events,
+)
+from bot.events import AgentEvent, EventType
+from bot.llm.client import LLMError, PromptTooLong, ToolCall, WaitBudget
+from bot.rights import OPERATOR, Requester
+from bot.services import Services
+
+log = logging.getLogger(__name__)
+
+HEARTBEAT_TURNS_KEPT = 3
+_NO_REPLY = "(no reply: this turn ended with an error or was interrupted)"
+
+
+class Agent:
+    """One small loop, everything injected (CONVENTIONS 4). Turns of a session serialize on its lock."""
+
+    def __init__(
+        self,
+        *,
+        llm: Any,
+        tools: Any,
+        sessions: Any,
+        settings: Any,
+        workspace: Any,
+        services: Services | None = None,
+        capabilities: str | Callable[[], str] = "",
+        pipelines_text: Callable[[], str] | None = None,
+        clock: Callable[[], datetime] | None = None,
+    ) -> None:
+        self.llm, self.tools, self.sessions = llm, tools, sessions
+        self.settings, self.workspace = settings, workspace
+        self.services = services if services is not None else Services(workspace=workspace)
+        self._capabilities = capabilities
+        self._pipelines_text = pipelines_text
+        self._clock = clock or datetime.now
+        self._active: dict[str, int] = {}
+        self.guard = ContextGuard(llm, sessions, settings.llm.context_window, self.services.memory,
+                                  settings.llm.max_message_tokens)
+
+    # -- public API ------------------------------------------------------------------------------------------
+
+    async def process_message(
+        self, session_key: str, text: str, attachments: Sequence[Attachment] | None = None,
+        requester: Requester | None = None,
+    ) -> AsyncIterator[AgentEvent]:
+        """Run one user turn; yields THINKING/TEXT_DELTA/TOOL_CALL/TOOL_RESULT/FRAME events, then RESPONSE,
+        ASK_USER or ERROR (which carry the whole final text again).
+
+        requester: who asked (Slack person, or `bot.rights.OPERATOR` for the CLI and scheduled turns); tools that
+        change state check it against the allowlists. None is an unknown asker, refused whenever one is set.
+        """
+        who = requester if requester is not None else Requester()
+        atts = list(attachments or [])
+        async with self._turn(session_key):
+            skills = self._match_skills(text)
+            earlier = skills_in(self.sessions.history(session_key))
+            context = turn_context(self.workspace, self._pipelines(), skills, self._clock(), earlier)
+            # Cut before it reaches the history: one oversize message must not make the thread too long for good.
+            text, cut_note = self.guard.clip(text)
+            user_msg = msgs.user_message(text, atts, context)
+            self.sessions.add_files(session_key, [file_record(a) for a in atts])
+            # Tools may use any file shared earlier in this session (by path or Slack file id), newest first.
+            shared = [attachment_of(f) for f in reversed(self.sessions.files(session_key))]
+            async for ev in self._run(session_key, user_msg, "full", shared, who, skills):
+                yield _noted(ev, cut_note)
+
+    async def process_heartbeat(
+        self, text: str, frames: Sequence[bytes] = (), session_key: str = "heartbeat"
+    ) -> AsyncIterator[AgentEvent]:
+        """Run a heartbeat turn in its own session; a HEARTBEAT_OK reply yields no RESPONSE."""
+        async with self._turn(session_key):
+            self._trim_heartbeat(session_key)
+            context = turn_context(None, self._pipelines(), (), self._clock())
+            # No person asks a heartbeat: it acts for the operator who runs the process.
+            message = msgs.heartbeat_message(text, frames, context)
+            async for ev in self._run(session_key, message, "heartbeat", [], OPERATOR):
+                if ev.type is EventType.RESPONSE and is_heartbeat_ok(ev.data["text"]):
+                    log.info("heartbeat %s: nothing notable", session_key)
+                    continue
+                yield ev
+
+    def seed_session(self, key: str, text: str, image: bytes | None = None) -> None:
+        """Record a message the agent posted (e.g. an alert) as a user/assistant pair, so replies have context."""
+        for message in msgs.seed_pair(text, image):
+            self.sessions.append(key, message)
+
+    def busy(self, prefix: str = "") -> bool:
+        """Whether a turn is running or queued in any session whose key starts with prefix."""
+        return any(k.startswith(prefix) and n > 0 for k, n in self._active.items())
+
+    async def wait_idle(self, prefix: str = "", poll: float = 0.05) -> None:
+        """Wait until no session with this key prefix has a turn running (works from any event loop)."""
+        while self.busy(prefix):
+            await asyncio.sleep(poll)
+
+    # -- the loop --------------------------------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def _turn(self, key: str):
+        self._active[key] = self._active.get(key, 0) + 1
+        try:
+            async with self.sessions.lock(key):
+                yield
+        finally:
+            self._active[key] -= 1
+
+    async def _run(
+        self, key: str, user_msg: dict[str, Any], mode: Literal["full", "heartbeat"], atts: list[Attachment],
+        who: Requester, skills: Sequence[str] = (),
+    ) -> AsyncIterator[AgentEvent]:
+        self._repair(key)
+        # The turn context rides in user_msg and so in the history: the system prompt never changes between
+        # turns, and every earlier turn stays a cached prefix of the next request.
+        self.sessions.append(key, user_msg)
+        system = build_system(self.workspace, self.tools, mode, self._caps())
+        defs = self.tools.definitions()
+        steps: list[tuple[ToolCall, ToolResult]] = []  # this turn's calls, kept as a trajectory if it ends well
+        ctx = ToolContext(self.settings, key, atts, self.services, who, steps)
+        budget = WaitBudget(self.settings.llm.turn_timeout)  # the turn's model wait, retries and summaries included
+        squeezed = False
+        for _ in range(self.settings.llm.max_iterations):
+            if await self.guard.maybe_compact(key, system, defs, budget):
+                self._restore_skills(key, skills)
+                yield _ev(EventType.THINKING, text="The conversation got long: older turns were summarised into memory.")
+            try:
+                history = self.sessions.history(key)
+                # The stream is consumed within this iteration, so the lambda sees this iteration's history.
+                call = TextStream(lambda sink: self.llm.chat(history, defs, system, session_key=key,  # noqa: B023
+                                                             budget=budget, on_text=sink if mode == "full" else None))
+                async for ev in call:  # the answer as it is generated, for adapters that show it live
+                    yield ev
+                resp = call.result()
+            except PromptTooLong as exc:
+                self.guard.too_long(key)  # the next maybe_compact summarises all but the current turn
+                if squeezed:  # compacting once did not help: one line; the next turn starts by compacting
+                    yield _ev(EventType.ERROR, text=str(exc))
+                    return
+                squeezed = True
+                continue
+            except LLMError as exc:
+                yield _ev(EventType.ERROR, text=str(exc))
+                return
+            except Exception as exc:  # an SDK or programming error must end the turn with a line, not a traceback
+                log.exception("LLM call failed in session %s", key)
+                yield _ev(EventType.ERROR, text=f"internal error calling the model ({type(exc).__name__}: {exc}); "
+                                                "see the log, then try again")
+                return
+            self.guard.mark(key, resp.usage, len(history))
+            if resp.content_blocks:
+                self.sessions.append(key, {"role": "assistant", "content": resp.content_blocks})
+            for ev in thinking_events(resp):
+                yield ev
+            if not resp.tool_calls:
+                final = final_event(resp, mode, self.settings.llm.max_tokens)
+                self._record(key, who, steps, final, mode)
+                yield final
+                return
+            async for ev in self._run_tools(key, resp.tool_calls, ctx, steps):
+                yield ev
+        yield _ev(EventType.ERROR, text=(
+            f"stopped after {self.settings.llm.max_iterations} tool rounds (llm.max_iterations); "
+            "ask me to continue or raise llm.max_iterations in config.yaml"))
+
+    async def _run_tools(self, key: str, calls: list[ToolCall], ctx: ToolContext,
+                         steps: list[tuple[ToolCall, ToolResult]]) -> AsyncIterator[AgentEvent]:
+        results: list[dict[str, Any]] = []
+        try:
+            for call in calls:
+                yield _ev(EventType.TOOL_CALL, id=call.id, name=call.name, input=call.input)
+                result = await self.tools.execute(call.name, call.input, ctx)
+                steps.append((call, result))
+                yield _ev(EventType.TOOL_RESULT, id=call.id, name=call.name, text=result.text,
+                          is_error=result.is_error)
+                if result.frame:
+                    yield frame_event(self.workspace.frames_dir, call, result)
+                results.append(msgs.tool_result_block(call.id, self.guard.clip_result(result)))
+        finally:
+            # Even when the turn is cancelled mid-tool, every tool_use gets its tool_result.
+            done = {r["tool_use_id"] for r in results}
+            results += [msgs.interrupted_result(c.id) for c in calls if c.id not in done]
+            self.sessions.append(key, {"role": "user", "content": results})
+
+    def _record(self, key: str, who: Requester, steps: list[tuple[ToolCall, ToolResult]], final: AgentEvent,
+                mode: str) -> None:
+        """A conversation turn that ended with a reply is offered to the recipes' trajectory log (seed 001)."""
+        recipes = self.services.recipes
+        if recipes is None or mode != "full" or not steps or final.type is EventType.ERROR:
+            return
+        try:
+            recipes.record(key, who, steps, final.data.get("text", ""))
+        except Exception:  # recording is a by-product: the user still gets the reply
+            log.exception("recording the turn of %s failed", key)
+
+    # -- helpers ---------------------------------------------------------------------------------------------
+
+    def _caps(self) -> str:
+        return self._capabilities() if callable(self._capabilities) else self._capabilities
+
+    def _pipelines(self) -> str:
+        if self._pipelines_text is None:
+            return ""
+        try:
+            return self._pipelines_text()
+        except Exception as exc:  # the prompt must still build when the pipeline registry is unhappy
+            log.warning("pipelines summary failed: %s", exc)
+            return f"(pipeline status unavailable: {exc})"
+
+    def _match_skills(self, text: str) -> list[str]:
+        match = getattr(self.workspace, "match_skills", None)
+        return [s.name for s in match(text)] if match else []
+
+    def _restore_skills(self, key: str, skills: Sequence[str]) -> None:
+        # A skill this turn only pointed to ("loaded earlier") may have been summarised away: load it again.
+        missing = [s for s in skills if s not in skills_in(self.sessions.history(key))]
+        text = skills_reloaded(self.workspace, missing) if missing else ""
+        if text:
+            self.sessions.append(key, {"role": "user", "content": [{"type": "text", "text": text}]})
+
+    def _repair(self, key: str) -> None:
+        """Close what an earlier turn left open: a tool_use with no result (a crash mid-tool), then a turn with no
+        reply (an error, timeout or crash). Unclosed, the next message would merge into that turn, and a turn too
+        long for the model would stay in every later request."""
+        history = self.sessions.history(key)
+        role = history[-1]["role"] if history else None
+        if role == "assistant":
+            ids = [b["id"] for b in history[-1]["content"] if isinstance(b, dict) and b.get("type") == "tool_use"]
+            if ids:
+                self.sessions.append(key, {"role": "user", "content": [msgs.interrupted_result(i) for i in ids]})
+                role = "user"
+        if role == "user":
+            self.sessions.append(key, {"role": "assistant", "content": [{"type": "text", "text": _NO_REPLY}]})
+
+    def _trim_heartbeat(self, key: str) -> None:
+        # Heartbeats repeat forever: keep the last few checks (with this one) so the cost per check stays flat.
+        starts = turn_starts(self.sessions.history(key))
+        if len(starts) >= HEARTBEAT_TURNS_KEPT:
+            self.sessions.compact(key, "Earlier heartbeat checks were trimmed; anything notable was reported then.",
+                                  starts[-(HEARTBEAT_TURNS_KEPT - 1)])
+

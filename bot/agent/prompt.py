@@ -1,0 +1,161 @@
+"""System prompt blocks (stable, cached: identity, workspace files, skills, capabilities) and the per-turn context."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any, Literal
+
+from bot.agent.prompt_text import CORE_IDENTITY, DEFAULT_HEARTBEAT_CHECKLIST, HEARTBEAT_IDENTITY
+from bot.media.redaction import redact
+
+log = logging.getLogger(__name__)
+
+CACHE = {"type": "ephemeral"}
+PROMPT_FILES = ("AGENTS.md", "USER.md", "CAMERAS.md")
+TURN_CONTEXT_OPEN, TURN_CONTEXT_CLOSE = "<turn_context>", "</turn_context>"
+SKILL_HEADING = "## Skill loaded for this request: "
+
+
+def _text(text: str) -> dict[str, Any]:
+    # Workspace files (CAMERAS.md lists rtsp://user:password@ URLs) reach the model masked; tools take the
+    # camera's name (or the masked URL) and resolve the real URL themselves (bot.media.cameras.find_camera).
+    return {"type": "text", "text": redact(text)}
+
+
+def _tool_line(tools: Any) -> str:
+    names = list(getattr(tools, "names", None) or [])
+    return f"\n\nTools available in this process: {', '.join(names)}." if names else ""
+
+
+def _workspace_blocks(workspace: Any, only: Iterable[str] = PROMPT_FILES) -> list[dict[str, Any]]:
+    files = workspace.load_prompt_files() if workspace is not None else {}
+    wanted = set(only)
+    # A fixed order, whatever order the loader used, so the cached prefix never reshuffles.
+    names = [n for n in PROMPT_FILES if n in files and n in wanted]
+    names += sorted(n for n in files if n not in PROMPT_FILES and n in wanted)
+    return [_text(f"# {name}\n\n{files[name].strip()}") for name in names if files[name].strip()]
+
+
+def _skills_list(workspace: Any) -> list[dict[str, Any]]:
+    # Stable: it changes only when a skill file changes, like AGENTS.md, so it belongs to the cached prefix.
+    skills = workspace.list_skills() if workspace is not None else []
+    if not skills:
+        return []
+    lines = [f"- {s.name}: {s.description}" for s in skills]
+    return [_text(
+        "## Skills\nDomain instructions in the workspace. The ones matching a request are loaded in full in that "
+        "turn's <turn_context>; if another one applies, say which and follow it after the user agrees.\n"
+        + "\n".join(lines)
+    )]
+
+
+def _recipes_list(workspace: Any) -> list[dict[str, Any]]:
+    # Stable: it changes only when a recipe is saved or deleted (runs update files, not names or descriptions).
+    files = getattr(workspace, "recipes", None)
+    listing = files.listing() if files is not None else []
+    if not listing:
+        return []
+    lines = [f"- {name}: {desc or '(no description)'}" for name, desc in listing]
+    return [_text(
+        "## Recipes\nSetups that worked before, saved by name. When a request matches one, call run_recipe (with "
+        "parameter overrides such as source) instead of composing the workflow again, then verify the outcome with "
+        "get_pipeline_results.\n" + "\n".join(lines)
+    )]
+
+
+def stable_blocks(workspace: Any, tools: Any, mode: str, capabilities: str) -> list[dict[str, Any]]:
+    """The cacheable prefix; byte-identical between turns unless a workspace file, skill or capability changes."""
+    if mode == "heartbeat":
+        checklist = (workspace.heartbeat_checklist() if workspace is not None else "").strip()
+        blocks = [_text(HEARTBEAT_IDENTITY + _tool_line(tools))]
+        blocks += _workspace_blocks(workspace, only=("CAMERAS.md",))
+        blocks.append(_text("# HEARTBEAT.md (checklist)\n\n" + (checklist or DEFAULT_HEARTBEAT_CHECKLIST)))
+    else:
+        blocks = [_text(CORE_IDENTITY + _tool_line(tools))]
+        blocks += _workspace_blocks(workspace)
+        blocks += _skills_list(workspace)
+        blocks += _recipes_list(workspace)
+        if capabilities.strip():
+            blocks.append(_text(capabilities.strip()))
+    blocks[-1]["cache_control"] = dict(CACHE)
+    return blocks
+
+
+def _loaded_skills(workspace: Any, skills_loaded: Iterable[str], loaded_before: Iterable[str] = ()) -> list[str]:
+    before = set(loaded_before)
+    parts: list[str] = []
+    for name in skills_loaded:
+        if name in before:  # its full text is already in the history: a pointer keeps the history from growing
+            parts.append(f"## Skill {name} applies to this request too; its full text was loaded earlier in this "
+                         "conversation.")
+            continue
+        body = workspace.load_skill(name) if workspace is not None else None
+        if body:
+            parts.append(f"{SKILL_HEADING}{name}\n\n{body.strip()}")
+        else:
+            log.warning("skill %s matched but could not be loaded", name)
+    return parts
+
+
+def _wrap(parts: list[str]) -> str:
+    return redact(f"{TURN_CONTEXT_OPEN}\n" + "\n\n".join(parts) + f"\n{TURN_CONTEXT_CLOSE}")
+
+
+def skills_in(messages: Iterable[dict[str, Any]]) -> set[str]:
+    """Names of skills whose full text a turn context in these messages already carries."""
+    found: set[str] = set()
+    for m in messages:
+        blocks = m["content"] if m["role"] == "user" and isinstance(m["content"], list) else []
+        for b in blocks:
+            text = b.get("text", "") if b.get("type") == "text" else ""
+            if TURN_CONTEXT_OPEN in text:
+                found.update(line[len(SKILL_HEADING):].strip() for line in text.splitlines()
+                             if line.startswith(SKILL_HEADING))
+    return found
+
+
+def turn_context(
+    workspace: Any,
+    pipelines_text: str = "",
+    skills_loaded: Iterable[str] = (),
+    now: datetime | None = None,
+    loaded_before: Iterable[str] = (),
+) -> str:
+    """The per-turn context (time, active pipelines, skills matched this turn) as one text for the user message.
+
+    It opens the turn's user message instead of closing the system prompt, so the system prompt stays
+    byte-identical and the history before this turn stays a cached prefix (seed 7.1). Skills named in
+    loaded_before (see `skills_in`) are only pointed to, not repeated.
+    """
+    now = (now or datetime.now()).astimezone()
+    parts = [f"Current time: {now.strftime('%A %Y-%m-%d %H:%M %Z')}",
+             "## Active pipelines\n" + (pipelines_text.strip() or "None running.")]
+    return _wrap(parts + _loaded_skills(workspace, skills_loaded, loaded_before))
+
+
+def skills_reloaded(workspace: Any, names: Iterable[str]) -> str:
+    """A turn-context text carrying these skills in full again (after compaction summarised the earlier copy)."""
+    parts = _loaded_skills(workspace, names)
+    return _wrap(["The earlier conversation was summarised; skills this request relies on, in full again:", *parts]
+                 ) if parts else ""
+
+
+def build_system(
+    workspace: Any,
+    tools: Any = None,
+    mode: Literal["full", "heartbeat"] = "full",
+    capabilities: str = "",
+) -> list[dict[str, Any]]:
+    """System prompt content blocks, all stable; the last one carries cache_control.
+
+    Per-turn facts (time, pipelines, loaded skills) go in `turn_context`, at the start of each user turn.
+
+    Args:
+        workspace: a `workspace.Workspace` (prompt files, heartbeat checklist, skills) or None.
+        tools: the ToolRegistry, to name the tools in the prompt.
+        mode: "full" for conversations, "heartbeat" for the lighter scheduled check.
+        capabilities: block/model summary text (stable; part of the cached prefix).
+    """
+    return stable_blocks(workspace, tools, mode, capabilities)

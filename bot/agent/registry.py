@@ -1,0 +1,80 @@
+"""ToolRegistry: holds the tools, generates their definitions, executes calls as data (never raises)."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from typing import Any
+
+from pydantic import ValidationError
+
+from bot.agent.tools import Tool, ToolArgs, ToolContext, ToolFunc, ToolResult
+from bot.media.redaction import redact
+from bot.rights import refusal
+
+log = logging.getLogger(__name__)
+
+
+class ToolRegistry:
+    """Named tools; `execute` turns every failure into an is_error result the model can act on."""
+
+    def __init__(self) -> None:
+        self._tools: dict[str, Tool] = {}
+        self._definitions: list[dict[str, Any]] | None = None  # schemas are generated once, not per turn
+
+    def register(self, name: str, description: str, args_model: type[ToolArgs], func: ToolFunc, *,
+                 changes: str | None = None) -> None:
+        """Add a tool; `changes` names what it changes, and only people the allowlists admit may run it."""
+        if name in self._tools:
+            raise ValueError(f"tool {name!r} registered twice")
+        self._tools[name] = Tool(name, description, args_model, func, changes)
+        self._definitions = None
+
+    def tool(self, name: str, description: str, args_model: type[ToolArgs], *, changes: str | None = None):
+        """Decorator form of `register`."""
+
+        def wrap(func: ToolFunc) -> ToolFunc:
+            self.register(name, description, args_model, func, changes=changes)
+            return func
+
+        return wrap
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def definitions(self) -> list[dict[str, Any]]:
+        """Tool definitions in registration order (stable, so the cached prefix stays byte-identical)."""
+        if self._definitions is None:
+            self._definitions = [t.definition() for t in self._tools.values()]
+        return [dict(d) for d in self._definitions]
+
+    async def execute(self, name: str, raw_input: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        """Run one call; the result's texts are credential-redacted, whatever the tool put in them."""
+        result = await self._execute(name, raw_input, ctx)
+        # Tool results reach the model, the transcript and the user: one exit, so one redaction for all tools.
+        return replace(result, text=redact(result.text), frame_caption=redact(result.frame_caption))
+
+    async def _execute(self, name: str, raw_input: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        tool = self._tools.get(name)
+        if tool is None:
+            return ToolResult.error(f"Unknown tool {name!r}. Available tools: {', '.join(self._tools)}.")
+        # Rights follow the person: the same check as `/vision` control commands and the alert buttons.
+        if tool.changes and (why := refusal(ctx.settings, ctx.requester, tool.changes)):
+            log.info("tool %s refused for %s in %s", name, ctx.requester.user_id, ctx.requester.channel_id)
+            return ToolResult.error(why)
+        try:
+            args = tool.args_model.model_validate(raw_input or {})
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc']) or 'input'}: {e['msg']}" for e in exc.errors()
+            )
+            return ToolResult.error(f"Invalid arguments for {name}: {problems}. Fix them and call again.")
+        try:
+            return await tool.func(args, ctx)
+        except Exception as exc:  # tool failures are data, the loop goes on
+            log.exception("tool %s failed", name)
+            return ToolResult.error(f"{name} failed: {type(exc).__name__}: {exc}")

@@ -1,0 +1,89 @@
+"""The tool contract every tool and adapter speaks: typed argument models, one frozen result, the per-call context."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict
+
+from bot.rights import Requester
+from bot.services import Services
+
+if TYPE_CHECKING:
+    from bot.config import Settings
+
+
+class ToolArgs(BaseModel):
+    """Base for tool argument models: unknown keys are an error the model can fix."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """What a tool returns.
+
+    text: what the model reads (keep it short: summaries, not raw dumps).
+    image: JPEG bytes the model should see (sent as an image block, resized to <= 640 px).
+    frame: annotated JPEG bytes to show the *user* (adapters upload it; the agent emits a FRAME event).
+    frame_caption: short caption for that frame.
+    """
+
+    text: str
+    is_error: bool = False
+    image: bytes | None = None
+    frame: bytes | None = None
+    frame_caption: str = ""
+
+    @classmethod
+    def error(cls, text: str) -> ToolResult:
+        return cls(text=text, is_error=True)
+
+
+@dataclass(frozen=True)
+class Attachment:
+    """An image the user attached (CLI --image or a Slack file), saved on disk."""
+
+    path: Path
+    media_type: str = "image/jpeg"
+    file_id: str | None = None  # Slack file id, if it came from Slack
+    name: str = ""
+
+
+@dataclass
+class ToolContext:
+    """Everything a tool may need, injected per call by the agent."""
+
+    settings: Settings
+    session_key: str = ""
+    attachments: list[Attachment] = field(default_factory=list)
+    services: Services = field(default_factory=Services)  # typed: ctx.services.pipelines, ctx.services.memory
+    requester: Requester = field(default_factory=Requester)  # who asked this turn (nobody known: refused by allowlists)
+    turn: list[Any] = field(default_factory=list)  # this turn's (ToolCall, ToolResult) so far: save_recipe reads it
+
+
+ToolFunc = Callable[[Any, ToolContext], Awaitable[ToolResult]]
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A registered tool: name, description, argument model and the coroutine that runs it.
+
+    changes: what the tool changes (`bot.rights.CONTROLLED`, `bot.rights.MEMORY`), so the registry checks the
+    asker against the Slack allowlists before it runs; None for tools that only read or compute.
+    """
+
+    name: str
+    description: str
+    args_model: type[ToolArgs]
+    func: ToolFunc
+    changes: str | None = None
+
+    def definition(self) -> dict[str, Any]:
+        """The Messages API tool definition, schema generated from the argument model."""
+        schema = self.args_model.model_json_schema()
+        schema.pop("title", None)
+        return {"name": self.name, "description": self.description, "input_schema": schema}

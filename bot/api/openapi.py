@@ -1,0 +1,98 @@
+"""The OpenAPI 3.1 document of the REST API: paths written here beside the routes, bodies and query strings generated
+from the pydantic models the handlers validate with (bot/api/models.py), so the two cannot drift."""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+from pydantic import BaseModel
+
+from bot.api.models import BODIES, QUERIES, AddRule, SetRoute, StartPipeline
+
+_OK = {"$ref": "#/components/schemas/Ok"}
+_ERR = {"description": "error", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+_ID = {"name": "id", "in": "path", "required": True, "schema": {"type": "string", "minLength": 1},
+       "description": "pipeline id or name"}
+
+
+def _json(description: str) -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": _OK}}}
+
+
+def _op(summary: str, ok: str = "200", body: type[BaseModel] | None = None, query: str | None = None,
+        path_id: bool = False, jpeg: bool = False, id_of: str = "pipeline id or name") -> dict[str, Any]:
+    op: dict[str, Any] = {"summary": summary, "responses": {
+        ok: {"description": "image/jpeg frame", "content": {"image/jpeg": {"schema": {"type": "string",
+                                                                                       "format": "binary"}}}}
+        if jpeg else _json("ok"),
+        "400": _ERR, "401": _ERR, "404": _ERR, "503": _ERR}}
+    params = [{**_ID, "description": id_of}] if path_id else []
+    if query:
+        params += _query_params(QUERIES[query])
+    if params:
+        op["parameters"] = params
+    if body is not None:
+        op["requestBody"] = {"required": True, "content": {"application/json": {
+            "schema": {"$ref": f"#/components/schemas/{body.__name__}"}}}}
+    return op
+
+
+def _query_params(model: type[BaseModel]) -> list[dict[str, Any]]:
+    schema = model.model_json_schema()
+    required = set(schema.get("required", []))
+    out = []
+    for name, prop in schema["properties"].items():
+        prop = {k: v for k, v in prop.items() if k != "title"}
+        desc = prop.pop("description", None)
+        if "anyOf" in prop:  # `str | None` in a query string is just an optional string
+            prop = next(p for p in prop["anyOf"] if p.get("type") != "null")
+        param: dict[str, Any] = {"name": name, "in": "query", "required": name in required, "schema": prop}
+        if desc:
+            param["description"] = desc
+        out.append(param)
+    return out
+
+
+def _components() -> dict[str, Any]:
+    schemas: dict[str, Any] = {
+        "Ok": {"type": "object", "required": ["status"], "properties": {"status": {"const": "ok"}}},
+        "Error": {"type": "object", "required": ["status", "error"],
+                  "properties": {"status": {"const": "error"}, "error": {"type": "string"}}},
+    }
+    for name, model in BODIES.items():
+        schemas[name] = model.model_json_schema(ref_template="#/components/schemas/{model}")
+    return {"schemas": schemas, "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}}
+
+
+@cache
+def document() -> dict[str, Any]:
+    """The whole document (built once)."""
+    paths: dict[str, Any] = {
+        "/api/health": {"get": _op("Pipelines running; answers once the token is right")},
+        "/api/cameras": {"get": _op("Cameras from CAMERAS.md (credentials masked) and named zones")},
+        "/api/pipelines": {"get": _op("Pipelines and their status"),
+                           "post": _op("Start a pipeline (as /vision start)", "201", StartPipeline)},
+        "/api/pipelines/{id}": {"get": _op("One pipeline's status", path_id=True)},
+        "/api/pipelines/{id}/frame": {"get": _op("The latest annotated frame", path_id=True, jpeg=True)},
+        "/api/alerts/{id}/frame": {"get": _op("The frame an alert was sent with (a webhook's frame_url)",
+                                              path_id=True, jpeg=True, id_of="the webhook's alert_id")},
+        "/api/rules": {"get": _op("Tier-1 alert rules", query="CameraQuery"),
+                       "post": _op("Add a rule (as /vision rule)", "201", AddRule),
+                       "delete": _op("Remove a rule (as /vision unrule)", query="RuleQuery")},
+        "/api/routes": {"get": _op("Alert routes (camera -> Slack channel)"),
+                        "put": _op("Route a camera's alerts (as /vision route)", body=SetRoute),
+                        "delete": _op("Remove a route", query="CameraQuery")},
+        "/api/events": {"get": _op("Alerts and tier-1 events from the event log", query="EventsQuery")},
+    }
+    for verb in ("stop", "pause", "resume"):
+        paths[f"/api/pipelines/{{id}}/{verb}"] = {"post": _op(f"{verb.capitalize()} a pipeline", path_id=True)}
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "Vision Agent REST API", "version": "1",
+                 "description": "Every /api path needs `Authorization: Bearer <VISION_AGENT_API_TOKEN>`. "
+                                "Errors are {\"status\": \"error\", \"error\": \"...\"}."},
+        "security": [{"bearer": []}],
+        "paths": paths,
+        "components": _components(),
+    }

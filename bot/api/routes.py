@@ -1,0 +1,210 @@
+"""The REST API's handlers: cameras, pipelines, rules, routes, events. Each acts as the operator through the same
+command core and checks as `/vision` (bot/commands), so an API client gets no path around them."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict
+from typing import Any, TypeVar
+
+from aiohttp import web
+from pydantic import BaseModel
+
+from bot.api.errors import UserError, user_errors
+from bot.api.frames import alert_frame, pipeline_frame
+from bot.api.hosting import HOST_KEY, ApiHost
+from bot.api.models import AddRule, CameraQuery, EventsQuery, RuleQuery, SetRoute, StartPipeline
+from bot.backends.base import PipelineHandle
+from bot.commands import pipelines as pipeline_commands
+from bot.commands.context import CommandContext
+from bot.commands.rules import parse_rule, resolve_camera
+from bot.media.cameras import cameras, named_zones
+from bot.media.redaction import redact
+from bot.monitoring.events_log import parse_since
+from bot.monitoring.rules import ANY
+from bot.pipelines.manager import LIVE
+from bot.rights import CONTROLLED, LOCAL_CHANNEL, refusal
+from bot.services import need
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def _host(request: web.Request) -> ApiHost:
+    return request.app[HOST_KEY]
+
+
+def _ctx(request: web.Request) -> CommandContext:
+    """A command context for the operator (LOCAL_CHANNEL): an API client acts as whoever runs the bot."""
+    host = _host(request)
+    s = host.services
+    return CommandContext(settings=host.settings, pipelines=s.pipelines, router=s.router, workspace=s.workspace,
+                          user_id=LOCAL_CHANNEL, channel_id=LOCAL_CHANNEL, monitor=s.monitor, scheduler=s.scheduler)
+
+
+def _may_change(ctx: CommandContext) -> None:
+    """The one allowlist check (`bot.rights.refusal`); the operator passes it, as the CLI does."""
+    if why := refusal(ctx.settings, ctx.requester, CONTROLLED):
+        raise UserError(why, 403)
+
+
+async def _body(request: web.Request, model: type[M]) -> M:
+    try:
+        data = await request.json(loads=json.loads)
+    except ValueError:
+        raise UserError("the body must be a JSON object") from None
+    if not isinstance(data, dict):
+        raise UserError("the body must be a JSON object")
+    return model.model_validate(data)
+
+
+def _query(request: web.Request, model: type[M]) -> M:
+    return model.model_validate(dict(request.query))
+
+
+def ok(status: int = 200, **data: Any) -> web.Response:
+    return web.json_response({"status": "ok", **data}, status=status)
+
+
+def handle_dict(h: PipelineHandle) -> dict[str, Any]:
+    return asdict(h)  # video_reference is already credential-redacted in every handle
+
+
+# cameras and health -------------------------------------------------------
+async def get_health(request: web.Request) -> web.Response:
+    mgr = _host(request).services.pipelines
+    live = sum(1 for h in mgr.snapshot() if h.status in LIVE) if mgr is not None else 0
+    return ok(pipelines=live, time=time.time())
+
+
+async def get_cameras(request: web.Request) -> web.Response:
+    host = _host(request)
+    ws = host.services.workspace
+    cams = [{"name": n, "source": redact(url)} for n, url in cameras(ws, host.settings).items()]
+    return ok(cameras=cams, zones=sorted(named_zones(ws, host.settings)))
+
+
+# pipelines ------------------------------------------------------------------
+async def list_pipelines(request: web.Request) -> web.Response:
+    mgr = need(_host(request).services.pipelines, "pipelines")
+    with user_errors():
+        handles = await mgr.list()
+    return ok(pipelines=[handle_dict(h) for h in handles])
+
+
+async def start_pipeline(request: web.Request) -> web.Response:
+    body = await _body(request, StartPipeline)
+    ctx = _ctx(request)
+    _may_change(ctx)
+    with user_errors():
+        handle, what = await pipeline_commands.launch(body.source, body.options(), ctx)
+    if handle.status == "error":
+        raise UserError(f"{handle.name} could not start on {handle.video_reference}: "
+                        f"{redact(handle.error or 'source failed')}")
+    return ok(201, pipeline=handle_dict(handle), runs=what.replace("`", ""))
+
+
+async def get_pipeline(request: web.Request) -> web.Response:
+    mgr = need(_host(request).services.pipelines, "pipelines")
+    with user_errors():
+        handle = await mgr.status(request.match_info["id"])
+    return ok(pipeline=handle_dict(handle))
+
+
+async def control_pipeline(request: web.Request) -> web.Response:
+    verb = request.match_info["verb"]
+    ctx = _ctx(request)
+    _may_change(ctx)
+    with user_errors():
+        handle = await getattr(ctx.manager(), verb)(request.match_info["id"])
+    return ok(pipeline=handle_dict(handle))
+
+
+# rules ------------------------------------------------------------------
+async def list_rules(request: web.Request) -> web.Response:
+    q = _query(request, CameraQuery)
+    ctx = _ctx(request)
+    monitor = need(ctx.monitor, "rules (the monitor)")
+    with user_errors():
+        camera = resolve_camera(q.camera, ctx) if q.camera else None
+    rules = monitor.rules(camera) if camera and camera != ANY else monitor.rules()
+    return ok(rules=[{**r.as_dict(), "id": r.id} for r in rules],
+              default_cooldown_seconds=monitor.cooldown_seconds)
+
+
+async def add_rule(request: web.Request) -> web.Response:
+    body = await _body(request, AddRule)
+    ctx = _ctx(request)
+    _may_change(ctx)
+    monitor = need(ctx.monitor, "rules (the monitor)")
+    with user_errors():
+        camera = resolve_camera(body.camera, ctx, allow_new=True)
+        rule = monitor.add_rule(parse_rule(body.rule.split(), camera, body.cooldown_seconds))
+    return ok(201, rule={**rule.as_dict(), "id": rule.id})
+
+
+async def remove_rule(request: web.Request) -> web.Response:
+    q = _query(request, RuleQuery)
+    ctx = _ctx(request)
+    _may_change(ctx)
+    monitor = need(ctx.monitor, "rules (the monitor)")
+    with user_errors():
+        camera = resolve_camera(q.camera, ctx)
+    if not monitor.remove_rule(q.id, camera):
+        raise UserError(f"no rule {q.id!r} on {camera}; GET /api/rules lists them", 404)
+    return ok(removed=q.id, camera=camera)
+
+
+# routes -----------------------------------------------------------------
+async def list_routes(request: web.Request) -> web.Response:
+    router = need(_host(request).services.router, "alert routing")
+    return ok(routes=router.routes(), default_channel=router.default_channel)
+
+
+async def set_route(request: web.Request) -> web.Response:
+    body = await _body(request, SetRoute)
+    ctx = _ctx(request)
+    _may_change(ctx)
+    router = need(ctx.router, "alert routing")
+    router.set_route(body.channel, body.camera)
+    return ok(routes=router.routes())
+
+
+async def remove_route(request: web.Request) -> web.Response:
+    q = _query(request, CameraQuery)
+    ctx = _ctx(request)
+    _may_change(ctx)
+    router = need(ctx.router, "alert routing")
+    if not router.remove_route(q.camera):
+        raise UserError(f"no route for {q.camera or 'all cameras'}", 404)
+    return ok(routes=router.routes())
+
+
+# events -----------------------------------------------------------------
+async def list_events(request: web.Request) -> web.Response:
+    q = _query(request, EventsQuery)
+    host = _host(request)
+    log = need(host.services.events, "the event log")
+    with user_errors():
+        since = parse_since(q.since, host.settings.heartbeat.timezone, time.time()) if q.since else None
+    events = log.query(since=since, camera=q.camera, limit=q.limit, event_type=q.type)
+    return ok(events=events, since=since)
+
+
+ROUTES: list[tuple[str, str, Any]] = [
+    ("GET", "/api/health", get_health),
+    ("GET", "/api/cameras", get_cameras),
+    ("GET", "/api/pipelines", list_pipelines),
+    ("POST", "/api/pipelines", start_pipeline),
+    ("GET", "/api/pipelines/{id}", get_pipeline),
+    ("POST", "/api/pipelines/{id}/{verb:stop|pause|resume}", control_pipeline),
+    ("GET", "/api/pipelines/{id}/frame", pipeline_frame),
+    ("GET", "/api/alerts/{id}/frame", alert_frame),
+    ("GET", "/api/rules", list_rules),
+    ("POST", "/api/rules", add_rule),
+    ("DELETE", "/api/rules", remove_rule),
+    ("GET", "/api/routes", list_routes),
+    ("PUT", "/api/routes", set_route),
+    ("DELETE", "/api/routes", remove_route),
+    ("GET", "/api/events", list_events),
+]

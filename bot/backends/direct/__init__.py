@@ -1,0 +1,1 @@
+"""The direct backend: the in-process workflow engine and InferencePipeline threads."""

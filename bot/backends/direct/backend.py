@@ -1,0 +1,119 @@
+"""DirectBackend: the in-process workflow engine for single images, InferencePipeline threads for video."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections import OrderedDict
+from typing import Any
+
+from bot.backends.base import BackendError, InferenceResult, PipelineHandle, ResultListener
+from bot.backends.convert import from_workflow_output
+from bot.backends.direct.engine import InferenceRuntime, SpecSource, resolve_spec
+from bot.backends.environment import ensure_inference_env
+from bot.backends.errors import translate, workflow_problems
+from bot.backends.policy import check_spec
+from bot.backends.shared import BackendBase, WorkflowRef
+from bot.config import Settings
+
+MAX_CACHED_ENGINES = 16
+
+
+class DirectBackend(BackendBase):
+    """InferenceBackend running everything inside this process (offline-capable with the builtin models)."""
+
+    name = "direct"
+
+    def __init__(self, settings: Settings) -> None:
+        super().__init__(settings)
+        ensure_inference_env(settings.inference)
+        self._runtime: InferenceRuntime | None = None
+        self._runtime_lock = threading.Lock()
+        self._engines: OrderedDict[str, tuple[Any, threading.Lock]] = OrderedDict()
+        self._engines_lock = threading.Lock()
+
+    # --- shared plumbing -----------------------------------------------------------------------------------------
+
+    def runtime(self) -> InferenceRuntime:
+        """The lazily built in-process runtime (imports inference: seconds, so call it from a thread)."""
+        with self._runtime_lock:
+            if self._runtime is None:
+                self._runtime = InferenceRuntime(self._settings)
+            return self._runtime
+
+    def _engine(self, source: SpecSource) -> tuple[Any, threading.Lock]:
+        with self._engines_lock:
+            cached = self._engines.pop(source.key, None)
+            if cached is None:
+                cached = (self.runtime().compile(source.spec), threading.Lock())
+            self._engines[source.key] = cached  # most recently used last
+            while len(self._engines) > MAX_CACHED_ENGINES:
+                self._engines.popitem(last=False)
+            return cached
+
+    async def _source(self, ref: WorkflowRef, video: bool) -> SpecSource:
+        rt = await asyncio.to_thread(self.runtime)
+        return await asyncio.to_thread(resolve_spec, rt, self._settings, ref, video)
+
+    # --- single images -------------------------------------------------------------------------------------------
+
+    async def _run_frame(self, frame: Any, ref: WorkflowRef, parameters: dict | None) -> InferenceResult:
+        source = await self._source(ref, video=False)
+        return await asyncio.to_thread(self._run_single_sync, source, frame, parameters or {})
+
+    def _run_single_sync(self, source: SpecSource, frame: Any, parameters: dict) -> InferenceResult:
+        try:
+            engine, lock = self._engine(source)
+            with lock:  # stateful blocks (trackers, counters) are not safe to run concurrently
+                outputs = engine.run(runtime_parameters={**parameters, source.image_input: frame})
+        except Exception as exc:  # noqa: BLE001 - converted into a one-line BackendError
+            raise translate(exc, source.what) from exc
+        if not outputs:
+            return InferenceResult(image_size=(frame.shape[1], frame.shape[0]))
+        return from_workflow_output(
+            outputs[0], source_image=frame, max_dimension=self._settings.monitoring.result_image_max_dimension
+        )
+
+    # --- blocks and validation -----------------------------------------------------------------------------------
+
+    async def describe_blocks(self) -> list[dict[str, Any]]:
+        rt = await asyncio.to_thread(self.runtime)
+        return await asyncio.to_thread(rt.describe_blocks)
+
+    async def validate_workflow(self, spec: dict) -> list[str]:
+        return check_spec(spec, self._settings.inference) or await self._compile_problems(spec)
+
+    async def _compile_problems(self, spec: dict) -> list[str]:
+        rt = await asyncio.to_thread(self.runtime)
+        try:
+            await asyncio.to_thread(rt.compile, spec)
+        except Exception as exc:  # noqa: BLE001 - compile errors are the answer
+            return workflow_problems(exc)
+        return []
+
+    # --- pipelines -----------------------------------------------------------------------------------------------
+
+    async def _start(
+        self, pipeline_id: str, name: str, video_reference: str, ref: WorkflowRef,
+        max_fps: float | None, parameters: dict | None, on_result: ResultListener | None,
+    ) -> PipelineHandle:
+        from bot.backends.direct.pipeline import DirectPipeline
+
+        source = await self._source(ref, video=True)  # safety-checked there, once
+        problems = await self._compile_problems(source.spec)
+        if problems:  # compile once here so a bad spec is an error the model can fix, not a dead pipeline
+            raise BackendError("the workflow is invalid: " + "; ".join(problems))
+        pipe = DirectPipeline(
+            pipeline_id=pipeline_id,
+            name=name,
+            video_reference=video_reference,
+            source=source,
+            runtime=self.runtime(),
+            settings=self._settings,
+            max_fps=max_fps,
+            parameters=parameters or {},
+            on_result=on_result,
+        )
+        self._pipelines[pipeline_id] = pipe
+        await asyncio.to_thread(pipe.start)
+        return pipe.handle()

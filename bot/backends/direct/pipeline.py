@@ -1,0 +1,188 @@
+"""One in-process InferencePipeline: status from its events, a bounded result buffer, pause/resume/terminate."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from pathlib import Path
+from typing import Any
+
+from bot.backends.base import ResultListener
+from bot.backends.convert import from_workflow_output
+from bot.backends.direct.engine import InferenceRuntime, SpecSource
+from bot.backends.errors import translate
+from bot.backends.pipeline_base import PipelineBase
+from bot.config import Settings
+from bot.media.sources import capture_reference, is_live
+
+log = logging.getLogger(__name__)
+STARTUP_WAIT = 10.0  # seconds start() waits to learn whether the source opened
+
+
+class _SourceErrorFilter(logging.Filter):
+    """Drop streamvision's full traceback for a source that cannot be opened: we report it as status `error`."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return not (exc is not None and type(exc).__name__ == "SourceConnectionError")
+
+
+def _quiet_source_errors() -> None:
+    target = logging.getLogger("streamvision.stream.pipeline")
+    if not any(isinstance(f, _SourceErrorFilter) for f in target.filters):
+        target.addFilter(_SourceErrorFilter())
+
+
+class DirectPipeline(PipelineBase):
+    """Owns one InferencePipeline's threads; every method is safe to call from any thread."""
+
+    backend_name = "direct"
+
+    def __init__(
+        self,
+        pipeline_id: str,
+        name: str,
+        video_reference: str,
+        source: SpecSource,
+        runtime: InferenceRuntime,
+        settings: Settings,
+        max_fps: float | None = None,
+        parameters: dict | None = None,
+        on_result: ResultListener | None = None,
+    ) -> None:
+        buffer_size = settings.monitoring.result_buffer_size
+        super().__init__(pipeline_id, name, video_reference, source.description, buffer_size, on_result)
+        self.source = source
+        self._runtime, self._settings = runtime, settings
+        self._max_fps, self._parameters = max_fps, parameters or {}
+        self._settled = threading.Event()  # source running, failed or finished
+        self._ended = threading.Event()  # all pipeline threads joined (or never started)
+        self._launched = threading.Event()  # InferencePipeline.start() returned (or raised): its dispatcher exists
+        self._pipeline: Any = None
+
+    # --- lifecycle -----------------------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the threads; returns once the source is open, failed (status `error`) or STARTUP_WAIT passed."""
+        if not is_live(self._reference) and not Path(self._reference).expanduser().exists():
+            self.fail(f"video file not found: {self.safe_reference}: check the path")
+            self._ended.set()
+            return
+        from inference.core.interfaces.legacy_stream.inference_pipeline import InferencePipeline
+
+        _quiet_source_errors()
+
+        try:
+            self._pipeline = InferencePipeline.init_with_workflow(
+                video_reference=capture_reference(self._reference),
+                workflow_specification=self.source.spec,
+                api_key=self._runtime.api_key,
+                image_input_name=self.source.image_input,
+                workflows_parameters=self._parameters,
+                on_prediction=self._on_prediction,
+                max_fps=self._max_fps,
+                status_update_handlers=[self._on_status],
+                model_manager=self._runtime.model_manager,
+            )
+            try:
+                self._pipeline.start(use_main_thread=False)
+            finally:
+                self._launched.set()
+        except Exception as exc:  # noqa: BLE001 - becomes the pipeline's error
+            self.fail(self._clean(str(translate(exc, self.source.what))))
+            self._ended.set()
+            return
+        self._settled.wait(STARTUP_WAIT)
+        if self.status == "error":
+            self._ended.wait(STARTUP_WAIT)  # the reaper joins the threads of a failed source
+
+    def pause(self) -> None:
+        if self._pipeline is None or self.status not in ("running", "starting"):
+            return
+        # Files pause where they are; live streams keep their connection and drop frames while muted.
+        (self._pipeline.mute_stream if is_live(self._reference) else self._pipeline.pause_stream)()
+        self._set_status("paused")
+
+    def resume(self) -> None:
+        if self._pipeline is None or self.status != "paused":
+            return
+        self._pipeline.resume_stream()
+        self._set_status("running")
+
+    def terminate(self) -> None:
+        """Stop and join every thread of the pipeline (idempotent)."""
+        with self._lock:
+            if self.status not in ("error", "finished"):
+                self.status = "stopped"
+        if self._pipeline is not None and not self._ended.is_set():
+            try:
+                self._pipeline.terminate()
+            except Exception as exc:  # noqa: BLE001 - a source still initialising; the reaper still joins it
+                log.warning("pipeline %s terminate: %s", self.pipeline_id, exc)
+        if self._pipeline is not None and not self._ended.wait(30):
+            log.warning("pipeline %s threads did not end within 30 s", self.pipeline_id)
+
+    def _reap(self) -> None:
+        """Join the pipeline's threads once its inference thread is done, then mark it finished.
+
+        Waits for start() to return first: a source that fails at once ends the inference thread before start()
+        has launched the dispatcher, and InferencePipeline.join() then drains the result queue itself — taking
+        the end marker the dispatcher, started a moment later, waits for forever (a thread leaked per failure).
+        """
+        self._launched.wait()
+        try:
+            self._pipeline.join()
+        finally:
+            with self._lock:
+                if self.status in ("starting", "running", "paused"):
+                    self.status = "finished"
+            self._ended.set()
+            self._settled.set()
+
+    # --- results -------------------------------------------------------------------------------------------------
+
+    def _on_prediction(self, predictions: Any, video_frame: Any) -> None:
+        if isinstance(predictions, list):  # one source: unwrap the batch the sink may hand us
+            predictions, video_frame = predictions[0], video_frame[0]
+        if predictions is None or self.status == "paused":
+            return  # frames decoded before the pause still flow through; a paused pipeline reports nothing
+        result = from_workflow_output(
+            predictions,
+            source_image=video_frame.image,
+            frame_id=video_frame.frame_id,
+            timestamp=video_frame.frame_timestamp.timestamp(),
+            max_dimension=self._settings.monitoring.result_image_max_dimension,
+        )
+        self._deliver(result)
+
+    # --- status --------------------------------------------------------------------------------------------------
+
+    def _on_status(self, update: Any) -> None:
+        event, payload = update.event_type, update.payload or {}
+        if event == "INFERENCE_ERROR":
+            self.fail(self._source_error(payload))
+        elif event == "SOURCE_STATE_UPDATE" and str(getattr(payload.get("new_state"), "value", "")) == "RUNNING":
+            if self.status == "starting":
+                self._set_status("running")
+            self._settled.set()
+        elif event == "INFERENCE_THREAD_FINISHED":
+            # Called on the inference thread itself, which cannot join itself: a reaper waits for it and the
+            # dispatcher, so `finished` is only reported once every result has been delivered.
+            threading.Thread(target=self._reap, name=f"reap-{self.pipeline_id}", daemon=True).start()
+
+    def _source_error(self, payload: dict[str, Any]) -> str:
+        kind, message = payload.get("error_type", "Error"), self._clean(str(payload.get("error_message", "")))
+        if kind == "SourceConnectionError":
+            return f"cannot open video source {self.safe_reference}: check the path/URL, camera power and credentials"
+        return f"{kind}: {message}"
+
+    def _clean(self, text: str) -> str:
+        return text.replace(self._reference, self.safe_reference)
+
+    def fail(self, reason: str) -> None:
+        super().fail(reason)
+        self._settled.set()
+
+    def _set_status(self, status: str) -> None:
+        with self._lock:
+            self.status = status

@@ -1,0 +1,228 @@
+"""HttpBackend: an inference server through inference-sdk (single images, workflows, hosted pipelines)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, urlparse
+
+from bot.backends.base import BackendError, InferenceResult, PipelineHandle, ResultListener
+from bot.backends.convert import from_model_response, from_serialized_output
+from bot.backends.errors import OFFLINE_HINT, problems_from_block_errors, shorten_problem
+from bot.backends.policy import check_spec
+from bot.backends.shared import BackendBase, WorkflowRef, fetch_saved_workflow, refuse_unsafe
+from bot.backends.workflows import describe_spec, is_builtin, roboflow_model_id
+from bot.config import Settings
+from bot.media.reach import is_loopback
+from bot.media.sources import capture_reference, is_live
+
+
+class HttpBackend(BackendBase):
+    """InferenceBackend talking to an inference server (`vision-agent inference-server`, Docker, or hosted)."""
+
+    name = "http"
+
+    def __init__(self, settings: Settings) -> None:
+        super().__init__(settings)
+        self.url = settings.inference.server_url.rstrip("/")
+        key = settings.inference.api_key
+        self._api_key = key.get_secret_value() if key else None
+        self._timeout = settings.inference.request_timeout
+
+    # --- plumbing ------------------------------------------------------------------------------------------------
+
+    def client(self) -> Any:
+        """A fresh InferenceHTTPClient (configuration is per client, so one per call keeps threads apart)."""
+        import warnings
+
+        from inference_sdk import InferenceConfiguration, InferenceHTTPClient
+
+        warnings.filterwarnings("ignore", module=r"inference_sdk(\..*)?")
+        client = InferenceHTTPClient(api_url=self.url, api_key=self._api_key)
+        client.configure(InferenceConfiguration(api_key_transport="header"))
+        return client
+
+    def unreachable(self) -> BackendError:
+        return BackendError(
+            f"inference server at {self.url} is not reachable: start it with `vision-agent inference-server` "
+            "or set INFERENCE_SERVER_URL"
+        )
+
+    def translate(self, exc: BaseException, what: str) -> BackendError:
+        """SDK / requests exceptions → a BackendError a user can act on."""
+        if isinstance(exc, BackendError):
+            return exc
+        names = {c.__name__ for c in type(exc).__mro__}
+        if names & {"HTTPServerConnectionError", "ConnectionError", "ConnectTimeout"}:
+            return self.unreachable()
+        if names & {"ReadTimeout", "TimeoutError"}:
+            return BackendError(f"inference server at {self.url} did not answer within {self._timeout:.0f}s: retry later")
+        message = str(getattr(exc, "api_message", None) or exc)
+        if "Could not connect to Roboflow API" in message or "Roboflow API" in message and "connect" in message:
+            return BackendError(f"could not reach Roboflow to load {what}: {OFFLINE_HINT}")
+        status = getattr(exc, "status_code", None)
+        if status in (401, 403):
+            return BackendError(f"the inference server refused {what}: set ROBOFLOW_API_KEY to a valid key")
+        if status == 404 and "not found" in message.lower():
+            return BackendError(f"{what} was not found: check the id")
+        return BackendError(f"{what} failed on the inference server: {shorten_problem(message)}")
+
+    async def _call(self, what: str, fn: Any, *args: Any, timeout: float | None = None, **kwargs: Any) -> Any:
+        """Run a blocking SDK call in a thread, bounded by a timeout, with errors translated."""
+        try:
+            return await asyncio.wait_for(asyncio.to_thread(fn, *args, **kwargs), timeout or self._timeout)
+        except TimeoutError:
+            raise BackendError(f"inference server at {self.url} did not answer within {timeout or self._timeout:.0f}s: retry later") from None
+        except Exception as exc:  # noqa: BLE001
+            raise self.translate(exc, what) from exc
+
+    def _request(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+        import requests
+
+        headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
+        resp = requests.request(method, f"{self.url}{path}", json=body, headers=headers, timeout=self._timeout)
+        try:
+            return resp.status_code, resp.json()
+        except ValueError:
+            return resp.status_code, {"message": resp.text[:300]}
+
+    def resolve(self, ref: WorkflowRef, video: bool) -> tuple[dict[str, Any], str]:
+        """(kwargs naming the workflow for the SDK, what-for-errors); safety-checks inline specs."""
+        spec, what = ref.inline(video)
+        if spec is None:
+            return {"workspace_name": ref.workspace_name, "workflow_id": ref.workflow_id}, what
+        refuse_unsafe(spec, self._settings)
+        return {"specification": spec}, what
+
+    async def _to_run(self, ref: WorkflowRef, video: bool) -> tuple[dict[str, Any], str]:
+        """resolve(), with a saved workflow fetched here and sent inline: the server would run whatever blocks it
+        holds, so it passes the block policy like any other spec (as the direct backend's does)."""
+        named, what = self.resolve(ref, video)
+        if "specification" not in named:
+            spec = await self._call(what, fetch_saved_workflow, self._settings, ref.workspace_name, ref.workflow_id)
+            named = {"specification": spec}
+        return named, what
+
+    # --- single images -------------------------------------------------------------------------------------------
+
+    async def _run_frame(self, frame: Any, ref: WorkflowRef, parameters: dict | None) -> InferenceResult:
+        max_dim = self._settings.monitoring.result_image_max_dimension
+        if ref.model_id and ref.workflow_spec is None and not ref.workflow_id and not is_builtin(ref.model_id):
+            return await self._infer_model(frame, ref.model_id, ref.confidence, max_dim)
+        named, what = await self._to_run(ref, video=False)
+        client = self.client()
+        outputs = await self._call(what, client.run_workflow, images={"image": frame}, parameters=parameters, **named)
+        if not outputs:
+            return InferenceResult(image_size=(frame.shape[1], frame.shape[0]))
+        return from_serialized_output(outputs[0], source_image=frame, max_dimension=max_dim)
+
+    async def _infer_model(self, frame: Any, model_id: str, confidence: float | None, max_dim: int) -> InferenceResult:
+        from inference_sdk import InferenceConfiguration
+
+        client = self.client()
+        if confidence is not None:
+            client.configure(InferenceConfiguration(api_key_transport="header", confidence_threshold=confidence))
+        response = await self._call(f"model {model_id}", client.infer, frame, model_id=roboflow_model_id(model_id))
+        return from_model_response(response if isinstance(response, dict) else response[0], frame, max_dim)
+
+    # --- blocks and validation -----------------------------------------------------------------------------------
+
+    async def describe_blocks(self) -> list[dict[str, Any]]:
+        status, body = await self._call("block description", self._request, "POST", "/workflows/blocks/describe", {})
+        if status != 200:
+            raise BackendError(f"the inference server could not describe its blocks (HTTP {status}): retry later")
+        return list(body.get("blocks") or [])
+
+    async def validate_workflow(self, spec: dict) -> list[str]:
+        return check_spec(spec, self._settings.inference) or await self._server_problems(spec)
+
+    async def _server_problems(self, spec: dict) -> list[str]:
+        status, body = await self._call("validation", self._request, "POST", "/workflows/validate", spec)
+        if status == 200:
+            return []
+        return problems_from_block_errors(str(body.get("message") or body), body.get("blocks_errors"))
+
+    # --- hosted pipelines ----------------------------------------------------------------------------------------
+
+    def server_is_local(self) -> bool:
+        return is_loopback(urlparse(self.url).hostname or "")
+
+    def _hosted(
+        self, pipeline_id: str, name: str, reference: str, named: dict, what: str, on_result: ResultListener | None
+    ) -> Any:
+        """A new HostedPipeline in the table, described by its spec (or by the saved workflow's name)."""
+        from bot.backends.http.pipeline import HostedPipeline
+
+        description = describe_spec(named["specification"]) if "specification" in named else what
+        pipe = HostedPipeline(self, pipeline_id, name, reference, description, on_result)
+        self._pipelines[pipeline_id] = pipe
+        return pipe
+
+    async def _pipeline_spec(self, ref: WorkflowRef) -> tuple[dict, str]:
+        """The spec a pipeline runs, safety-checked (in _to_run, once) and validated by the server."""
+        named, what = await self._to_run(ref, video=True)
+        problems = await self._server_problems(named["specification"])
+        if problems:
+            raise BackendError("the workflow is invalid: " + "; ".join(problems))
+        return named, what
+
+    async def _start(
+        self, pipeline_id: str, name: str, video_reference: str, ref: WorkflowRef,
+        max_fps: float | None, parameters: dict | None, on_result: ResultListener | None,
+    ) -> PipelineHandle:
+        named, what = await self._pipeline_spec(ref)
+        pipe = self._hosted(pipeline_id, name, video_reference, named, what, on_result)
+        if not is_live(video_reference) and self.server_is_local():
+            if not Path(video_reference).expanduser().exists():
+                pipe.fail(f"video file not found: {pipe.safe_reference}: check the path")
+                return pipe.handle()
+        client = self.client()
+        live = is_live(video_reference)
+        response = await self._call(
+            what,
+            client.start_inference_pipeline_with_workflow,
+            video_reference=capture_reference(video_reference),
+            workflows_parameters=parameters,
+            max_fps=max_fps,
+            # Files: process every frame; live streams: always the newest frame.
+            source_buffer_filling_strategy="DROP_OLDEST" if live else "WAIT",
+            source_buffer_consumption_strategy="EAGER" if live else "LAZY",
+            results_buffer_size=self._settings.monitoring.result_buffer_size,
+            timeout=max(self._timeout, 60.0),  # spawning the server-side process takes seconds
+            workflow_specification=named["specification"],
+        )
+        pipe.start((response.get("context") or {}).get("pipeline_id") or "")
+        return pipe.handle()
+
+    def server_id(self, pipeline_id: str) -> str | None:
+        pipe = self._pipelines.get(pipeline_id)
+        return (pipe.server_id or None) if pipe is not None else None
+
+    async def adopt_pipeline(
+        self,
+        pipeline_id: str,
+        server_id: str,
+        name: str,
+        video_reference: str,
+        workflow_spec: dict | None = None,
+        workspace_name: str | None = None,
+        workflow_id: str | None = None,
+        on_result: ResultListener | None = None,
+        paused: bool = False,
+    ) -> PipelineHandle | None:
+        """Resume consuming a pipeline the server kept running while we were down; None if the server lost it."""
+        path = f"/inference_pipelines/{quote(server_id, safe='')}/status"
+        status, _ = await self._call("pipeline status", self._request, "GET", path)
+        if status != 200:  # 404 once it ended or the server restarted
+            return None
+        ref = WorkflowRef(workflow_spec=workflow_spec, workspace_name=workspace_name, workflow_id=workflow_id)
+        named, what = self.resolve(ref, video=True)
+        pipe = self._hosted(pipeline_id, name, video_reference, named, what, on_result)
+        pipe.start(server_id, paused=paused)
+        return pipe.handle()
+
+    async def server_pipelines(self) -> list[str]:
+        """Ids of the pipelines the server runs (including ones other clients started)."""
+        status, body = await self._call("pipeline list", self._request, "GET", "/inference_pipelines/list")
+        return [str(p) for p in body.get("pipelines") or []] if status == 200 else []

@@ -1,0 +1,135 @@
+"""One hosted pipeline on an inference server: a poller thread drains its results into a local bounded buffer."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from datetime import datetime
+from typing import Any
+
+from bot.backends.base import BackendError, ResultListener
+from bot.backends.convert import from_serialized_output
+from bot.backends.pipeline_base import LIVE_STATUSES, PipelineBase
+from bot.media.sources import is_live
+
+log = logging.getLogger(__name__)
+IDLE_POLL = 0.05  # seconds between consume calls when the server had nothing new
+
+
+class HostedPipeline(PipelineBase):
+    """Mirrors a server-side pipeline: status, results (converted at the boundary), fps, lifecycle."""
+
+    backend_name = "http"
+
+    def __init__(
+        self, backend: Any, pipeline_id: str, name: str, reference: str, description: str, on_result: ResultListener | None
+    ) -> None:
+        buffer_size = backend._settings.monitoring.result_buffer_size
+        super().__init__(pipeline_id, name, reference, description, buffer_size, on_result)
+        self._backend = backend
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.server_id = ""
+
+    def start(self, server_id: str, paused: bool = False) -> None:
+        """Poll the server-side pipeline `server_id` (paused: it was paused on the server before we adopted it)."""
+        self.server_id = server_id
+        self._set("paused" if paused else "running")
+        self._thread = threading.Thread(target=self._poll, name=f"hosted-{self.pipeline_id}", daemon=True)
+        self._thread.start()
+
+    # --- control -------------------------------------------------------------------------------------------------
+
+    def pause(self) -> None:
+        if self.status != "running":
+            return
+        if not is_live(self._reference):
+            # The server mutes sources to pause them: on a file that ends the pipeline and drops the rest of it.
+            raise BackendError("a hosted pipeline on a video file cannot be paused (the server would end it): stop it instead")
+        self._control(self._backend.client().pause_inference_pipeline)
+        self._set("paused")
+
+    def resume(self) -> None:
+        if self.status != "paused":
+            return
+        self._control(self._backend.client().resume_inference_pipeline)
+        self._set("running")
+
+    def terminate(self) -> None:
+        """Stop polling and end the server-side pipeline; the server is asked once however often this is called."""
+        with self._lock:
+            if self.status in LIVE_STATUSES:
+                self.status = "stopped"
+            first = not self._stop.is_set()
+            self._stop.set()
+        if first and self.server_id:
+            try:
+                self._backend.client().terminate_inference_pipeline(self.server_id)
+            except Exception as exc:  # noqa: BLE001 - already ended on the server is fine
+                log.debug("terminate %s: %s", self.server_id, exc)
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=30)
+
+    def _control(self, fn: Any) -> None:
+        try:
+            fn(self.server_id)
+        except Exception as exc:  # noqa: BLE001
+            raise self._backend.translate(exc, f"pipeline {self.name}") from exc
+
+    # --- results -------------------------------------------------------------------------------------------------
+
+    def _poll(self) -> None:
+        client = self._backend.client()
+        while not self._stop.is_set():
+            try:
+                response = client.consume_inference_pipeline_result(self.server_id)
+            except Exception as exc:  # noqa: BLE001 - ends the poller with a status
+                self._ended(exc)
+                return
+            got = self._record(response)
+            if not got:
+                self._stop.wait(IDLE_POLL)
+
+    def _record(self, response: dict[str, Any]) -> int:
+        outputs = response.get("outputs") or []
+        metas = response.get("frames_metadata") or [{}] * len(outputs)
+        max_dim = self._backend._settings.monitoring.result_image_max_dimension
+        n = 0
+        for output, meta in zip(outputs, metas, strict=False):
+            if not output or self.status == "paused":
+                continue
+            result = from_serialized_output(
+                output, frame_id=meta.get("frame_id"), timestamp=_timestamp(meta.get("frame_timestamp")), max_dimension=max_dim
+            )
+            self._deliver(result)
+            n += 1
+        return n
+
+    def _ended(self, exc: BaseException) -> None:
+        """The server stopped answering for this pipeline: finished (it ran) or error (it never produced)."""
+        if self._stop.is_set():
+            return
+        status = getattr(exc, "status_code", None)
+        if status == 404 and self.frames:
+            self._set("finished")
+        elif status == 404:
+            self.fail(
+                f"the server could not run the pipeline on {self.safe_reference}: check the path/URL is valid "
+                "on the server's machine and the workflow loads"
+            )
+        else:
+            self.fail(str(self._backend.translate(exc, f"pipeline {self.name}")))
+
+    def _set(self, status: str) -> None:
+        with self._lock:
+            if self.status not in ("stopped", "error", "finished") or status == "error":
+                self.status = status
+
+
+def _timestamp(value: Any) -> float | None:
+    if isinstance(value, str):
+        try:
+            return datetime.fromisoformat(value).timestamp()
+        except ValueError:
+            return None
+    return None

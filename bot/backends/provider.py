@@ -1,0 +1,54 @@
+"""The one lazy backend: built on first use (importing `inference` takes seconds), closed once."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+
+from bot.backends.base import InferenceBackend
+
+
+class BackendProvider:
+    """Holds the process's inference backend. `get()` builds it once (thread-safe); `close()` closes and forgets it.
+
+    Everything that needs the backend (the pipeline manager, tools) goes through one provider, so `--help`, the
+    CLI banner and the Slack connect never import `inference`.
+    """
+
+    def __init__(self, factory: Callable[[], InferenceBackend]) -> None:
+        self._factory = factory
+        self._backend: InferenceBackend | None = None
+        self._lock = threading.Lock()
+
+    @classmethod
+    def of(cls, backend: InferenceBackend) -> BackendProvider:
+        """A provider for a backend that already exists (tests, a backend shared between processes' parts)."""
+        provider = cls(lambda: backend)
+        provider._backend = backend
+        return provider
+
+    @property
+    def built(self) -> bool:
+        return self._backend is not None
+
+    def get(self) -> InferenceBackend:
+        if self._backend is None:
+            with self._lock:
+                if self._backend is None:
+                    self._backend = self._factory()
+        return self._backend
+
+    async def aget(self) -> InferenceBackend:
+        """`get()` for coroutines: the first build runs on a worker thread, so the event loop (Slack acks, other
+        turns) never stalls for the seconds importing `inference` takes."""
+        if self._backend is not None:
+            return self._backend
+        return await asyncio.to_thread(self.get)
+
+    async def close(self) -> None:
+        """Close the backend if it was built; the next `get()` builds a fresh one. Safe to call twice."""
+        with self._lock:
+            backend, self._backend = self._backend, None
+        if backend is not None:
+            await backend.close()

@@ -1,0 +1,1 @@
+"""The webrtc backend: pipelines streamed to an inference server over WebRTC (inference_sdk's client)."""

@@ -1,0 +1,163 @@
+"""Terminal rendering of AgentEvents, `/vision` replies and alerts (rich)."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.live import Live
+from rich.markdown import Markdown
+from rich.text import Text
+
+from bot.agent.steps import label as step_label
+from bot.events import AgentEvent, EventType
+from bot.media.redaction import MASKS, redact
+
+_SLACK_BOLD = re.compile(r"(?<![\w*])\*(\S(?:[^*\n]*\S)?)\*(?![\w*])")
+_MAX_RESULT = 600
+_MAX_THINKING = 800
+
+
+def _clip(text: str, limit: int) -> str:
+    text = redact(text).strip()
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def save_frame(frames_dir: Path, data: dict[str, Any], label: str = "frame") -> str | None:
+    """Write a FRAME's (or a reply's) JPEG under frames/YYYY-MM-DD/; the path, or None if nothing to save."""
+    image = data.get("image")
+    if not image:
+        return None
+    folder = Path(frames_dir) / time.strftime("%Y-%m-%d")
+    folder.mkdir(parents=True, exist_ok=True)
+    slug = re.sub(r"[^A-Za-z0-9_-]+", "-", label).strip("-")[:40] or "frame"
+    path = folder / f"{time.strftime('%H%M%S')}_{int(time.time() * 1000) % 1000:03d}_{slug}.jpg"
+    path.write_bytes(image)
+    return str(path)
+
+
+def _markdown(text: str) -> Markdown:
+    """Model text as rich markdown, through the one redactor (its *** masks escaped so they are not emphasis)."""
+    return Markdown(MASKS.sub(r"\*\*\*", redact(text)))
+
+
+class Renderer:
+    """Prints what the agent does: tool calls, results, thinking (dim), frames saved, errors (red)."""
+
+    def __init__(self, console: Console | None = None) -> None:
+        self.console = console or Console(highlight=False)
+        self._last_result = ""  # a frame's caption often repeats the tool result: print it once
+        self._streamed = ""  # the model's text so far in this call, shown live on a terminal
+        self._live: Live | None = None
+
+    def prompt(self) -> str:
+        return "\x1b[1;36myou>\x1b[0m " if self.console.is_terminal else "you> "
+
+    def _say(self, text: str, style: str = "") -> None:
+        # Every line the terminal shows passes the one redactor (model text, tool results, replies, alerts).
+        self.console.print(Text(redact(text), style=style))
+
+    def plain(self, text: str) -> None:
+        self._say(text)
+
+    def note(self, text: str) -> None:
+        self._say(text, "dim")
+
+    def warn(self, text: str) -> None:
+        self._say(text, "yellow")
+
+    def error(self, text: str) -> None:
+        self._say(f"error: {text}", "bold red")
+
+    def banner(self, rt: Any, session: str) -> None:
+        s = rt.settings
+        self.console.print(Text.assemble(("Vision Agent", "bold"), (
+            f" - workspace {rt.workspace.root}, model {s.llm.model}, backend {s.inference.backend}, "
+            f"session {session}", "dim")))
+        if not rt.llm_ready:
+            why = rt.llm_unavailable()
+            self.console.print(Text(f"{why}. Meanwhile /vision commands work.", style="yellow"))
+        live = [h for h in (rt.pipelines.snapshot() if rt.pipelines is not None else []) if h.status != "stopped"]
+        if live:
+            self.note(f"{len(live)} pipeline(s) from the last run: " + ", ".join(
+                f"{h.name} ({h.status})" for h in live) + " - /vision list")
+        self.note("Type a message, /help for commands, /quit to leave.")
+
+    def _stream(self, d: dict[str, Any]) -> None:
+        """A piece of the answer as it is generated: redrawn as markdown in place (terminals only; a pipe gets the
+        final text once)."""
+        if not self.console.is_terminal:
+            return
+        if d.get("restart"):  # a retried call starts over: what came so far is void
+            self._streamed = ""
+        self._streamed += d.get("text") or ""
+        if self._live is None:
+            # drawn on each piece from this thread (no refresh thread of its own: nothing to stop if a turn dies)
+            self._live = Live(console=self.console, auto_refresh=False, transient=True, vertical_overflow="visible")
+            self._live.start()
+        self._live.update(_markdown(self._streamed), refresh=True)
+
+    def _end_stream(self, final: bool) -> None:
+        """Close the live view; text streamed before a tool call stays printed, a final answer is printed once by
+        its RESPONSE."""
+        if self._live is None:
+            return
+        self._live.stop()
+        self._live = None
+        if not final and self._streamed.strip():
+            self.console.print(_markdown(self._streamed))
+        self._streamed = ""
+
+    def end_turn(self) -> None:
+        self._end_stream(final=True)
+
+    def event(self, ev: AgentEvent, frames_dir: Path) -> None:
+        d = ev.data
+        if ev.type is EventType.TEXT_DELTA:
+            self._stream(d)
+            return
+        self._end_stream(final=ev.type in (EventType.RESPONSE, EventType.ASK_USER, EventType.ERROR))
+        if ev.type is EventType.THINKING:
+            self.console.print(Text(_clip(d.get("text", ""), _MAX_THINKING), style="dim italic"))
+        elif ev.type is EventType.TOOL_CALL:
+            args = json.dumps(d.get("input") or {}, ensure_ascii=False, separators=(", ", ": "))
+            step = step_label(str(d.get("name") or ""), d.get("input"))  # the same label Slack's status shows
+            self.console.print(Text.assemble(("→ ", "cyan"), (step, "bold cyan"),
+                                             (f" ({d.get('name', '?')} {_clip(args, 200)})", "dim cyan")))
+        elif ev.type is EventType.TOOL_RESULT:
+            style = "red" if d.get("is_error") else "green"
+            self._last_result = d.get("text", "").strip()
+            self.console.print(Text(f"  ← {_clip(self._last_result, _MAX_RESULT)}", style=style))
+        elif ev.type is EventType.FRAME:
+            caption = (d.get("caption") or "").strip()
+            path = d.get("path") or save_frame(frames_dir, d, caption or "frame")
+            label = "" if not caption or caption == self._last_result else f" {_clip(caption, 120)}"
+            self.console.print(Text(f"  ▣ annotated frame{label} saved to {path}", style="magenta"))
+        elif ev.type in (EventType.RESPONSE, EventType.ASK_USER):
+            self.console.print(_markdown(d.get("text", "")))
+        elif ev.type is EventType.ERROR:
+            self.error(d.get("text", "unknown error"))
+        elif ev.type is EventType.ALERT:
+            self._say(f"ALERT {d.get('camera')}: {d.get('summary') or d.get('text')}", "bold red")
+
+    def command_reply(self, reply: Any, frames_dir: Path) -> None:
+        text = _SLACK_BOLD.sub(r"\1", reply.text)  # the command core writes Slack-style *bold*
+        self._say(text, "" if getattr(reply, "ok", True) else "red")
+        if getattr(reply, "frame", None):
+            caption = getattr(reply, "frame_caption", "") or "snapshot"
+            path = save_frame(frames_dir, {"image": reply.frame}, caption)
+            self._say(f"  ▣ {caption} saved to {path}", "magenta")
+
+    def alert(self, alert: Any, frames_dir: Path) -> None:
+        when = time.strftime("%H:%M:%S", time.localtime(alert.time))
+        line = f"ALERT {when} {alert.camera} [{alert.rule}]: {alert.summary or alert.text}"
+        self._say(line, "bold red")
+        if alert.frame:
+            path = save_frame(frames_dir, {"image": alert.frame}, f"alert-{alert.camera}")
+            self.console.print(Text(f"  ▣ alert frame saved to {path}", style="magenta"))
+        if getattr(alert, "clip_path", None):
+            self.console.print(Text(f"  ▶ alert clip saved to {alert.clip_path}", style="magenta"))

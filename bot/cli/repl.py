@@ -1,0 +1,161 @@
+"""The terminal chat (REPL): renders the agent's event stream; `/vision` lines go to the command core."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import sys
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+from bot.cli.oneshot import attachment_for, why_no_agent
+from bot.cli.render import Renderer
+from bot.commands.dispatch import run_command
+from bot.rights import LOCAL_CHANNEL, OPERATOR
+from bot.runtime import Runtime
+
+if TYPE_CHECKING:
+    from bot.agent.tools import Attachment
+    from bot.config import Settings
+
+log = logging.getLogger(__name__)
+REPL_HELP = """Type a message to talk to the agent. Commands:
+  /vision help        pipeline commands (list, start, stop, snapshot, route, status) - no API key needed
+  /image PATH         attach an image to your next message
+  /new                start a new conversation (new session)
+  /help               this text
+  /quit               leave (or Ctrl-D); Ctrl-C stops a running answer"""
+
+
+def interactive(settings: Settings, session: str, images: list[str] | None = None) -> int:
+    """The chat REPL; `images` are attached to the first message. Returns when the user quits."""
+    try:
+        attachments = [attachment_for(p, settings.media.max_pixels) for p in images or []]
+    except ValueError as exc:
+        print(f"vision-agent: {exc}", file=sys.stderr)
+        return 2
+    return asyncio.run(_Repl(settings, session, attachments).run())
+
+
+class _Repl:
+    def __init__(self, settings: Settings, session: str, attachments: list[Attachment] | None = None) -> None:
+        self.settings = settings
+        self.session = session
+        self.attachments = list(attachments or [])  # sent with the next message
+        self.out = Renderer()
+        self._turn: asyncio.Task | None = None
+        self._pending_input: asyncio.Future | None = None
+
+    async def run(self) -> int:
+        async with Runtime(self.settings) as rt:
+            self.rt = rt
+            rt.router.add_sink(self._on_alert)
+            self._install_sigint()
+            self.out.banner(rt, self.session)
+            while (line := await self._input()) is not None:
+                if not await self._handle(line.strip()):
+                    break
+        return 0
+
+    async def _handle(self, line: str) -> bool:
+        """Act on one input line; False means quit."""
+        if not line:
+            return True
+        word = line.split()[0].lower()
+        if word in ("/quit", "/exit", "/q"):
+            return False
+        if word == "/help":
+            self.out.plain(REPL_HELP)
+        elif word == "/vision":
+            await self._vision(line)
+        elif word == "/image":
+            self._attach(line[len(word):].strip())
+        elif word == "/new":
+            self.session = time.strftime("%Y%m%d-%H%M%S")
+            self.out.note(f"new session {self.session}")
+        elif word.startswith("/"):
+            self.out.error(f"unknown command {word}; type /help")
+        elif not self.rt.llm_ready:
+            self.out.warn(f"{why_no_agent(self.rt)}; /vision commands work without it")
+        else:
+            self._turn = asyncio.create_task(self._run_turn(line))
+            try:
+                await self._turn
+            except asyncio.CancelledError:
+                self.out.note("(stopped)")
+            finally:
+                self._turn = None
+        return True
+
+    def _attach(self, path: str) -> None:
+        if not path:
+            self.out.error("usage: /image PATH")
+            return
+        try:
+            self.attachments.append(attachment_for(path, self.settings.media.max_pixels))
+        except ValueError as exc:
+            self.out.error(str(exc))
+            return
+        self.out.note(f"attached {self.attachments[-1].path} (sent with your next message)")
+
+    async def _run_turn(self, text: str) -> None:
+        attachments, self.attachments = self.attachments, []
+        try:
+            async for ev in self.rt.agent.process_message(f"cli:{self.session}", text, attachments, OPERATOR):
+                self.out.event(ev, self.rt.workspace.frames_dir)
+        except Exception as exc:  # keep the REPL alive; details with -v
+            log.info("turn failed", exc_info=True)  # shown with -v
+            self.out.error(f"the turn failed: {type(exc).__name__}: {exc}")
+        finally:
+            self.out.end_turn()  # a turn cut short (Ctrl-C) must not leave the live answer view running
+
+    async def _vision(self, line: str) -> None:
+        reply = await run_command(line, self.rt.command_context(user_id=LOCAL_CHANNEL, channel_id=LOCAL_CHANNEL,
+                                                                  session_key=f"cli:{self.session}"))
+        self.out.command_reply(reply, self.rt.workspace.frames_dir)
+
+    async def _on_alert(self, alert: Any, channel: str | None) -> None:
+        self.out.alert(alert, self.rt.workspace.frames_dir)
+
+    # input without blocking the loop (alerts and pipelines keep running while the prompt waits)
+    async def _input(self) -> str | None:
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future = loop.create_future()
+        self._pending_input = fut
+
+        def read() -> None:
+            try:
+                line: str | None = input(self.out.prompt())
+            except (EOFError, OSError, ValueError):
+                line = None
+            try:
+                loop.call_soon_threadsafe(_deliver, fut, line)
+            except RuntimeError:  # the REPL already ended (Ctrl-C at the prompt): nobody waits for this line
+                pass
+
+        # A daemon thread, so a prompt still waiting for a line never holds up the exit.
+        threading.Thread(target=read, name="repl-input", daemon=True).start()
+        try:
+            return await fut
+        finally:
+            self._pending_input = None
+
+    def _install_sigint(self) -> None:
+        try:
+            asyncio.get_running_loop().add_signal_handler(signal.SIGINT, self._on_sigint)
+        except (NotImplementedError, RuntimeError):  # not the main thread / not Unix: default Ctrl-C
+            pass
+
+    def _on_sigint(self) -> None:
+        if self._turn is not None and not self._turn.done():
+            self._turn.cancel()  # Ctrl-C during an answer stops the answer, not the REPL
+        elif self._pending_input is not None and not self._pending_input.done():
+            print()
+            self._pending_input.set_result(None)
+
+
+def _deliver(fut: asyncio.Future[str | None], line: str | None) -> None:
+    if not fut.done():  # Ctrl-C may have answered the prompt already
+        fut.set_result(line)

@@ -1,0 +1,86 @@
+"""`/vision` command lines → the family that runs them; the allowlist for control verbs; never raises."""
+
+from __future__ import annotations
+
+import logging
+import shlex
+
+from bot.backends.base import BackendError
+from bot.commands import pipelines, recipes, rules, schedule
+from bot.commands.context import CommandContext, CommandReply, fail
+from bot.commands.routing import route, routes_status
+from bot.media.redaction import redact
+from bot.media.resolve import MediaError
+from bot.pipelines.manager import PipelineNotFound
+from bot.rights import CONTROLLED, refusal
+
+log = logging.getLogger(__name__)
+
+USAGE = """*Usage:* `/vision <command>`
+• `help` — this text
+• `list` — pipelines and their status
+• `start SOURCE [model=ID | workflow=WORKSPACE/ID] [fps=N] [name=NAME] [line=X1,Y1,X2,Y2|middle]` — SOURCE is a camera name from CAMERAS.md, an rtsp/http URL, a webcam index or a video file (default model `builtin/people`); line= counts objects crossing that line (pixels; `middle` = vertical through the centre)
+• `stop|pause|resume NAME_OR_ID|all`
+• `snapshot NAME_OR_ID` — the latest annotated frame
+• `route CHANNEL [camera=NAME]` — send alerts (for one camera) to CHANNEL
+• `rule CAMERA line | appears [CLASS] | count CLASS>N | zone SECONDS [cooldown=SECONDS]` — alert on that (CAMERA `*` = all)
+• `rules [CAMERA]` — the rules that run · `unrule CAMERA RULE_ID` — remove one
+• `schedule summary at HH:MM` | `schedule snapshot CAMERA every hour|every N minutes|at HH:MM` | `schedule heartbeat every N minutes` [name=NAME]
+• `jobs` — scheduled jobs and their next run · `unschedule NAME` — remove one
+• `recipes` — saved setups · `recipe save NAME [description]` — save this conversation's last setup · `recipe run NAME [key=value …]` — replay it without the model (e.g. source=cam2) · `recipe export NAME` — a standalone Python script · `recipe delete NAME`
+• `status` — pipelines, alert routes, mutes, rules and jobs"""
+CONTROL = {"start", "stop", "pause", "resume", "route", "rule", "unrule", "schedule", "unschedule"}
+
+
+async def status(ctx: CommandContext) -> CommandReply:
+    """Pipelines, alert routes, mutes, rules and jobs in one reply."""
+    lines = ["*Status*"]
+    try:
+        handles = await ctx.manager().list()
+    except BackendError as exc:
+        handles, lines = [], lines + [f"Pipelines unavailable: {exc}"]
+    lines += [pipelines.bullet(h) for h in handles] or ["No pipelines."]
+    lines += routes_status(ctx, (h.name for h in handles))
+    return CommandReply("\n".join(lines + rules.rules_status(ctx) + schedule.jobs_status(ctx)))
+
+
+async def _run(verb: str, args: list[str], ctx: CommandContext) -> CommandReply | None:
+    if verb == "help":
+        return CommandReply(USAGE)
+    if verb == "list":
+        return await pipelines.list_pipelines(ctx)
+    if verb == "status":
+        return await status(ctx)
+    if verb == "start":
+        return await pipelines.start(args, ctx)
+    if verb in ("stop", "pause", "resume"):
+        return await pipelines.control(verb, args, ctx)
+    if verb == "snapshot":
+        return await pipelines.snapshot(args, ctx)
+    if verb == "route":
+        return await route(args, ctx)
+    family = {"rule": rules.add_rule, "rules": rules.list_rules, "unrule": rules.remove_rule,
+              "schedule": schedule.add_job, "jobs": schedule.list_jobs, "unschedule": schedule.remove_job,
+              "recipes": recipes.list_recipes, "recipe": recipes.recipe}
+    return await family[verb](args, ctx) if verb in family else None
+
+
+async def run_command(text: str, ctx: CommandContext) -> CommandReply:
+    """Run one `/vision` command line (with or without the `/vision` prefix); never raises."""
+    try:
+        tokens = shlex.split(text or "")
+    except ValueError:
+        return CommandReply(USAGE, ok=False)
+    if tokens and tokens[0].lower() == "/vision":
+        tokens = tokens[1:]
+    verb = tokens[0].lower() if tokens else "help"
+    if verb in CONTROL and (why := refusal(ctx.settings, ctx.requester, CONTROLLED)):
+        return fail(why)
+    try:
+        reply = await _run(verb, tokens[1:], ctx)
+    except (BackendError, MediaError, PipelineNotFound, ValueError, LookupError) as exc:
+        return fail(redact(str(exc)))
+    except Exception as exc:  # the command line must never crash the REPL or the Slack handler
+        log.exception("/vision %s failed", verb)
+        return fail(f"/vision {verb} failed: {type(exc).__name__}: {redact(str(exc))}")
+    return reply if reply is not None else CommandReply(f"Unknown command {verb!r}.\n{USAGE}", ok=False)

@@ -1,0 +1,57 @@
+"""`/vision recipes` and `/vision recipe save|run|export|delete`: saved setups, replayed without the model."""
+
+from __future__ import annotations
+
+from bot.commands.context import CommandContext, CommandReply, fail
+from bot.recipes.service import RecipeService
+from bot.rights import CONTROLLED, RECIPES, refusal
+from bot.services import need
+
+USAGE = ("Usage: `/vision recipe save NAME [description…]` | `recipe run NAME [key=value …]` | "
+         "`recipe export NAME` | `recipe delete NAME` · `/vision recipes` lists them")
+# What each sub-command changes, for the one allowlist check (the list only reads; export writes exports/NAME.py,
+# as the export_script tool does).
+CHANGES = {"save": RECIPES, "delete": RECIPES, "export": RECIPES, "run": CONTROLLED}
+
+
+def _service(ctx: CommandContext) -> RecipeService:
+    return need(ctx.recipes, "recipes")
+
+
+async def list_recipes(tokens: list[str], ctx: CommandContext) -> CommandReply:
+    lines = _service(ctx).lines()
+    if not lines:
+        return CommandReply("No recipes yet. Set something up, then `/vision recipe save NAME` (or ask me to save it).")
+    return CommandReply("*Recipes*\n" + "\n".join(lines))
+
+
+async def recipe(tokens: list[str], ctx: CommandContext) -> CommandReply:
+    if len(tokens) < 2:
+        return fail(USAGE)
+    sub, name, rest = tokens[0].lower(), tokens[1], tokens[2:]
+    if sub not in ("save", "run", "export", "delete"):
+        return fail(USAGE)
+    if sub in CHANGES and (why := refusal(ctx.settings, ctx.requester, CHANGES[sub])):
+        return fail(why)
+    service = _service(ctx)
+    if sub == "save":
+        return CommandReply(service.save(name, " ".join(rest), ctx.session_key, ctx.requester))
+    if sub == "run":
+        return await _run(service, name, rest, ctx)
+    if sub == "delete":
+        return CommandReply(f"Deleted recipe *{name}*." if service.delete(name) else f"No recipe {name!r}.",
+                            ok=True)
+    path = service.export(name)
+    return CommandReply(f"Exported *{name}* as a standalone script: `{path}` (needs only `pip install inference`; "
+                        f"`python {path.name} --help` lists its options).", file=path.read_bytes(), file_name=path.name)
+
+
+async def _run(service: RecipeService, name: str, rest: list[str], ctx: CommandContext) -> CommandReply:
+    values: dict[str, str] = {}
+    for tok in rest:
+        key, eq, val = tok.partition("=")
+        if not eq or not key:
+            return fail(f"`{tok}`: parameters are key=value, e.g. source=cam2 fps=5.")
+        values[key.lower()] = val
+    ok, text = await service.run(name, values, ctx.requester, ctx.session_key or "")
+    return CommandReply(text, ok=ok)

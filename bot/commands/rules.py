@@ -1,0 +1,164 @@
+"""`/vision rule|rules|unrule`: tier-1 monitor rules from the command line (shared by the CLI and Slack)."""
+
+from __future__ import annotations
+
+import html
+import re
+from typing import Any
+
+from bot.commands.context import CommandContext, CommandReply, fail, parse_options
+from bot.media.cameras import cameras
+from bot.monitoring.rules import ANY, Rule
+
+RULE_USAGE = ("Usage: `/vision rule CAMERA line | appears [CLASS] | count CLASS>N | zone SECONDS [cooldown=SECONDS]`"
+              " (CAMERA `*` = every camera), e.g. `/vision rule dock count person>3 cooldown=120`")
+_COUNT = re.compile(r"^(?P<cls>[^>]*)>(?P<n>\d+(?:\.\d+)?)$")
+_SECONDS = re.compile(r"^(?P<n>\d+(?:\.\d+)?)\s*(?:s|sec|secs|seconds?)?$", re.I)
+_ALL = {"*", "all", "any"}
+_NEW_NAME = re.compile(r"^[\w][\w.-]{0,63}$")  # what a pipeline name may be when no pipeline has it yet
+
+
+def _known(ctx: CommandContext) -> dict[str, str]:
+    """Camera, pipeline and ruled names (lower case -> as written): what a rule or a snapshot job can name."""
+    names = list(cameras(ctx.workspace, ctx.settings))
+    if ctx.pipelines is not None:
+        names += [h.name for h in ctx.manager().snapshot()]
+    if ctx.monitor is not None:  # a camera that is gone keeps its rules: they must stay listable and removable
+        names += [r.camera for r in ctx.monitor.rules() if r.camera != ANY]
+    return {n.lower(): n for n in names}
+
+
+def resolve_camera(raw: str, ctx: CommandContext, allow_all: bool = True, allow_new: bool = False) -> str:
+    """The canonical camera name; ValueError (listing the known ones) for a name nobody knows.
+
+    allow_new: a plain new name is taken as is (a rule set before its pipeline is started).
+    """
+    if raw.lower() in _ALL:
+        if allow_all:
+            return ANY
+        raise ValueError("Name one camera here, not all of them.")
+    known = _known(ctx)
+    if raw.lower() in known:
+        return known[raw.lower()]
+    if allow_new and _NEW_NAME.match(raw):
+        return raw
+    listed = ", ".join(sorted(known.values())) or "none yet (add them to CAMERAS.md or `/vision start SOURCE`)"
+    raise ValueError(f"Unknown camera {raw!r}; known cameras and pipelines: {listed}"
+                     + (" (or `*` for all)." if allow_all else "."))
+
+
+def _seconds(raw: str, what: str) -> float:
+    m = _SECONDS.match(raw.strip())
+    if not m:
+        raise ValueError(f"{what} takes a number of seconds, e.g. {what}=60, not {raw!r}.")
+    return float(m["n"])
+
+
+def _monitor(ctx: CommandContext) -> Any:
+    if ctx.monitor is None:
+        raise LookupError("Rules are not available in this process (the monitor is not running); use "
+                          "`vision-agent chat` or `vision-agent serve`.")
+    return ctx.monitor
+
+
+def parse_rule(args: list[str], camera: str, cooldown: float | None) -> Rule:
+    """Rule from `line` / `appears [CLASS]` / `count CLASS>N` / `zone SECONDS` (ValueError with the usage)."""
+    kind, rest = (args[0].lower(), args[1:]) if args else ("", [])
+    if kind == "line" and not rest:
+        return Rule("line_crossed", camera, cooldown_seconds=cooldown)
+    if kind == "appears" and len(rest) <= 1:
+        cls = rest[0] if rest and rest[0].lower() not in _ALL else None
+        return Rule("class_appears", camera, class_name=cls, cooldown_seconds=cooldown)
+    if kind == "count" and rest:
+        spec = html.unescape("".join(rest))  # Slack sends '>' as '&gt;'
+        m = _COUNT.match(spec) or (re.match(r"^(?P<cls>.+?)(?P<n>\d+)$", spec) if len(rest) == 2 else None)
+        if not m or not m["cls"]:
+            raise ValueError(f"count takes CLASS>N, e.g. `count person>3`, not {spec!r}.")
+        cls = None if m["cls"].lower() in _ALL else m["cls"]
+        return Rule("count_over", camera, class_name=cls, threshold=float(m["n"]), cooldown_seconds=cooldown)
+    if kind == "zone" and len(rest) == 1:
+        secs = _seconds(rest[0], "zone")
+        return Rule("time_in_zone", camera, threshold=secs, cooldown_seconds=cooldown)
+    raise ValueError(RULE_USAGE)
+
+
+def _describe(rule: Rule) -> str:
+    what = rule.class_name or "an object"
+    text = {
+        "line_crossed": "something crosses the line",
+        "class_appears": f"{what} appears",
+        "count_over": f"more than {rule.threshold:g} {rule.class_name or 'objects'} are in view",
+        "time_in_zone": f"{what} stays in the zone over {rule.threshold:g} s (needs a pipeline started with zone=)",
+    }[rule.kind]
+    return f"alerts when {text}"
+
+
+def _rule_line(rule: Rule, default: float) -> str:
+    cooldown = default if rule.cooldown_seconds is None else rule.cooldown_seconds
+    off = "" if rule.enabled else ", disabled"
+    return f"`{rule.id}` ({_describe(rule)}; cooldown {cooldown:g} s{off})"
+
+
+async def add_rule(tokens: list[str], ctx: CommandContext) -> CommandReply:
+    args, opts = parse_options(tokens, {"cooldown"})
+    if len(args) < 2:
+        return fail(RULE_USAGE)
+    monitor = _monitor(ctx)
+    new = args[0].lower() not in _known(ctx) and args[0].lower() not in _ALL
+    camera = resolve_camera(args[0], ctx, allow_new=True)
+    cooldown = _seconds(opts["cooldown"], "cooldown") if "cooldown" in opts else None
+    rule = monitor.add_rule(parse_rule(args[1:], camera, cooldown))
+    where = "every camera" if camera == ANY else f"*{camera}*"
+    note = (f" No camera or pipeline is called {camera} yet: the rule applies once a pipeline of that name runs "
+            f"(`/vision start SOURCE name={camera}`)." if new else "")
+    return CommandReply(f"Rule on {where}: {_rule_line(rule, monitor.cooldown_seconds)}.{note} "
+                        f"Remove it with `/vision unrule {camera} {rule.id}`.")
+
+
+async def list_rules(tokens: list[str], ctx: CommandContext) -> CommandReply:
+    if len(tokens) > 1:
+        return fail("Usage: `/vision rules [CAMERA]`")
+    monitor = _monitor(ctx)
+    if tokens:
+        names = [resolve_camera(tokens[0], ctx)]
+    else:
+        names = sorted({r.camera for r in monitor.rules()} | set(_known(ctx).values()), key=lambda n: (n != ANY, n))
+    lines = ["*Rules*"] + [_camera_rules(monitor, n) for n in names]
+    if len(lines) == 1:
+        lines.append("No cameras or rules yet. Add one with `/vision rule CAMERA line`.")
+    return CommandReply("\n".join(lines))
+
+
+def _camera_rules(monitor: Any, camera: str) -> str:
+    if camera == ANY:
+        rules = [r for r in monitor.rules() if r.camera == ANY]
+        return "• *every camera*: " + (", ".join(_rule_line(r, monitor.cooldown_seconds) for r in rules) or "none")
+    own = [r for r in monitor.rules(camera) if r.enabled]
+    rules = monitor.effective_rules(camera)
+    text = ", ".join(_rule_line(r, monitor.cooldown_seconds) for r in rules)
+    if not rules:
+        return f"• *{camera}*: none yet (a default is guessed from its first result)"
+    return f"• *{camera}*: {text}" + ("" if own else " — default, guessed from its results")
+
+
+async def remove_rule(tokens: list[str], ctx: CommandContext) -> CommandReply:
+    if len(tokens) != 2:
+        return fail("Usage: `/vision unrule CAMERA RULE_ID` (see `/vision rules CAMERA` for the ids)")
+    monitor = _monitor(ctx)
+    camera, rule_id = resolve_camera(tokens[0], ctx), html.unescape(tokens[1])
+    if monitor.remove_rule(rule_id, camera):
+        return CommandReply(f"Removed rule `{rule_id}` from {'every camera' if camera == ANY else '*' + camera + '*'}.")
+    if camera != ANY and any(r.id == rule_id for r in monitor.rules() if r.camera == ANY):
+        return fail(f"`{rule_id}` is set for every camera; remove it with `/vision unrule * {rule_id}`.")
+    ids = ", ".join(f"`{r.id}`" for r in monitor.rules() if r.camera == camera) or "none"
+    return fail(f"No rule `{rule_id}` on {camera}; its rules: {ids}.")
+
+
+def rules_status(ctx: CommandContext) -> list[str]:
+    """The status line about rules (none when the monitor does not run here)."""
+    if ctx.monitor is None:
+        return []
+    rules = ctx.monitor.rules()
+    cams = sorted({"every camera" if r.camera == ANY else r.camera for r in rules})
+    where = f" on {', '.join(cams)}" if cams else " (each camera uses its guessed default)"
+    return [f"*Rules*: {len(rules)}{where}"]

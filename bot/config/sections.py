@@ -1,0 +1,228 @@
+"""The sections of Settings (llm, inference, heartbeat, monitoring, slack, media, webhook, api, clips, mcp, workspace)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+
+from bot.media.reach import is_loopback
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+_WINDOW = re.compile(r"^([01]?\d|2[0-3]):[0-5]\d\s*-\s*([01]?\d|2[0-3]):[0-5]\d$")
+
+
+def _http_url(v: str | None) -> str | None:
+    if v is not None and not re.match(r"^https?://[^/\s]+", v):
+        raise ValueError(f"must be an http:// or https:// URL, got {v!r}")
+    return v
+
+
+def _window(v: str | None) -> str | None:
+    if v is not None and not _WINDOW.match(v.strip()):
+        raise ValueError(f"must look like 22:00-06:00 (HH:MM-HH:MM), got {v!r}")
+    return v.strip() if v else v
+
+
+class ThinkingConfig(_Section):
+    enabled: bool = False
+    budget_tokens: int = Field(4096, ge=1024)
+
+
+class LLMConfig(_Section):
+    provider: Literal["anthropic"] = "anthropic"
+    model: str = "claude-sonnet-4-5"
+    api_key: SecretStr | None = None
+    base_url: str | None = None
+    max_tokens: int = Field(4096, ge=1)
+    thinking: ThinkingConfig = ThinkingConfig()
+    cost_limit_daily: float = Field(10.0, ge=0)  # USD; 0 disables LLM calls
+    max_iterations: int = Field(20, ge=1)
+    context_window: int = Field(200_000, ge=1000)
+    max_retries: int = Field(4, ge=0)
+    # Seconds the API may stay silent in one attempt (no reply headers, or no stream event): then it is retried.
+    request_timeout: float = Field(60.0, gt=0)
+    # Seconds one turn may wait for the model in all (every attempt, retry wait and summary); then one line.
+    turn_timeout: float = Field(180.0, gt=0)
+    # One message (or tool result) larger than this is cut to its head and tail before it reaches the history.
+    max_message_tokens: int = Field(30_000, ge=100)
+
+    @field_validator("model")
+    @classmethod
+    def _model_named(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("must name a Claude model, e.g. claude-sonnet-4-5")
+        return v.strip()
+
+    @field_validator("base_url")
+    @classmethod
+    def _base_url(cls, v: str | None) -> str | None:
+        return _http_url(v)
+
+
+class InferenceConfig(_Section):
+    backend: Literal["direct", "http", "webrtc"] = "direct"
+    server_url: str = "http://127.0.0.1:9001"
+    api_key: SecretStr | None = None
+    media_dirs: list[Path] = []
+    allow_custom_python: bool = False  # custom Python blocks in workflow specs run code: off by default
+    # Workflow block types the operator allows beyond bot/backends/policy/allowlist.py (e.g. a webhook sink).
+    allowed_extra_blocks: list[str] = []
+    request_timeout: float = Field(30.0, gt=0)
+
+    @field_validator("media_dirs", mode="before")
+    @classmethod
+    def _split_dirs(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            return [p.strip() for p in v.split(":") if p.strip()]
+        return v
+
+    @field_validator("media_dirs", mode="after")
+    @classmethod
+    def _expand_dirs(cls, v: list[Path]) -> list[Path]:
+        return [p.expanduser() for p in v]
+
+    @field_validator("server_url")
+    @classmethod
+    def _server_url(cls, v: str) -> str:
+        return _http_url(v.rstrip("/")) or v
+
+    @field_validator("allowed_extra_blocks", mode="after")
+    @classmethod
+    def _block_types(cls, v: list[str]) -> list[str]:
+        return [t.strip() for t in v if t.strip()]
+
+
+class HeartbeatConfig(_Section):
+    enabled: bool = True
+    interval_minutes: float = Field(15.0, ge=0)  # 0 = off; fractions allowed
+    daily_llm_cap: int = Field(96, ge=0)  # tier-2 (LLM) heartbeat calls per day
+    timezone: str = "UTC"
+    active_hours: str | None = None  # e.g. "07:00-22:00"; outside them no tier-2 calls
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, v: str) -> str:
+        try:
+            ZoneInfo(v)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"unknown time zone {v!r}; use an IANA name such as UTC or Europe/Berlin") from None
+        return v
+
+    @field_validator("active_hours")
+    @classmethod
+    def _active(cls, v: str | None) -> str | None:
+        return _window(v)
+
+
+class MonitoringConfig(_Section):
+    escalation_confidence: float = Field(0.5, ge=0, le=1)
+    max_results_per_consume: int = Field(10, ge=1)
+    result_image_max_dimension: int = Field(640, ge=64)
+    result_buffer_size: int = Field(64, ge=1)
+    alert_cooldown_seconds: float = Field(300.0, ge=0)
+    quiet_hours: str | None = None  # e.g. "22:00-06:00": alerts logged, not posted
+    false_alarm_limit: int = Field(2, ge=0)  # this many False alarm clicks on a camera+rule tighten it; 0 = never
+    false_alarm_window_hours: float = Field(24.0, gt=0)  # ... within this many hours
+
+    @field_validator("quiet_hours")
+    @classmethod
+    def _quiet(cls, v: str | None) -> str | None:
+        return _window(v)
+
+
+class SlackConfig(_Section):
+    bot_token: SecretStr | None = None
+    app_token: SecretStr | None = None
+    api_url: str = "https://slack.com/api/"
+    alert_channel: str | None = None
+    allowed_users: list[str] = []  # empty = everyone in the workspace may control pipelines
+    allowed_channels: list[str] = []
+    max_image_bytes: int = Field(20 * 1024 * 1024, ge=1)
+    health_port: int | None = Field(None, ge=0, le=65535)
+    health_host: str = "127.0.0.1"  # "0.0.0.0" in a container whose orchestrator probes from outside
+    # Answers stream into their thread as they are written (chat.startStream, task cards per step); false: each
+    # answer is posted once the turn is over. Where Slack refuses streaming, the bot falls back by itself.
+    stream_answers: bool = True
+
+    @field_validator("api_url")
+    @classmethod
+    def _api_url(cls, v: str) -> str:
+        # slack_sdk joins method names onto base_url, so it must end with a slash.
+        return (_http_url(v) or v).rstrip("/") + "/"
+
+
+class MediaConfig(_Section):
+    # Images are refused above this many pixels before anything decodes them (a 445 KB PNG can claim 144 MP).
+    max_pixels: int = Field(40_000_000, ge=1)
+
+
+class WebhookConfig(_Section):
+    """Where alerts are POSTed (bot/monitoring/webhooks.py); the operator's URL, so it may be on the local network."""
+
+    url: str | None = None
+    token: SecretStr | None = None  # env only: the Bearer token and the HMAC key of the signature
+    inline_frames: bool = False  # frame as base64 in the body instead of a URL on the REST API
+    dedupe_ttl_seconds: float = Field(60.0, ge=0)  # same camera+rule+text within this is sent once
+    min_interval_seconds: float = Field(1.0, ge=0)  # between two posts; alerts arriving sooner are dropped
+    timeout_seconds: float = Field(10.0, gt=0)
+    max_attempts: int = Field(5, ge=1, le=20)
+    queue_size: int = Field(100, ge=1)
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, v: str | None) -> str | None:
+        return _http_url(v.strip()) if v and v.strip() else None
+
+
+class ApiConfig(_Section):
+    """The REST API (bot/api/): off without a token."""
+
+    token: SecretStr | None = None  # env VISION_AGENT_API_TOKEN only
+    host: str = "127.0.0.1"
+    port: int | None = Field(None, ge=0, le=65535)  # `vision-agent api` and serve; None: serve uses health_port
+    public_url: str | None = None  # how webhook receivers reach the API (frame URLs); default http://host:port
+
+    @field_validator("public_url")
+    @classmethod
+    def _public(cls, v: str | None) -> str | None:
+        return (_http_url(v.strip()) or "").rstrip("/") or None if v and v.strip() else None
+
+    @model_validator(mode="after")
+    def _token_off_loopback(self) -> ApiConfig:
+        if self.token is None and not is_loopback(self.host):
+            raise ValueError(f"serving the API on {self.host} needs VISION_AGENT_API_TOKEN; set it or use 127.0.0.1")
+        return self
+
+
+class ClipsConfig(_Section):
+    """Event clips: each pipeline keeps its recent annotated frames (JPEG) so an alert can carry the seconds around it."""
+
+    enabled: bool = True
+    seconds_before: float = Field(5.0, ge=0, le=60)
+    seconds_after: float = Field(3.0, ge=0, le=30)  # the alert waits this long (asynchronously) for the clip
+    fps: float = Field(5.0, gt=0, le=30)  # frames kept per second (and the clip's frame rate at most)
+    buffer_bytes: int = Field(8 * 1024 * 1024, ge=64 * 1024)  # ring-buffer memory per pipeline
+    max_bytes: int = Field(4 * 1024 * 1024, ge=64 * 1024)  # one clip file (Slack, webhooks); fps/quality drop to fit
+    keep: int = Field(200, ge=1)  # clip files kept under WORKSPACE/clips (oldest removed)
+
+
+class McpConfig(_Section):
+    """`vision-agent mcp` (bot/mcp/): MCP clients act as the operator; read_only exposes only tools that change nothing."""
+
+    read_only: bool = False
+    token: SecretStr | None = None  # env VISION_AGENT_MCP_TOKEN only; required over HTTP
+    host: str = "127.0.0.1"
+    port: int = Field(8765, ge=1, le=65535)
+    serve_port: int | None = Field(None, ge=1, le=65535)  # `serve --mcp-port`: MCP over HTTP beside Slack
+
+
+class WorkspaceSection(_Section):
+    path: str | None = None

@@ -1,0 +1,140 @@
+"""LLM usage and cost: per-model prices, totals per session and per day (persisted to JSON), the daily cap.
+
+The cap holds under concurrency: a call reserves its worst-case cost before it starts (`reserve`) and settles
+the actual cost after (`settle`), under one lock, so simultaneous calls cannot all pass the same check.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+# USD per million tokens (input, output). Cache writes cost 1.25x input, cache reads 0.1x input.
+PRICES: list[tuple[str, tuple[float, float]]] = [
+    ("claude-opus-4-5", (5.0, 25.0)),
+    ("claude-opus-4", (15.0, 75.0)),
+    ("claude-3-opus", (15.0, 75.0)),
+    ("claude-sonnet-4", (3.0, 15.0)),
+    ("claude-3-7-sonnet", (3.0, 15.0)),
+    ("claude-3-5-sonnet", (3.0, 15.0)),
+    ("claude-haiku-4", (1.0, 5.0)),
+    ("claude-3-5-haiku", (0.8, 4.0)),
+    ("claude-3-haiku", (0.25, 1.25)),
+]
+DEFAULT_PRICE = (3.0, 15.0)  # unknown models are priced like Sonnet so the cap still means something
+CACHE_WRITE_FACTOR = 1.25
+CACHE_READ_FACTOR = 0.1
+FIELDS = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+
+
+def price_for(model: str) -> tuple[float, float]:
+    """(input, output) USD per million tokens for a model id (longest matching prefix wins)."""
+    for prefix, price in PRICES:
+        if model.startswith(prefix):
+            return price
+    return DEFAULT_PRICE
+
+
+def cost_of(usage: dict[str, int], model: str) -> float:
+    """The USD cost of one response's usage."""
+    p_in, p_out = price_for(model)
+    tokens_in = (
+        usage.get("input_tokens", 0)
+        + usage.get("cache_creation_input_tokens", 0) * CACHE_WRITE_FACTOR
+        + usage.get("cache_read_input_tokens", 0) * CACHE_READ_FACTOR
+    )
+    return (tokens_in * p_in + usage.get("output_tokens", 0) * p_out) / 1_000_000
+
+
+def _empty() -> dict[str, Any]:
+    return {**{f: 0 for f in FIELDS}, "calls": 0, "cost": 0.0}
+
+
+def _add(total: dict[str, Any], usage: dict[str, int], cost: float) -> None:
+    for f in FIELDS:
+        total[f] = total.get(f, 0) + int(usage.get(f, 0))
+    total["calls"] = total.get("calls", 0) + 1
+    total["cost"] = round(total.get("cost", 0.0) + cost, 9)
+
+
+class UsageTracker:
+    """Accumulates usage; the per-day totals live in `path` (JSON keyed by ISO date) so a restart keeps the cap."""
+
+    def __init__(self, model: str, path: Path | None = None) -> None:
+        self.model = model
+        self.path = path
+        self._sessions: dict[str, dict[str, Any]] = {}
+        self._days: dict[str, dict[str, Any]] = self._read()
+        self._lock = threading.Lock()
+        self._reserved = 0.0  # USD held by calls in flight
+
+    def worst_case(self, prompt_tokens: int, max_tokens: int) -> float:
+        """The most one call can cost: every prompt token written to the cache, every output token used."""
+        return cost_of({"cache_creation_input_tokens": prompt_tokens, "output_tokens": max_tokens}, self.model)
+
+    def reserve(self, cost: float, limit: float) -> bool:
+        """Hold `cost` for a call about to start; False (nothing held) when today's spend plus what calls in
+        flight hold has reached `limit`. So the cap is overshot by at most the last admitted call."""
+        with self._lock:
+            if self._days.get(date.today().isoformat(), _empty())["cost"] + self._reserved >= limit:
+                return False
+            self._reserved += cost
+            return True
+
+    def release(self, cost: float) -> None:
+        """Give back what a call held when it failed before any usage came back."""
+        with self._lock:
+            self._reserved = max(0.0, self._reserved - cost)
+
+    def settle(self, held: float, usage: dict[str, int], session_key: str | None = None) -> float:
+        """Swap a call's hold for its actual usage in one step (no check sees neither); returns the cost."""
+        with self._lock:
+            self._reserved = max(0.0, self._reserved - held)
+            return self._record(usage, session_key)
+
+    def add(self, usage: dict[str, int], session_key: str | None = None) -> float:
+        """Record one response's usage; returns its cost in USD."""
+        with self._lock:
+            return self._record(usage, session_key)
+
+    def _record(self, usage: dict[str, int], session_key: str | None) -> float:
+        cost = cost_of(usage, self.model)
+        _add(self._days.setdefault(date.today().isoformat(), _empty()), usage, cost)
+        if session_key is not None:
+            _add(self._sessions.setdefault(session_key, _empty()), usage, cost)
+        self._write()
+        return cost
+
+    def today(self) -> dict[str, Any]:
+        """Totals for today (tokens by kind, calls, cost)."""
+        return dict(self._days.get(date.today().isoformat(), _empty()))
+
+    def session(self, key: str) -> dict[str, Any]:
+        """Totals for one session since this process started."""
+        return dict(self._sessions.get(key, _empty()))
+
+    def _read(self) -> dict[str, dict[str, Any]]:
+        if self.path is None or not self.path.exists():
+            return {}
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+            return {k: v for k, v in data.items() if isinstance(v, dict)}
+        except (OSError, ValueError) as exc:
+            log.warning("cannot read %s (%s); LLM usage for today starts from zero", self.path, exc)
+            return {}
+
+    def _write(self) -> None:
+        if self.path is None:
+            return
+        recent = dict(sorted(self._days.items())[-62:])  # two months of history is plenty
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(recent, indent=1), encoding="utf-8")
+        os.replace(tmp, self.path)

@@ -1,0 +1,18 @@
+"""What a video reference is: a live source (webcam index, stream URL) or a file; the one check every path uses."""
+
+from __future__ import annotations
+
+
+def is_live(reference: str) -> bool:
+    """A webcam index or a stream/camera URL (any scheme but file://), as opposed to a video file.
+
+    Live sources are muted to pause, read newest-frame-first, and 'dropped' when they end; files are done.
+    """
+    ref = str(reference).strip()
+    return ref.isdigit() or ("://" in ref and not ref.lower().startswith("file://"))
+
+
+def capture_reference(reference: str) -> str | int:
+    """What OpenCV / InferencePipeline open: a webcam index as an int, anything else as given."""
+    ref = str(reference).strip()
+    return int(ref) if ref.isdigit() else reference

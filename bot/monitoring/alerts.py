@@ -1,0 +1,203 @@
+"""Alerts and their routing: per-camera channel routes, mutes, THE cooldown (one per camera+rule), quiet hours."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from bot.monitoring.alert_frames import AlertFrames
+from bot.monitoring.events_log import EventLog, event_type_of
+from bot.storage import Storage, open_storage
+
+log = logging.getLogger(__name__)
+
+DEFAULT_CAMERA = "*"
+
+
+def new_alert_id() -> str:
+    return uuid.uuid4().hex[:12]
+
+
+@dataclass(frozen=True)
+class Alert:
+    """One alert: what happened, where, and the evidence."""
+
+    camera: str
+    rule: str
+    text: str  # what happened, without the camera: every sink shows alert.camera beside it
+    counts: dict[str, int] = field(default_factory=dict)
+    time: float = field(default_factory=time.time)
+    frame: bytes | None = None  # annotated JPEG
+    pipeline_id: str | None = None
+    summary: str | None = None  # tier-2 one-line summary
+    cooldown_seconds: float | None = None  # the rule's own cooldown; None: the router's default
+    clip_path: str | None = None  # MP4 of the seconds around the event (WORKSPACE/clips/<clip id>.mp4), if clips are on
+    alert_id: str = field(default_factory=new_alert_id)  # how a later summary or a click names this alert
+    about: tuple[str, ...] = ()  # a tier-2 summary: the alert ids it is about (a sink may update those in place)
+    channel: str | None = None  # an explicit target (a scheduled job's `to=`) instead of the camera's route
+    thread_ts: str | None = None  # ... and a thread in it
+
+    def as_dict(self, with_frame: bool = True) -> dict[str, Any]:
+        d = asdict(self)
+        if not with_frame:
+            d.pop("frame")
+        return d
+
+
+AlertSink = Callable[[Alert, str | None], Awaitable[None]]  # (alert, channel or None for the CLI)
+
+
+def in_window(window: str | None, now: datetime) -> bool:
+    """True if `now` falls in 'HH:MM-HH:MM' (may wrap midnight). None means never."""
+    if not window:
+        return False
+    start_s, end_s = (p.strip() for p in window.split("-", 1))
+    sh, sm = (int(x) for x in start_s.split(":"))
+    eh, em = (int(x) for x in end_s.split(":"))
+    cur, start, end = now.hour * 60 + now.minute, sh * 60 + sm, eh * 60 + em
+    return start <= cur < end if start <= end else cur >= start or cur < end
+
+
+class AlertRouter:
+    """Decides whether an alert goes out and where; adapters register sinks that deliver it."""
+
+    def __init__(
+        self,
+        db_path: Path,
+        default_channel: str | None = None,
+        cooldown_seconds: float = 300.0,
+        quiet_hours: str | None = None,
+        timezone: str = "UTC",
+        clock: Callable[[], float] = time.time,
+        storage: Storage | None = None,
+        events: EventLog | None = None,
+        frames: AlertFrames | None = None,
+    ) -> None:
+        self._store = storage if storage is not None else open_storage(db_path)
+        self.events = events  # every alert, sent or held, is recorded here (get_events, MCP, API, webhooks)
+        self.frames = frames  # the frame of every alert sent, by alert id (a webhook's frame_url, the API)
+        self._routes = self._store.table("routes")
+        self._mutes = self._store.table("mutes")
+        self.storage = self._store  # other alert state (false alarms) keeps its tables here too
+        self.default_channel = default_channel
+        self.cooldown_seconds = cooldown_seconds
+        self.quiet_hours = quiet_hours
+        self._tz = ZoneInfo(timezone)
+        self._clock = clock
+        self._last_sent: dict[tuple[str, str], float] = {}
+        self._suppressed: dict[tuple[str, str], int] = {}
+        self._cool_lock = threading.Lock()  # admit() runs on pipeline threads, dispatch() on the loop
+        self._sinks: list[AlertSink] = []
+        self._lock = asyncio.Lock()
+
+    # routes -------------------------------------------------------------
+    def set_route(self, channel: str, camera: str | None = None) -> None:
+        cam = camera or DEFAULT_CAMERA
+        self._routes.upsert({"camera": cam, "channel": channel}, camera=cam)
+
+    def remove_route(self, camera: str | None = None) -> bool:
+        return bool(self._routes.remove(camera=camera or DEFAULT_CAMERA))
+
+    def routes(self) -> dict[str, str]:
+        return {r["camera"]: r["channel"] for r in self._routes.all()}
+
+    def channel_for(self, camera: str) -> str | None:
+        """Camera-specific route, else the routed default, else the configured alert channel."""
+        routes = self.routes()
+        return routes.get(camera) or routes.get(DEFAULT_CAMERA) or self.default_channel
+
+    # mutes --------------------------------------------------------------
+    def mute(self, camera: str, seconds: float) -> float:
+        until = self._clock() + seconds
+        self._mutes.upsert({"camera": camera, "until": until}, camera=camera)
+        return until
+
+    def unmute(self, camera: str) -> None:
+        self._mutes.remove(camera=camera)
+
+    def muted_until(self, camera: str) -> float | None:
+        now = self._clock()
+        for cam in (camera, DEFAULT_CAMERA):
+            row = self._mutes.get(camera=cam)
+            if row and row["until"] > now:
+                return float(row["until"])
+        return None
+
+    # delivery -----------------------------------------------------------
+    def add_sink(self, sink: AlertSink) -> None:
+        if sink not in self._sinks:
+            self._sinks.append(sink)
+
+    def remove_sink(self, sink: AlertSink) -> None:
+        if sink in self._sinks:
+            self._sinks.remove(sink)
+
+    def admit(self, camera: str, rule: str, now: float, cooldown: float | None = None) -> int | None:
+        """THE cooldown, per camera+rule: None while cooling down (the event is counted), else how many were held.
+
+        `cooldown` is the rule's own (e.g. `/vision rule cam line cooldown=60`); None uses the router's default.
+        """
+        key = (camera, rule)
+        with self._cool_lock:
+            last = self._last_sent.get(key)
+            if last is not None and now - last < (self.cooldown_seconds if cooldown is None else cooldown):
+                self._suppressed[key] = self._suppressed.get(key, 0) + 1
+                return None
+            self._last_sent[key] = now
+            return self._suppressed.pop(key, 0)
+
+    def check(self, alert: Alert) -> str | None:
+        """Why this alert would be held back by a mute or quiet hours, or None."""
+        if self.muted_until(alert.camera):
+            return "muted"
+        if in_window(self.quiet_hours, datetime.fromtimestamp(self._clock(), self._tz)):
+            return "quiet hours"
+        return None
+
+    def record(self, alert: Alert, held: str | None = None) -> None:
+        """Put the alert in the event log (without its frame); `held` says why it was not sent."""
+        if self.events is None:
+            return
+        ev = alert.as_dict(with_frame=False)
+        ev.pop("cooldown_seconds", None)
+        ev.update(event_type=event_type_of(alert.rule), has_frame=alert.frame is not None)
+        if held:
+            ev["held"] = held
+        self.events.append(ev)
+
+    async def dispatch(self, alert: Alert, admitted: bool = False) -> str | None:
+        """Send the alert to every sink unless muted / cooling down / quiet. Returns the reason if held.
+
+        `admitted`: the caller already passed the cooldown through admit() (the monitor does, on its thread).
+        """
+        async with self._lock:
+            reason = self.check(alert)
+            if reason is None and not admitted and self.admit(alert.camera, alert.rule, self._clock(),
+                                                              alert.cooldown_seconds) is None:
+                reason = "cooldown"
+            if reason:
+                log.info("alert %s/%s held: %s", alert.camera, alert.rule, reason)
+                self.record(alert, reason)
+                return reason
+        self.record(alert)
+        if alert.frame and self.frames is not None:  # stored before any sink runs: a link a sink sends resolves
+            try:
+                await asyncio.to_thread(self.frames.put, alert.alert_id, alert.frame)
+            except OSError as exc:  # a full disk costs the frame link, never the alert
+                log.warning("alert frame not kept (%s): its webhook frame_url will answer 404", exc)
+        channel = alert.channel or self.channel_for(alert.camera)
+        for sink in list(self._sinks):
+            try:
+                await sink(alert, channel)
+            except Exception:  # one broken sink must not silence the others
+                log.exception("alert sink failed")
+        return None

@@ -1,0 +1,164 @@
+"""Cron jobs: the persisted job record, schedule phrases, and the built-in actions (daily summary, snapshots)."""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections import Counter
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from bot.events import EventType
+from bot.monitoring.alerts import DEFAULT_CAMERA, Alert
+from bot.monitoring.timeline import digest
+from bot.monitoring.wording import describe_counts
+from bot.rights import OPERATOR
+from bot.services import need
+
+if TYPE_CHECKING:
+    from bot.agent.loop import Agent
+    from bot.monitoring.alerts import AlertRouter
+    from bot.pipelines.manager import PipelineManager
+    from workspace.memory import MemoryStore
+
+log = logging.getLogger(__name__)
+
+_ALERT = re.compile(r"^\d{2}:\d{2}:\d{2} (?:HEARTBEAT )?ALERT(?: ([\w:.>*-]+))?:")
+MAX_LOG_CHARS = 8000  # of the day's log shown to the model; the counts above it are exact regardless
+_WHEN = re.compile(
+    r"^\s*(?:(?:daily\s+)?at\s+(?P<at>\d{1,2}:\d{2})|every\s+(?P<n>\d+(?:\.\d+)?)?\s*(?P<unit>minutes?|mins?|m|hours?|h|days?|d))\s*$",
+    re.I,
+)
+
+
+@dataclass(frozen=True)
+class CronJob:
+    """A persisted job: an action at a daily time ('18:00', heartbeat time zone) or every N minutes."""
+
+    name: str
+    action: str
+    at: str | None = None
+    every_minutes: float | None = None
+    camera: str | None = None
+    enabled: bool = True
+    channel: str | None = None  # where its output goes (`to=`) instead of the route; None: the route
+    thread_ts: str | None = None  # ... under this message
+
+    @property
+    def target(self) -> tuple[str | None, str | None]:
+        """(channel, thread_ts): the Alert fields that send this job's output to its own channel or thread."""
+        return self.channel, self.thread_ts
+
+    def describe(self) -> str:
+        when = f"daily at {self.at}" if self.at else f"every {self.every_minutes:g} min"
+        return f"{self.name}: {self.action}{' of ' + self.camera if self.camera else ''}, {when}"
+
+
+def parse_when(text: str) -> dict[str, Any]:
+    """'at 18:00' / 'daily at 6:30' / 'every hour' / 'every 15 minutes' -> CronJob fields; ValueError otherwise."""
+    m = _WHEN.match(text)
+    if not m:
+        raise ValueError(f"cannot read the schedule {text!r}; say 'at 18:00' or 'every 30 minutes' or 'every hour'")
+    if m.group("at"):
+        hh, mm = (int(x) for x in m.group("at").split(":"))
+        if hh > 23 or mm > 59:
+            raise ValueError(f"{m.group('at')} is not a time of day; use HH:MM between 00:00 and 23:59")
+        return {"at": f"{hh:02d}:{mm:02d}"}
+    n, unit = float(m.group("n") or 1), m.group("unit").lower()
+    minutes = n * (1440 if unit.startswith("d") else 60 if unit.startswith("h") else 1)
+    if minutes <= 0:
+        raise ValueError("the interval must be more than zero minutes")
+    return {"every_minutes": minutes}
+
+
+def day_counts(by_camera: dict[str, list[str]]) -> dict[str, tuple[int, Counter[str]]]:
+    """Per camera: observations that are not alerts, and alerts by rule."""
+    out: dict[str, tuple[int, Counter[str]]] = {}
+    for cam, bullets in by_camera.items():
+        rules: Counter[str] = Counter()
+        plain = 0
+        for b in bullets:
+            m = _ALERT.match(b)
+            if m:
+                rules[m.group(1) or "heartbeat"] += 1
+            else:
+                plain += 1
+        out[cam] = (plain, rules)
+    return out
+
+
+def summary_lines(day: str, by_camera: dict[str, list[str]]) -> list[str]:
+    """'- door: 2 alerts (line_crossed ×2); at most 3 people at once; line crossings in 5 / out 4; 12 other notes'."""
+    lines = [f"Daily summary for {day}"]
+    counts = day_counts(by_camera)
+    for cam in sorted(counts):
+        plain, rules = counts[cam]
+        detail = ", ".join(f"{r} ×{n}" for r, n in rules.most_common())
+        lines.append(f"- {cam}: {sum(rules.values())} alerts" + (f" ({detail})" if detail else "")
+                     + f"; {digest(by_camera[cam], alerts=False)}; {plain} other notes")
+    return lines
+
+
+async def daily_summary(
+    agent: Agent | None, memory: MemoryStore | None, router: AlertRouter | None, date: str | None = None,
+    target: tuple[str | None, str | None] = (None, None),
+) -> str | None:
+    """Post a short report of a day's observations and alerts (default today); None on a day with nothing."""
+    memory, router = need(memory, "memory"), need(router, "alert router")
+    day = date or memory.today()
+    by_camera = memory.observations_by_camera(day)
+    if not by_camera:
+        log.info("daily summary %s: nothing was observed, nothing posted", day)
+        return None
+    counts = day_counts(by_camera)
+    lines = summary_lines(day, by_camera)
+    if agent is not None:
+        narrative = await _narrative(agent, day, memory.get_daily_observations(day))
+        if narrative:
+            lines += ["", narrative]
+    text = "\n".join(lines)
+    totals = {cam: sum(rules.values()) for cam, (_, rules) in counts.items()}
+    await router.dispatch(Alert(DEFAULT_CAMERA, "daily_summary", text, totals, summary=lines[0], channel=target[0],
+                                thread_ts=target[1]))
+    return text
+
+
+async def _narrative(agent: Agent, day: str, log_text: str) -> str:
+    """A few sentences from the model, in a session of its own (never a chat session)."""
+    prompt = (
+        f"Write the daily summary for {day} in at most five short sentences: what happened on each camera, "
+        "anything unusual, anything to check tomorrow. Do not call tools. The day's observation log:\n\n"
+        + log_text[-MAX_LOG_CHARS:]
+    )
+    parts: list[str] = []
+    try:
+        async for ev in agent.process_message(f"cron:daily_summary:{day}", prompt, [], OPERATOR):
+            if ev.type in (EventType.RESPONSE, EventType.ASK_USER):
+                parts.append(ev.data.get("text", ""))
+    except Exception:  # the counts still go out without the prose
+        log.exception("daily summary narrative failed")
+    return "\n".join(p for p in parts if p).strip()
+
+
+async def snapshot(
+    pipelines: PipelineManager | None, router: AlertRouter | None, memory: MemoryStore | None, camera: str,
+    target: tuple[str | None, str | None] = (None, None),
+) -> bool:
+    """Post the latest annotated frame of a camera's pipeline; False (and a log line) if it has none."""
+    try:
+        latest = pipelines.latest(camera) if pipelines is not None else None
+    except Exception:  # noqa: BLE001 - unknown or stopped pipeline
+        latest = None
+    if latest is None or not latest.frame:
+        log.warning("snapshot of %s skipped: no frame; is a pipeline named %s running?", camera, camera)
+        return False
+    router = need(router, "alert router")
+    counts = latest.counts()
+    seen = describe_counts(counts) if counts else "nothing detected"
+    await router.dispatch(
+        Alert(camera, "snapshot", f"scheduled snapshot ({seen})", counts, frame=latest.frame, channel=target[0],
+              thread_ts=target[1])
+    )
+    if memory is not None:
+        memory.store(f"snapshot: {seen}", "observation", camera_id=camera)
+    return True

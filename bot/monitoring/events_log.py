@@ -1,0 +1,173 @@
+"""The event log: every alert and tier-1 event as one JSON line (WORKSPACE/.state/events.jsonl), bounded in size.
+
+Read by the `get_events` tool, the MCP server, the REST API and the webhooks, so "what happened while I was away?"
+is answered from records with numbers. Events never carry frame bytes (only `has_frame`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import threading
+import time
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+log = logging.getLogger(__name__)
+
+SOURCE = "vision-agent"
+DEFAULT_MAX_BYTES = 5_000_000
+ID_DIGITS = 12  # zero-padded, so string order is numeric order (clients may page with `id > last`)
+HEALTH_RULES = frozenset({"pipeline_error", "source_dropped", "stalled", "low_fps"})
+EventListener = Callable[[dict[str, Any]], None]
+
+
+def event_type_of(rule: str) -> str:
+    """The event type of an alert's rule id: 'line_crossed', 'count_over:person>3' -> 'count_over', 'stalled' -> 'health'."""
+    if rule in HEALTH_RULES:
+        return "health"
+    kind = rule.split(":", 1)[0].split(">", 1)[0]
+    if kind in ("class_appears", "count_over", "line_crossed", "time_in_zone", "heartbeat"):
+        return kind
+    return "alert"
+
+
+def parse_since(since: str | float | None, timezone: str, now: float, default_seconds: float = 86400.0) -> float:
+    """A start time from 'HH:MM' or 'H' (today in the workspace timezone; yesterday if still ahead), an ISO time,
+    or seconds ago (a number). None: `default_seconds` ago. Raises ValueError with a line saying what is accepted.
+    """
+    if since is None:
+        return now - default_seconds
+    if isinstance(since, (int, float)) and not isinstance(since, bool):
+        return now - max(0.0, float(since))
+    text = str(since).strip()
+    tz = ZoneInfo(timezone)
+    if re.fullmatch(r"\d{3,}(\.\d+)?", text):  # '9' or '09' is an hour ('since 9'); '3600' is seconds
+        return now - float(text)
+    if m := re.fullmatch(r"(\d{1,2})(?::(\d{2}))?", text):
+        hour, minute = int(m[1]), int(m[2] or 0)
+        if hour < 24 and minute < 60:
+            today = datetime.fromtimestamp(now, tz).replace(hour=hour, minute=minute, second=0, microsecond=0)
+            at = today if today.timestamp() <= now else today - timedelta(days=1)
+            return at.timestamp()
+    try:
+        at = datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError(f"since takes 'HH:MM' (today), an ISO time like 2026-05-01T09:00, or seconds ago; "
+                         f"not {text[:40]!r}") from None
+    return (at if at.tzinfo else at.replace(tzinfo=tz)).timestamp()
+
+
+class EventLog:
+    """Append-only JSONL log, thread-safe (monitor events arrive on pipeline threads), trimmed over `max_bytes`."""
+
+    def __init__(self, path: Path, redact: Callable[[str], str] | None = None,
+                 max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._redact = redact
+        self.max_bytes = max(1024, max_bytes)
+        self._lock = threading.Lock()
+        self._listeners: list[EventListener] = []
+        self._seq = self._last_seq()
+
+    def add_listener(self, listener: EventListener) -> None:
+        """Call `listener(event)` after each append (on the appending thread; it must not block)."""
+        if listener not in self._listeners:
+            self._listeners.append(listener)
+
+    def remove_listener(self, listener: EventListener) -> None:
+        if listener in self._listeners:
+            self._listeners.remove(listener)
+
+    def append(self, event: dict[str, Any]) -> dict[str, Any]:
+        """Record one event; adds `id`, `time` and `source` if missing. Returns the stored event."""
+        ev = self._clean(event)
+        with self._lock:
+            self._seq += 1
+            ev["id"] = str(self._seq).zfill(ID_DIGITS)
+            line = json.dumps(ev, ensure_ascii=False, default=str) + "\n"
+            try:
+                with self.path.open("a", encoding="utf-8") as f:
+                    f.write(line)
+                if self.path.stat().st_size > self.max_bytes:
+                    self._trim()
+            except OSError:  # a full disk must not stop alerts
+                log.exception("could not write the event log")
+        for listener in list(self._listeners):
+            try:
+                listener(dict(ev))
+            except Exception:  # one broken listener must not stop the others or the monitor
+                log.exception("event listener failed")
+        return ev
+
+    def query(self, since: float | None = None, camera: str | None = None, limit: int = 100,
+              event_type: str | None = None) -> list[dict[str, Any]]:
+        """Events with time >= since, of one camera and type if given; the newest `limit`, newest last."""
+        out = [ev for ev in self._read()
+               if (since is None or float(ev.get("time", 0)) >= since)
+               and (camera is None or ev.get("camera") == camera)
+               and (event_type is None or ev.get("event_type") == event_type)]
+        # by event time: a held event is written on its pipeline thread before an earlier one sent from the loop
+        out.sort(key=lambda ev: float(ev.get("time", 0)))
+        return out[-limit:] if limit > 0 else []
+
+    # internals ------------------------------------------------------------
+    def _clean(self, event: dict[str, Any]) -> dict[str, Any]:
+        ev = {k: v for k, v in event.items() if not isinstance(v, (bytes, bytearray, memoryview))}
+        if any(isinstance(v, (bytes, bytearray, memoryview)) for v in event.values()):
+            ev["has_frame"] = True  # frames stay out of the log: it is read by clients, sized, and kept
+        ev.setdefault("source", SOURCE)
+        ev.setdefault("time", time.time())
+        if self._redact is not None:
+            ev = {k: self._redact(v) if isinstance(v, str) else v for k, v in ev.items()}
+        return ev
+
+    def _read(self) -> list[dict[str, Any]]:
+        with self._lock:
+            try:
+                raw = self.path.read_text(encoding="utf-8", errors="replace")
+            except FileNotFoundError:
+                return []
+        out: list[dict[str, Any]] = []
+        for line in raw.splitlines():
+            try:
+                ev = json.loads(line)
+            except ValueError:  # a line torn by a crash mid-write is skipped, not fatal
+                continue
+            if isinstance(ev, dict):
+                out.append(ev)
+        return out
+
+    def _last_seq(self) -> int:
+        try:
+            with self.path.open("rb") as f:
+                f.seek(max(0, f.seek(0, os.SEEK_END) - 8192))
+                tail = f.read().decode("utf-8", errors="replace").splitlines()
+        except FileNotFoundError:
+            return 0
+        for line in reversed(tail):
+            try:
+                return int(json.loads(line)["id"])
+            except (ValueError, KeyError, TypeError):
+                continue
+        return 0
+
+    def _trim(self) -> None:  # holding self._lock
+        """Keep the newest lines that fit in half of max_bytes (halving: trims are rare, not on every append)."""
+        lines = self.path.read_bytes().splitlines(keepends=True)
+        keep: list[bytes] = []
+        size = 0
+        for line in reversed(lines):
+            if size + len(line) > self.max_bytes // 2:
+                break
+            keep.append(line)
+            size += len(line)
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_bytes(b"".join(reversed(keep)))
+        os.replace(tmp, self.path)  # atomic: a reader sees the old file or the new one

@@ -1,0 +1,109 @@
+"""False alarms: a person says an alert was wrong; repeated ones for a camera and rule tighten that rule.
+
+Every mark is kept in the alert router's storage (table `false_alarms`) and noted in the agent's memory.
+When `monitoring.false_alarm_limit` marks for the same camera and rule fall within
+`monitoring.false_alarm_window_hours`, the rule is tightened once (`tightened`) and those marks are used up.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+from zoneinfo import ZoneInfo
+
+from bot.monitoring.rules import Rule
+from bot.monitoring.wording import plural
+
+if TYPE_CHECKING:
+    from bot.config import Settings
+    from bot.monitoring.alerts import AlertRouter
+    from bot.monitoring.monitor import Monitor
+    from workspace.memory import MemoryStore
+
+TABLE = "false_alarms"
+
+
+@dataclass(frozen=True)
+class FalseAlarm:
+    """One click: who marked which alert, when; what the alert said."""
+
+    camera: str
+    rule: str
+    text: str
+    counts: dict[str, int]
+    alert_time: float
+    user: str
+    alert_id: str = ""
+
+
+def tightened(rule: Rule, default_cooldown: float) -> tuple[Rule, str]:
+    """The rule one step less eager, and what changed in words. Counts and stays need more; the others wait longer."""
+    if rule.kind == "count_over":
+        new = replace(rule, threshold=rule.threshold + 1)
+        what = plural(rule.class_name, int(new.threshold)) if rule.class_name else f"{new.threshold:g} objects"
+        return new, f"now alerts only above {what}"
+    if rule.kind == "time_in_zone":
+        new = replace(rule, threshold=round(rule.threshold * 1.5))
+        return new, f"now alerts only after {new.threshold:g} s in the zone"
+    cooldown = 2 * (default_cooldown if rule.cooldown_seconds is None else rule.cooldown_seconds) or 60.0
+    new = replace(rule, cooldown_seconds=cooldown)
+    minutes = f"{cooldown / 60:g} min" if cooldown >= 60 else f"{cooldown:g} s"
+    return new, f"now waits {minutes} between alerts"
+
+
+class FalseAlarms:
+    """Records false alarms and tightens a rule that keeps crying wolf (see the module docstring)."""
+
+    def __init__(self, router: AlertRouter, monitor: Monitor | None, memory: MemoryStore | None,
+                 settings: Settings, clock: Any = time.time) -> None:
+        self.router, self.monitor, self.memory = router, monitor, memory
+        self._table = router.storage.table(TABLE)
+        self.limit = settings.monitoring.false_alarm_limit
+        self.window = settings.monitoring.false_alarm_window_hours * 3600
+        self._tz = ZoneInfo(settings.heartbeat.timezone)
+        self._clock = clock
+
+    def mark(self, fa: FalseAlarm) -> str:
+        """Record one mark; returns the line for the person who clicked (what, if anything, changed)."""
+        now = self._clock()
+        if fa.alert_id and self._table.get(alert_id=fa.alert_id) is not None:
+            return f"This {fa.camera} alert is already marked as a false alarm; nothing more changed."
+        mark_id = uuid.uuid4().hex
+        self._table.upsert({**fa.__dict__, "id": mark_id, "time": now, "used": False}, id=mark_id)
+        recent = [r for r in self._table.all() if (r.get("camera"), r.get("rule")) == (fa.camera, fa.rule)
+                  and not r.get("used") and now - float(r.get("time", 0)) <= self.window]
+        change = self._tighten(fa.camera, fa.rule) if self.limit and len(recent) >= self.limit else None
+        if change:
+            for r in recent:
+                self._table.upsert({"used": True}, id=r["id"])
+        self._remember(fa, change)
+        if change:
+            return (f"Noted. After {len(recent)} false alarms, {fa.camera} {change}; "
+                    f"`/vision rules {fa.camera}` shows it.")
+        left = self.limit - len(recent) if self.limit else 0
+        more = f" {left} more within {self.window / 3600:g} h and I make this rule less eager." if left > 0 else ""
+        return f"Noted: this {fa.camera} `{fa.rule}` alert was a false alarm.{more}"
+
+    def _tighten(self, camera: str, rule_id: str) -> str | None:
+        """Replace the rule behind `rule_id` on this camera with a tightened copy; what changed, or None."""
+        if self.monitor is None:
+            return None
+        rule = next((r for r in self.monitor.effective_rules(camera) if r.id == rule_id), None)
+        if rule is None:  # health, heartbeat or snapshot alerts have no rule to adjust
+            return None
+        new, what = tightened(replace(rule, camera=camera), self.monitor.cooldown_seconds)
+        if rule.camera == camera and rule.id != new.id:
+            self.monitor.remove_rule(rule.id, camera)
+        self.monitor.add_rule(new)
+        return f"`{new.id}` {what}" if new.id != rule.id else f"{new.id} {what}"
+
+    def _remember(self, fa: FalseAlarm, change: str | None) -> None:
+        if self.memory is None:
+            return
+        when = datetime.fromtimestamp(fa.alert_time, self._tz)
+        note = (f"{fa.camera}: {fa.rule} alert around {when:%H:%M} ({fa.text}) was a false alarm "
+                f"(marked by @{fa.user})" + (f"; the rule {change}" if change else ""))
+        self.memory.store(note, "knowledge")

@@ -1,0 +1,78 @@
+"""What a heartbeat shows the model: its user message (tier-1 news, pipelines, due checklist items) and its frames."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING
+from zoneinfo import ZoneInfo
+
+from bot.backends.base import InferenceResult
+from bot.monitoring.checklist import ChecklistItem
+from bot.monitoring.news import MonitorEvent
+from bot.pipelines.status import status_line
+
+if TYPE_CHECKING:
+    from bot.pipelines.manager import PipelineManager
+
+MAX_FRAMES = 4
+
+
+def compose(now: datetime, tz: ZoneInfo, events: list[MonitorEvent], due: list[ChecklistItem],
+            pipelines: PipelineManager | None) -> str:
+    """The heartbeat's user message: new tier-1 events, pipelines, due checklist items."""
+    lines = [f"Heartbeat at {now:%Y-%m-%d %H:%M} ({tz.key})."]
+    if events:
+        lines.append("\nNew since the last heartbeat (tier-1 events, already alerted where not muted):")
+        for e in events:
+            when = datetime.fromtimestamp(e.time, tz)
+            counts = ", ".join(f"{k}={v}" for k, v in e.counts.items())
+            lines.append(f"- {when:%H:%M:%S} {e.camera} [{e.rule}] {e.text}" + (f" ({counts})" if counts else ""))
+    else:
+        lines.append("\nNo new tier-1 events since the last heartbeat.")
+    lines.append("\nPipelines:")
+    lines += _pipeline_lines(pipelines) or ["- none running"]
+    if due:
+        lines.append("\nChecklist items due now:")
+        lines += [f"- {i.text}" for i in due]
+    lines.append(
+        "\nReply HEARTBEAT_OK if nothing needs a person's attention. Otherwise start with one line that "
+        "says what happened and where, then details."
+    )
+    return "\n".join(lines)
+
+
+def _pipeline_lines(pipelines: PipelineManager | None) -> list[str]:
+    snap = getattr(pipelines, "snapshot", None)
+    out = []
+    for h in snap() if snap else []:
+        out.append("- " + status_line(h, latest=_latest(pipelines, h.pipeline_id)))
+    return out
+
+
+def _latest(pipelines: PipelineManager | None, pid: str) -> InferenceResult | None:
+    if pipelines is None:
+        return None
+    try:
+        return pipelines.latest(pid)
+    except Exception:  # noqa: BLE001 - a stopped pipeline has no latest result
+        return None
+
+
+def frames(events: list[MonitorEvent], pipelines: PipelineManager | None, checklist_due: bool = False) -> list[bytes]:
+    """A frame per camera with news (its event's evidence); for a due checklist item, the running cameras' latest.
+
+    At most MAX_FRAMES: each image costs the model ~1.5k tokens.
+    """
+    out: dict[str, bytes] = {}
+    for e in sorted(events, key=lambda e: -e.time):
+        if e.camera not in out:
+            latest = _latest(pipelines, e.pipeline_id) if e.pipeline_id and pipelines is not None else None
+            frame = e.frame or getattr(latest, "frame", None)
+            if frame:
+                out[e.camera] = frame
+    snap = getattr(pipelines, "snapshot", None)
+    for h in snap() if checklist_due and snap else []:
+        frame = getattr(_latest(pipelines, h.pipeline_id), "frame", None) if h.status == "running" else None
+        if frame and h.name not in out:
+            out[h.name] = frame
+    return list(out.values())[:MAX_FRAMES]

@@ -1,0 +1,220 @@
+"""Tier 1 (no LLM): rule events and pipeline health from results, deduped and cooled down, sent as alerts."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from bot.backends.base import InferenceResult, PipelineHandle
+from bot.config import Settings
+from bot.monitoring.alerts import Alert, AlertRouter
+from bot.monitoring.news import MonitorEvent, News
+from bot.monitoring.rules import ANY, Rule, RuleState, default_rules, evaluate, health_problems
+from bot.monitoring.timeline import Timeline
+from bot.storage import Storage, open_storage
+
+if TYPE_CHECKING:
+    from bot.pipelines.clips import ClipRecorder
+    from bot.pipelines.manager import PipelineManager
+    from workspace.memory import MemoryStore
+
+log = logging.getLogger(__name__)
+GUESS_UNTIL_SURE = [Rule("class_appears")]  # the fallback guess: a later result may still show a line or a zone
+
+
+class Monitor:
+    """Watches every pipeline result (from pipeline threads) and pipeline health (from scheduler ticks)."""
+
+    def __init__(
+        self,
+        router: AlertRouter,
+        pipelines: PipelineManager | None,
+        settings: Settings,
+        memory: MemoryStore | None = None,
+        clock: Callable[[], float] = time.time,
+        db_path: Path | None = None,
+        stall_seconds: float = 30.0,
+        min_fps: float = 0.5,
+        storage: Storage | None = None,
+        clips: ClipRecorder | None = None,
+    ) -> None:
+        self.router, self.pipelines, self.memory = router, pipelines, memory
+        self.clips = clips  # the pipelines' recent frames: each rule alert gets the seconds around it
+        self.stall_seconds, self.min_fps = stall_seconds, min_fps
+        self._clock = clock
+        self._store = storage if storage is not None else open_storage(db_path or settings.workspace / ".state" / "monitor.json")
+        self._table = self._store.table("rules")
+        self._lock = threading.RLock()  # results arrive on pipeline threads, rule edits on the loop
+        self._state: dict[tuple[str, str], RuleState] = {}
+        self._defaults: dict[str, list[Rule]] = {}
+        self._last_result: dict[str, float] = {}
+        self._health: dict[str, set[str]] = {}
+        self.news = News()  # what the next heartbeat looks at (tier 2)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._inflight: set[Future[Any]] = set()
+        self._rules = [Rule.from_dict(r) for r in self._table.all()]  # cached: read on every frame
+        self.timeline = Timeline(memory, clock) if memory is not None else None  # the day's log, in numbers
+        self._ended: set[str] = set()  # pipelines whose timeline was completed
+
+    # wiring -------------------------------------------------------------
+    def start(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
+        """Deliver alerts on this loop (default: the running one) and start listening to pipelines."""
+        self._loop = loop or asyncio.get_running_loop()
+        if self.pipelines is not None and hasattr(self.pipelines, "add_result_listener"):
+            self.pipelines.add_result_listener(self.on_result)
+
+    # rules --------------------------------------------------------------
+    def add_rule(self, rule: Rule) -> Rule:
+        """Add or replace a rule for a camera ('*' = all); a camera with own rules drops the guessed defaults."""
+        with self._lock:
+            self._table.upsert({**rule.as_dict(), "id": rule.id}, camera=rule.camera, id=rule.id)
+            self._rules = [r for r in self._rules if (r.camera, r.id) != (rule.camera, rule.id)] + [rule]
+        return rule
+
+    def remove_rule(self, rule_id: str, camera: str = ANY) -> bool:
+        with self._lock:
+            removed = bool(self._table.remove(camera=camera, id=rule_id))
+            self._rules = [r for r in self._rules if (r.camera, r.id) != (camera, rule_id)]
+            return removed
+
+    def rules(self, camera: str | None = None) -> list[Rule]:
+        """Configured rules (all, or those that apply to one camera including '*')."""
+        with self._lock:
+            out = list(self._rules)
+        return out if camera is None else [r for r in out if r.camera in (camera, ANY)]
+
+    def effective_rules(self, camera: str) -> list[Rule]:
+        """Rules that run for a camera: its configured ones, else defaults guessed from its first result."""
+        configured = [r for r in self.rules(camera) if r.enabled]
+        # a camera's own rule of a kind and class replaces the every-camera one (a false alarm tightens one camera)
+        own = {(r.kind, r.class_name) for r in configured if r.camera == camera}
+        configured = [r for r in configured if r.camera == camera or (r.kind, r.class_name) not in own]
+        return configured or list(self._defaults.get(camera, []))
+
+    # tier 1 on results ----------------------------------------------------
+    def on_result(self, handle: PipelineHandle, result: InferenceResult) -> None:
+        """Result listener (pipeline thread): evaluate the camera's rules and emit what fired."""
+        now = self._clock()
+        camera = handle.name
+        fired: list[MonitorEvent] = []
+        with self._lock:
+            self._last_result[handle.pipeline_id] = now
+            if camera not in self._defaults or self._defaults[camera] == GUESS_UNTIL_SURE:
+                # an empty first frame of a zone pipeline looks like a plain detector: guess again until it shows
+                self._defaults[camera] = default_rules(result)
+            for rule in self.effective_rules(camera):
+                state = self._state.setdefault((camera, rule.id), RuleState())
+                hit = evaluate(rule, state, result, now)
+                if hit is not None:
+                    ev = MonitorEvent(camera, rule.id, hit.text, now, hit.counts, result.frame, handle.pipeline_id)
+                    admitted = self._admit(ev, rule.cooldown_seconds)
+                    if admitted is not None:
+                        mark = self.clips.mark(handle.pipeline_id, result.frame) if self.clips else None
+                        fired.append(replace(admitted, mark=mark))
+        if self.timeline is not None:
+            self.timeline.observe(camera, result)
+        for ev in fired:
+            self._emit_threadsafe(ev)
+
+    @property
+    def cooldown_seconds(self) -> float:
+        """The default cooldown of rules without their own: the router's (there is one cooldown)."""
+        return self.router.cooldown_seconds
+
+    def _admit(self, ev: MonitorEvent, cooldown: float | None) -> MonitorEvent | None:  # holding self._lock
+        """The router's cooldown: within it the event is only counted, then mentioned by the next one."""
+        suppressed = self.router.admit(ev.camera, ev.rule, ev.time, cooldown)
+        if suppressed is None:
+            self.router.record(ev.to_alert(), "cooldown")  # still counted in the event log (crossings add up)
+            return None
+        ev = replace(ev, suppressed=suppressed)
+        self.news.add(ev)
+        return ev
+
+    # tier 1 health ----------------------------------------------------------
+    async def check_health(self) -> list[MonitorEvent]:
+        """Pipeline health tick: errored, source dropped, stalled (no frames), low fps. Returns new events."""
+        handles = await self.pipelines.list() if self.pipelines is not None else []
+        now = self._clock()
+        events: list[MonitorEvent] = []
+        with self._lock:
+            for h in handles:
+                self._finish_if_ended(h)
+                for rule, text in self._health_problems(h, now):
+                    ev = MonitorEvent(h.name, rule, text, now, {}, self._latest_frame(h), h.pipeline_id)
+                    admitted = self._admit(ev, None)
+                    if admitted is not None:
+                        events.append(admitted)
+        for ev in events:
+            await self.emit(ev)
+        return events
+
+    def _finish_if_ended(self, h: PipelineHandle) -> None:  # holding self._lock
+        """A pipeline that stopped, finished or failed gets what its timeline still held written, once."""
+        if h.status not in ("stopped", "finished", "error"):
+            self._ended.discard(h.pipeline_id)
+        elif h.pipeline_id not in self._ended:
+            self._ended.add(h.pipeline_id)
+            if self.timeline is not None:
+                self.timeline.finish(h.name)
+
+    def _health_problems(self, h: PipelineHandle, now: float) -> list[tuple[str, str]]:
+        last = self._last_result.get(h.pipeline_id, 0.0)
+        current = health_problems(h, now, last, self.stall_seconds, self.min_fps)
+        before = self._health.get(h.pipeline_id, set())
+        self._health[h.pipeline_id] = set(current)
+        return [(rule, text) for rule, text in current.items() if rule not in before]  # only on the way in
+
+    def _latest_frame(self, h: PipelineHandle) -> bytes | None:
+        latest = getattr(self.pipelines, "latest", None)
+        try:
+            res = latest(h.pipeline_id) if latest else None
+        except Exception:  # noqa: BLE001 - a frame is a nicety for a health alert
+            return None
+        return getattr(res, "frame", None)
+
+    # output -------------------------------------------------------------
+    def _emit_threadsafe(self, ev: MonitorEvent) -> None:
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            log.warning("monitor event %s/%s not delivered: monitor not started", ev.camera, ev.rule)
+            return
+        fut = asyncio.run_coroutine_threadsafe(self.emit(ev), loop)
+        with self._lock:
+            self._inflight.add(fut)
+        fut.add_done_callback(self._inflight.discard)
+
+    async def emit(self, ev: MonitorEvent) -> str | None:
+        """Route the alert (mute, cooldown, quiet hours apply) and log it in today's observations."""
+        alert = await self._with_clip(ev, ev.to_alert())
+        reason = await self.router.dispatch(alert, admitted=True)
+        if self.timeline is not None:
+            self.timeline.note(ev.camera, f"ALERT {ev.rule}: {ev.text}" + (f" (not posted: {reason})" if reason else ""))
+        return reason
+
+    async def _with_clip(self, ev: MonitorEvent, alert: Alert) -> Alert:
+        """The alert with its clip: waited for in this alert's own coroutine, so no pipeline or other alert waits."""
+        if self.clips is None or ev.mark is None or not ev.pipeline_id or self.router.check(alert) is not None:
+            return alert  # a muted or quiet-hours alert is not posted: no clip to cut
+        try:
+            clip = await self.clips.record(ev.pipeline_id, ev.mark, ev.camera, ev.rule)
+        except Exception:  # noqa: BLE001 - the alert goes out without its clip rather than not at all
+            log.exception("clip for %s/%s failed", ev.camera, ev.rule)
+            return alert
+        return replace(alert, clip_path=str(clip.path)) if clip else alert
+
+    async def flush(self) -> None:
+        """Wait until alerts fired from pipeline threads have been delivered."""
+        while True:
+            with self._lock:
+                pending = [f for f in self._inflight if not f.done()]
+            if not pending:
+                return
+            await asyncio.gather(*(asyncio.wrap_future(f) for f in pending), return_exceptions=True)

@@ -1,0 +1,256 @@
+"""The scheduler thread (`schedule`): heartbeat, tier-1 health ticks, persisted cron jobs; no job overlaps itself."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import asdict
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from zoneinfo import ZoneInfo
+
+import schedule
+
+from bot.monitoring import cron_jobs
+from bot.monitoring.alerts import in_window
+from bot.monitoring.cron_jobs import CronJob, parse_when
+from bot.monitoring.heartbeat import Heartbeat
+from bot.storage import Storage, open_storage
+
+if TYPE_CHECKING:
+    from bot.agent.loop import Agent
+    from bot.config import Settings
+    from bot.monitoring.alerts import AlertRouter
+    from bot.monitoring.monitor import Monitor
+    from bot.pipelines.manager import PipelineManager
+    from workspace import Workspace
+    from workspace.memory import MemoryStore
+
+log = logging.getLogger(__name__)
+__all__ = ["CronJob", "Scheduler", "parse_when"]
+
+Action = Callable[[CronJob], Any]  # may return an awaitable: it then runs on the main loop
+
+
+class Scheduler:
+    """Runs on its own thread; coroutine jobs go to the main loop (run_coroutine_threadsafe)."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        agent: Agent | None = None,
+        monitor: Monitor | None = None,
+        workspace: Workspace | None = None,
+        *,
+        router: AlertRouter | None = None,
+        pipelines: PipelineManager | None = None,
+        memory: MemoryStore | None = None,
+        db_path: Path | None = None,
+        tick_seconds: float = 1.0,
+        health_seconds: float = 10.0,
+        clock: Callable[[], float] = time.time,
+        storage: Storage | None = None,
+    ) -> None:
+        self.settings = settings
+        self.monitor = monitor
+        self.router = router or getattr(monitor, "router", None)
+        self.pipelines = pipelines or getattr(monitor, "pipelines", None)
+        self.memory = memory or getattr(monitor, "memory", None)
+        self.agent = agent
+        self.heartbeat = Heartbeat(agent, monitor, self.router, settings, workspace, self.pipelines, self.memory, clock)
+        self.tick_seconds, self.health_seconds = tick_seconds, health_seconds
+        self._tz = ZoneInfo(settings.heartbeat.timezone)
+        self._clock = clock
+        self._store = storage if storage is not None else open_storage(db_path or Path(settings.workspace) / ".state" / "cron.json")
+        self._jobs = self._store.table("jobs")
+        self._sched = schedule.Scheduler()
+        self._lock = threading.RLock()
+        self._running: set[str] = set()
+        self._workers: set[threading.Thread] = set()
+        self._futures: set[Any] = set()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.runs: Counter[str] = Counter()
+        self.skipped: Counter[str] = Counter()
+        self.failures: Counter[str] = Counter()
+        self.actions: dict[str, Action] = {
+            "heartbeat": lambda job: self.heartbeat.run(job.target),
+            "daily_summary": lambda job: cron_jobs.daily_summary(self.agent, self.memory, self.router,
+                                                                 target=job.target),
+            "snapshot": lambda job: cron_jobs.snapshot(self.pipelines, self.router, self.memory, job.camera or "",
+                                                       job.target),
+        }
+        self._seed_defaults()
+
+    # lifecycle ------------------------------------------------------------
+    def start(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
+        """Schedule the heartbeat, health ticks and saved jobs, then start the thread (call on the main loop)."""
+        if self._thread is not None:
+            return
+        self._loop = loop or asyncio.get_running_loop()
+        hb = self.settings.heartbeat
+        if hb.enabled and hb.interval_minutes > 0:
+            self.every(hb.interval_minutes * 60, self.heartbeat.run, "heartbeat")
+        if self.monitor is not None and self.health_seconds > 0:
+            self.every(self.health_seconds, self.monitor.check_health, "health")
+        for job in self.jobs():
+            self._schedule(job)
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._loop_forever, name="scheduler", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop the thread, cancel coroutine jobs still running, wait briefly for worker threads."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+            self._thread = None
+        with self._lock:
+            futures, workers = list(self._futures), list(self._workers)
+        for fut in futures:
+            fut.cancel()
+        for w in workers:
+            w.join(timeout)
+        self._sched.clear()
+
+    def _loop_forever(self) -> None:
+        while not self._stop.wait(self.tick_seconds):
+            self.run_pending()
+
+    def run_pending(self) -> None:
+        with self._lock:
+            self._sched.run_pending()
+
+    # jobs -----------------------------------------------------------------
+    def every(self, seconds: float, fn: Callable[[], Any], name: str, active_hours: bool = False) -> None:
+        """An internal recurring job (not persisted). fn may be sync (runs on a worker thread) or async."""
+        with self._lock:
+            # schedule annotates the interval as int; a float works (it becomes a timedelta) and tests use < 1 s.
+            job = self._sched.every(seconds)  # type: ignore[arg-type]
+            job.seconds.do(self._fire, name, fn, active_hours).tag(name)
+
+    def add_job(
+        self,
+        name: str,
+        action: str,
+        *,
+        at: str | None = None,
+        every_minutes: float | None = None,
+        camera: str | None = None,
+        channel: str | None = None,
+        thread_ts: str | None = None,
+    ) -> CronJob:
+        """Save a cron job (replacing one with the same name) and schedule it if the thread runs."""
+        if action not in self.actions:
+            raise ValueError(f"unknown job action {action!r}; use one of {', '.join(sorted(self.actions))}")
+        if (at is None) == (every_minutes is None):
+            raise ValueError("give a job either a daily time (at='18:00') or an interval (every_minutes=60)")
+        if action == "snapshot" and not camera:
+            raise ValueError("a snapshot job needs a camera (the pipeline name)")
+        job = CronJob(name, action, at, every_minutes, camera, channel=channel, thread_ts=thread_ts)
+        with self._lock:
+            self._jobs.upsert(asdict(job), name=name)
+            self._sched.clear(f"cron:{name}")
+            if self._thread is not None:
+                self._schedule(job)
+        return job
+
+    def remove_job(self, name: str) -> bool:
+        with self._lock:
+            self._sched.clear(f"cron:{name}")
+            return bool(self._jobs.remove(name=name))
+
+    def jobs(self) -> list[CronJob]:
+        with self._lock:
+            return [CronJob(**row) for row in self._jobs.all()]
+
+    def next_run(self, name: str) -> datetime | None:
+        """When a saved job runs next (aware, local time), or None while the scheduler thread is not running it."""
+        with self._lock:
+            runs = [j.next_run for j in self._sched.get_jobs(f"cron:{name}") if j.next_run is not None]
+        return min(runs).astimezone() if runs else None  # `schedule` keeps naive local times
+
+    def run_now(self, name: str) -> None:
+        """Fire a saved job at once (still never alongside itself)."""
+        job = next((j for j in self.jobs() if j.name == name), None)
+        if job is None:
+            raise KeyError(f"no cron job named {name!r}")
+        self._fire(f"cron:{name}", lambda: self.actions[job.action](job), False)
+
+    def _schedule(self, job: CronJob) -> None:
+        if not job.enabled:
+            return
+        run = lambda: self.actions[job.action](job)  # noqa: E731 - looked up at run time: actions can be replaced
+        tag = f"cron:{job.name}"
+        if job.at:
+            self._sched.every().day.at(job.at, self._tz.key).do(self._fire, tag, run, False).tag(tag)
+        else:
+            every = self._sched.every(float(job.every_minutes or 60) * 60)  # type: ignore[arg-type]
+            every.seconds.do(self._fire, tag, run, True).tag(tag)
+
+    def _seed_defaults(self) -> None:
+        """A daily summary at 18:00, once per workspace (a user who deletes it keeps it deleted)."""
+        meta = self._store.table("meta")
+        if not meta.get(seeded=True):
+            meta.upsert({"seeded": True}, seeded=True)
+            if not self.jobs():
+                self.add_job("daily_summary", "daily_summary", at="18:00")
+
+    # running ----------------------------------------------------------------
+    def _fire(self, name: str, fn: Callable[[], Any], active_hours: bool) -> None:
+        """Start a job on a worker thread unless the previous run of the same job is still going."""
+        window = self.settings.heartbeat.active_hours
+        if active_hours and window and not in_window(window, datetime.fromtimestamp(self._clock(), self._tz)):
+            return
+        with self._lock:
+            if name in self._running:
+                self.skipped[name] += 1
+                log.info("job %s skipped: its previous run is still going", name)
+                return
+            self._running.add(name)
+            worker = threading.Thread(target=self._execute, args=(name, fn), name=f"job:{name}", daemon=True)
+            self._workers.add(worker)
+        worker.start()
+
+    def _execute(self, name: str, fn: Callable[[], Any]) -> None:
+        fut = None
+        try:
+            result = fn()
+            if inspect.isawaitable(result):
+                if self._loop is None or self._loop.is_closed():
+                    getattr(result, "close", lambda: None)()  # never awaited: close it quietly
+                    raise RuntimeError("scheduler has no running event loop for coroutine jobs")
+                # Submit and register under the lock: stop() copies the futures under it after setting _stop, so
+                # a job is either refused here or seen (and cancelled) there — never started and missed.
+                with self._lock:
+                    if self._stop.is_set():
+                        getattr(result, "close", lambda: None)()
+                        return
+                    fut = asyncio.run_coroutine_threadsafe(_awaited(result), self._loop)
+                    self._futures.add(fut)
+                fut.result()
+            with self._lock:
+                self.runs[name] += 1
+        except BaseException as exc:  # noqa: BLE001 - the scheduler outlives any job
+            if fut is not None and fut.cancelled():
+                log.info("job %s cancelled", name)
+            else:
+                with self._lock:
+                    self.failures[name] += 1
+                log.error("scheduled job %s failed: %s", name, exc, exc_info=isinstance(exc, Exception))
+        finally:
+            with self._lock:
+                self._running.discard(name)
+                self._futures.discard(fut)
+                self._workers.discard(threading.current_thread())
+
+
+async def _awaited(aw: Any) -> Any:
+    return await aw

@@ -1,0 +1,1 @@
+"""Continuous video pipelines: the manager, the persisted active set, the status line, counting lines."""

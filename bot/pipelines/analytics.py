@@ -1,0 +1,55 @@
+"""A model plus `line=` / `zone=` → the detection workflow a pipeline runs (shared by `/vision start` and the tool)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from bot.backends.workflows import detection_workflow
+from bot.pipelines.counting_line import parse_line, resolve_line
+from bot.pipelines.zones import resolve_zone
+
+NEEDS_MODEL = ("line= and zone= work with a model (model=), not a saved workflow; add a line counter or "
+               "time-in-zone step to the workflow instead.")
+
+
+@dataclass(frozen=True)
+class Analytics:
+    """What a pipeline measures besides detections: a counting line, a dwell zone, and the spec running them."""
+
+    spec: dict[str, Any] | None = None  # None: no line and no zone (the manager wraps the model itself)
+    line: list[list[int]] | None = None
+    zone: list[list[int]] | None = None
+
+    def describe(self) -> str:
+        """', counting crossings of the line (320,0)→(320,480), timing objects in a 4-point zone' or ''."""
+        text = ""
+        if self.line:
+            (x1, y1), (x2, y2) = self.line
+            text += f", counting crossings of the line ({x1},{y1})→({x2},{y2})"
+        if self.zone:
+            text += f", timing how long objects stay in a {len(self.zone)}-point zone"
+        return text
+
+
+def check_syntax(line: str | None, zone: str | None, named_zones: dict[str, str]) -> None:
+    """ValueError for a bad line= or zone= before any source is opened."""
+    if line is not None:
+        parse_line(line)
+    if zone is not None:
+        resolve_zone(zone, named_zones)
+
+
+async def compose(
+    model_id: str | None, source: str, line: str | None, zone: str | None, named_zones: dict[str, str]
+) -> Analytics:
+    """The workflow for model_id with a line and/or zone (`line=middle` reads one frame of source for its size)."""
+    if line is None and zone is None:
+        return Analytics()
+    if model_id is None:
+        raise ValueError(NEEDS_MODEL)
+    check_syntax(line, zone, named_zones)
+    line_points = await resolve_line(line, source) if line is not None else None
+    zone_points = resolve_zone(zone, named_zones) if zone is not None else None
+    spec = detection_workflow(model_id, line=line_points, zone=zone_points)
+    return Analytics(spec, line_points, zone_points)

@@ -1,0 +1,227 @@
+"""PipelineManager: starts, controls and stops pipelines on the backend, and restores the saved ones on start-up."""
+
+from __future__ import annotations
+
+import asyncio
+import builtins  # the manager has a `list` method; annotations below mean the builtin
+import logging
+from collections.abc import Callable
+from pathlib import Path
+
+from bot.backends.base import (
+    AdoptingBackend,
+    BackendError,
+    InferenceBackend,
+    InferenceResult,
+    PipelineHandle,
+)
+from bot.backends.provider import BackendProvider
+from bot.backends.workflows import detection_workflow
+from bot.config import Settings
+from bot.media.redaction import redact
+from bot.media.sniff import STILL_HINT, still_image
+from bot.pipelines.backend_choice import BackendChoice
+from bot.pipelines.clips import ClipRecorder
+from bot.pipelines.restore import restore_all
+from bot.pipelines.state import PipelineConfig, PipelineNotFound
+from bot.pipelines.table import LIVE, PipelineTable
+
+__all__ = ["LIVE", "PipelineConfig", "PipelineManager", "PipelineNotFound"]
+log = logging.getLogger(__name__)
+
+class PipelineManager(PipelineTable):
+    """All pipelines of this process, over one backend created on first use (the table itself: bot/pipelines/table.py)."""
+
+    def __init__(
+        self, backend: BackendProvider | Callable[[], InferenceBackend], state_path: Path, settings: Settings
+    ) -> None:
+        # the process's one lazy backend; a bare factory (tests) gets a provider of its own
+        super().__init__(state_path)
+        self.provider = backend if isinstance(backend, BackendProvider) else BackendProvider(backend)
+        self.backends = BackendChoice(self.provider, settings)  # a pipeline started with backend= runs on another
+        self.settings = settings
+        self._start_lock = asyncio.Lock()
+        # Recent frames of every pipeline, for alert clips; listening first, so an event's frame is already kept
+        self.clips = ClipRecorder(settings.clips, settings.workspace / "clips")
+        self.add_result_listener(self.clips.on_result)
+
+    # backend ------------------------------------------------------------
+    @property
+    def backend(self) -> InferenceBackend:
+        return self.provider.get()
+
+    async def list(self) -> builtins.list[PipelineHandle]:
+        """All pipelines, statuses refreshed from the backend."""
+        for handle in self.snapshot():
+            if handle.status in LIVE and not self.waiting(handle.pipeline_id):
+                await self._refresh(handle.pipeline_id)
+        return self.snapshot()
+
+    @property
+    def backend_name(self) -> str:
+        return self.provider.get().name if self.provider.built else self.settings.inference.backend
+
+    async def status(self, name_or_id: str) -> PipelineHandle:
+        """One pipeline, its status refreshed from the backend."""
+        handle = self.resolve(name_or_id)
+        if handle.status in LIVE and not self.waiting(handle.pipeline_id):
+            await self._refresh(handle.pipeline_id)
+        return self.resolve(handle.pipeline_id)
+
+    def config(self, name_or_id: str) -> PipelineConfig:
+        return self._configs[self.resolve(name_or_id).pipeline_id]
+
+    async def _refresh(self, pid: str) -> PipelineHandle:
+        try:
+            fresh = await self.backends.of(pid).get_pipeline_status(pid)
+        except BackendError as exc:
+            fresh = self._handles[pid].with_(status="error", error=str(exc))
+        handle = self._set(fresh.with_(name=self._handles[pid].name))
+        if handle.status == "finished":
+            self._save()  # a finished file must not replay on the next start-up
+        return handle
+
+    # lifecycle ----------------------------------------------------------
+    @staticmethod
+    def spec_of(cfg: PipelineConfig) -> dict | None:
+        """The spec a pipeline runs: a model id becomes a detection workflow; None for a saved workflow."""
+        if cfg.workflow_spec is None and cfg.workflow_id is None:
+            if not cfg.model_id:
+                raise BackendError("give model_id (e.g. 'builtin/people'), a workflow_spec, or workspace_name + workflow_id.")
+            return detection_workflow(cfg.model_id)
+        return cfg.workflow_spec
+
+    async def _workflow_for(self, cfg: PipelineConfig) -> dict | None:
+        """The spec to deploy; an inline spec is validated first (the backend's safety check, then its compiler)."""
+        if cfg.workflow_spec is None:
+            return self.spec_of(cfg)
+        problems = list(await self.backends.named(cfg.backend).validate_workflow(cfg.workflow_spec) or [])
+        if problems:
+            raise BackendError("workflow_spec is invalid: " + "; ".join(problems[:5]) + ". Fix the spec and try again.")
+        return cfg.workflow_spec
+
+    async def launch(self, cfg: PipelineConfig) -> PipelineHandle:
+        # Every start and every restore passes here: a picture as a "stream" would be reopened for ever.
+        if still_image(cfg.video_reference):
+            raise BackendError(f"{redact(cfg.video_reference)} {STILL_HINT}.")
+        spec = await self._workflow_for(cfg)
+        self.backends.assign(cfg.pipeline_id, cfg.backend)
+        backend = self.backends.of(cfg.pipeline_id)
+        try:
+            handle = await backend.start_pipeline(
+                cfg.pipeline_id, cfg.name, cfg.video_reference, workflow_spec=spec,
+                workspace_name=cfg.workspace_name, workflow_id=cfg.workflow_id, max_fps=cfg.max_fps,
+                parameters=cfg.parameters, on_result=self.on_result,
+            )
+        except BaseException:
+            await self._cleanup(cfg.pipeline_id)  # nothing half-started is left behind
+            raise
+        cfg.server_id = backend.server_id(cfg.pipeline_id) if isinstance(backend, AdoptingBackend) else None
+        if cfg.paused and handle.status in LIVE:
+            handle = await backend.pause_pipeline(cfg.pipeline_id)
+        return handle
+
+    async def _cleanup(self, pid: str) -> None:
+        try:
+            await self.backends.of(pid).stop_pipeline(pid)
+        except Exception:  # it may never have existed in the backend
+            log.debug("cleanup of %s: nothing to stop", pid)
+
+    async def start(
+        self,
+        video_reference: str,
+        name: str,
+        model_id: str | None = None,
+        workflow_spec: dict | None = None,
+        workspace_name: str | None = None,
+        workflow_id: str | None = None,
+        max_fps: float | None = None,
+        parameters: dict | None = None,
+        backend: str | None = None,
+    ) -> PipelineHandle:
+        """Start a pipeline; BackendError (one line) if the name is taken, the spec is invalid or the source fails.
+
+        `backend`: run this one on another backend than the configured one ("direct", "http", "webrtc").
+        """
+        other = self.backends.check(backend)
+        if workflow_id and not workspace_name:
+            raise BackendError("workflow_id needs workspace_name too (the Roboflow workspace that owns it).")
+        await self.provider.aget()  # built off the event loop on first use
+        async with self._start_lock:
+            cfg = PipelineConfig(
+                self._new_id(), self._unique_name(name), str(video_reference), model_id, workflow_spec,
+                workspace_name, workflow_id, max_fps, parameters, backend=other,
+            )
+            handle = await self.launch(cfg)
+            cfg.started_at = handle.started_at
+            with self._lock:
+                if handle.status != "error":  # a source that failed at once is reported, not retried at restart
+                    self._configs[cfg.pipeline_id] = cfg
+                self._frames[cfg.pipeline_id] = 0
+            handle = self._set(handle.with_(name=cfg.name))
+            self._save()
+        log.info("pipeline %s (%s) started on %s", cfg.name, cfg.pipeline_id, handle.video_reference)
+        return handle
+
+    async def restore(self) -> builtins.list[PipelineHandle]:
+        """Bring back every pipeline saved in active_state.json, one try each (`bot.pipelines.restore` has the rest).
+
+        One the inference server still runs (the bot died without close()) is adopted, not started a second time.
+        """
+        return await restore_all(self)
+
+    async def _control(self, name_or_id: str, action: str) -> PipelineHandle:
+        pid = self.resolve(name_or_id).pipeline_id
+        current = self._handles[pid]
+        if action != "stop" and self.waiting(pid):
+            raise BackendError(f"pipeline {current.name!r} is still being restored; try again in a moment.")
+        if action == "stop" and (current.status not in LIVE or self.waiting(pid)):
+            handle = current.with_(status="stopped")
+            await self._cleanup(pid)
+        else:
+            if action != "stop" and current.status not in LIVE:
+                raise BackendError(f"pipeline {current.name!r} is {current.status}; start it again instead.")
+            handle = await getattr(self.backends.of(pid), f"{action}_pipeline")(pid)
+        with self._lock:
+            if action in ("pause", "resume") and pid in self._configs:
+                self._configs[pid].paused = action == "pause"
+        handle = self._set(handle.with_(name=current.name))
+        self._save()
+        return handle
+
+    async def stop(self, name_or_id: str) -> PipelineHandle:
+        """Stop a pipeline; it is dropped from active_state.json so it stays stopped after a restart."""
+        return await self._control(name_or_id, "stop")
+
+    async def pause(self, name_or_id: str) -> PipelineHandle:
+        return await self._control(name_or_id, "pause")
+
+    async def resume(self, name_or_id: str) -> PipelineHandle:
+        return await self._control(name_or_id, "resume")
+
+    async def stop_all(self) -> builtins.list[PipelineHandle]:
+        """Stop every live pipeline (user action: none of them comes back after a restart)."""
+        return [await self.stop(h.pipeline_id) for h in self.snapshot() if h.status in LIVE or h.status == "error"]
+
+    async def control_all(self, verb: str) -> builtins.list[PipelineHandle]:
+        """stop / pause / resume every pipeline it applies to: `/vision stop all` and the tools' `all`."""
+        if verb == "stop":
+            return await self.stop_all()
+        return [await getattr(self, verb)(h.pipeline_id) for h in self.snapshot() if h.status in LIVE]
+
+    # results ------------------------------------------------------------
+    async def results(self, name_or_id: str, max_results: int = 5) -> builtins.list[InferenceResult]:
+        return await self.backend.consume_results(self.resolve(name_or_id).pipeline_id, max_results)
+
+    def latest(self, name_or_id: str) -> InferenceResult | None:
+        return self.backend.latest_result(self.resolve(name_or_id).pipeline_id)
+
+    async def close(self) -> None:
+        """Shut down: pipelines stop but stay in active_state.json, so the next start-up restores them."""
+        if not self.provider.built and not self.backends.built:
+            return
+        for h in self.snapshot():
+            if h.status in LIVE:
+                await self._cleanup(h.pipeline_id)
+        await self.provider.close()
+        await self.backends.close()

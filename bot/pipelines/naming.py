@@ -1,0 +1,25 @@
+"""The one default pipeline name: the camera's name, else the stream's host or the file's stem, made unique."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from bot.pipelines.table import LIVE, PipelineTable
+
+
+def default_name(source: str, camera: str | None, table: PipelineTable) -> str:
+    """`door`, `door-2` while a live `door` exists; `webcam0` for an index; `10.0.0.5` for a bare stream URL."""
+    if camera:
+        base = camera
+    elif "://" in source:
+        base = urlsplit(source).hostname or "stream"
+    elif source.isdigit():
+        base = f"webcam{source}"
+    else:
+        base = Path(source).stem or "video"
+    taken = {h.name.lower() for h in table.snapshot() if h.status in LIVE}
+    name, n = base, 2
+    while name.lower() in taken:
+        name, n = f"{base}-{n}", n + 1
+    return name

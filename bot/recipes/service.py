@@ -1,0 +1,202 @@
+"""RecipeService: record turns, save the last one as a recipe, replay it (no model), export it; what tools and
+`/vision recipe` share."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from bot.agent.registry import ToolRegistry
+from bot.agent.tools import ToolContext, ToolResult
+from bot.media.cameras import camera_name_for, find_camera, named_zones
+from bot.media.redaction import redact
+from bot.pipelines.naming import default_name
+from bot.recipes import model
+from bot.recipes.export import script_for
+from bot.recipes.replay import FIRST_RESULT_TIMEOUT, replay
+from bot.recipes.trajectories import TrajectoryLog, scrub
+from bot.recipes.validators import why_invalid
+from bot.rights import CONTROLLED, Requester
+from bot.services import Services
+from workspace.recipes import check_name
+
+if TYPE_CHECKING:
+    from bot.config import Settings
+    from workspace import Workspace
+
+RECIPE_TOOLS = ("save_recipe", "run_recipe", "export_script")  # never recorded as a setup themselves
+NOTHING_YET = ("Nothing to save yet: no turn in this conversation has set something up (a pipeline started) and "
+               "ended well. Set it up first, then save it.")
+SECRET = ("The setup's source holds a password or token; add the camera to CAMERAS.md, set it up by the camera's "
+          "name, then save again.")
+
+
+def _calls(steps: list[tuple[Any, ToolResult]]) -> list[dict[str, Any]]:
+    """(ToolCall, ToolResult) pairs as the trajectory stores them."""
+    return [{"tool": c.name, "input": c.input, "result": r.text, "is_error": r.is_error} for c, r in steps]
+
+
+def _has_secret(value: Any) -> bool:
+    text = json.dumps(value, ensure_ascii=False)
+    return redact(text) != text or "***" in text
+
+
+class RecipeService:
+    """Recipes of one workspace, replayed through the same tool registry the agent uses."""
+
+    def __init__(self, workspace: Workspace, settings: Settings, registry: ToolRegistry,
+                 services: Callable[[], Services], clock: Callable[[], datetime] = datetime.now,
+                 first_result_timeout: float = FIRST_RESULT_TIMEOUT) -> None:
+        self.workspace, self.settings, self.registry = workspace, settings, registry
+        self.files = workspace.recipes
+        self.trajectories = TrajectoryLog(workspace.sessions_dir / "trajectories")
+        self._services, self._clock, self.timeout = services, clock, first_result_timeout
+
+    # record -------------------------------------------------------------
+    def record(self, key: str, who: Requester, steps: list[tuple[Any, ToolResult]], answer: str) -> bool:
+        """Keep a turn that changed something and ended with a reply; True when it was kept."""
+        calls = _calls(steps)
+        if not any(self._changed(c) for c in calls):
+            return False
+        self.trajectories.record(key, who.user_id, who.channel_id, calls, answer)
+        return True
+
+    def _changed(self, call: dict[str, Any]) -> bool:
+        tool = self.registry.get(call["tool"])
+        return bool(tool and tool.changes == CONTROLLED and not call["is_error"] and call["tool"] not in RECIPE_TOOLS)
+
+    # save ---------------------------------------------------------------
+    def save(self, name: str, description: str, session_key: str | None, who: Requester,
+             current: list[tuple[Any, ToolResult]] | None = None) -> str:
+        """Save the session's last recorded setup (Slack slash commands: the channel's) as recipes/NAME.json.
+
+        current: the calls of the turn asking to save, when that same turn set something up ("count the door and
+        save it as door-count"); it has not ended yet, so it is not in the log.
+        """
+        name = check_name(name)
+        traj = self._latest(session_key, who, current or [])
+        if traj is None:
+            raise ValueError(NOTHING_YET)
+        steps, params = model.parameterize(traj["calls"])
+        if not steps:
+            raise ValueError(f"The last setup ({', '.join(c['tool'] for c in traj['calls'])}) has no step a recipe "
+                             f"can replay (replayed: {', '.join(model.REPLAYABLE)}).")
+        cameras = self._camera_names(params)
+        if _has_secret([steps, params]):
+            raise ValueError(SECRET)
+        answer = str(traj.get("answer") or "")
+        recipe = model.new_recipe(name, (description or answer).strip()[:300], steps, params,
+                                  created_by="operator" if who.operator else (who.user_id or "unknown"),
+                                  session=str(traj.get("session") or ""), answer=redact(answer)[:1000],
+                                  now=self._clock())
+        recipe["metadata"]["camera_params"] = cameras
+        replaced = self.files.load(name) is not None
+        self.files.save(name, recipe)
+        skipped = sorted({c["tool"] for c in traj["calls"] if self._changed(c) and c["tool"] not in model.REPLAYABLE})
+        note = f" Not replayed: {', '.join(skipped)}." if skipped else ""
+        shown = " ".join(f"{k}={v}" for k, v in params.items() if not isinstance(v, (dict, list)))
+        return (f"{'Replaced' if replaced else 'Saved'} recipe *{name}* ({len(steps)} step{'s' * (len(steps) != 1)}; "
+                f"defaults: {shown}).{note} Run it with `/vision recipe run {name} [key=value …]`.")
+
+    def _latest(self, session_key: str | None, who: Requester, current: list[tuple[Any, ToolResult]]) -> dict | None:
+        calls = _calls(current)
+        if any(self._changed(c) for c in calls):
+            return {"calls": scrub(calls), "answer": "", "session": session_key}
+        if session_key:
+            return self.trajectories.last(session_key)
+        return self.trajectories.last_in_channel(who.channel_id) if who.channel_id else None
+
+    def _camera_names(self, params: dict[str, Any]) -> list[str]:
+        """Sources become camera names (never URLs); a URL with a secret and no camera is refused."""
+        found = []
+        for key in [k for k in params if k.rstrip("_0123456789") == "source"]:
+            value = str(params[key])
+            url = find_camera(self.workspace, self.settings, value)
+            if url is not None:
+                params[key] = camera_name_for(self.workspace, self.settings, url) or value
+                found.append(key)
+            elif _has_secret(value):
+                raise ValueError(SECRET)
+        return found
+
+    # run ----------------------------------------------------------------
+    async def run(self, name: str, raw: dict[str, str], who: Requester, session_key: str = "") -> tuple[bool, str]:
+        """Replay NAME with `key=value` overrides, no model; (ok, one message) and the metadata updated."""
+        recipe = self.load(name)
+        meta = recipe["metadata"]
+        reason = meta.get("invalid") or why_invalid(recipe, self._clock())
+        if reason:
+            return False, (f"Recipe *{recipe['name']}* is invalid: {reason}. Set it up again and save it under the "
+                           "same name to replace it (`/vision recipe save NAME`).")
+        values = dict(recipe["parameters"])
+        for key, text in raw.items():
+            if key not in values:
+                takes = ", ".join(values) or "none"
+                raise ValueError(f"unknown parameter {key}=; recipe {recipe['name']} takes {takes}.")
+            values[key] = model.coerce(key, text, values[key])
+        self._free_names(recipe, values, given=set(raw))
+        ctx = ToolContext(self.settings, session_key, [], self._services(), who)
+        outcome = await replay(recipe, values, self.registry, ctx, self.timeout)
+        # Read again: another replay of this recipe may have ended meanwhile (no await from here to the save).
+        recipe = self.load(name)
+        meta = recipe["metadata"]
+        model.record_run(recipe, self._clock(), outcome.failed_step, redact(outcome.error)[:300])
+        meta["invalid"] = why_invalid(recipe, self._clock())
+        self.files.save(recipe["name"], recipe)
+        head = f"Recipe *{recipe['name']}* {'replayed' if outcome.ok else 'failed'} (no model calls)"
+        tail = f"\nThe recipe is now invalid: {meta['invalid']}." if meta["invalid"] else ""
+        return outcome.ok, head + ":\n" + "\n".join(redact(line) for line in outcome.lines) + tail
+
+    def _free_names(self, recipe: dict[str, Any], values: dict[str, Any], given: set[str]) -> None:
+        """Pipelines not named by the user are named like `/vision start` names them: after the new source, or the
+        recorded name while that one is not running (`door-2` while `door` still counts)."""
+        pipelines = self._services().pipelines
+        for step in recipe["steps"]:
+            name_key, source_key = (model.hole(step["input"].get(k)) for k in ("pipeline_name", "video_reference"))
+            if pipelines is None or name_key is None or name_key in given:
+                continue
+            source = str(values.get(source_key) or "") if source_key else ""
+            camera = source if source_key in given and find_camera(self.workspace, self.settings, source) else None
+            base = camera or (None if source_key in given else str(values[name_key]))
+            values[name_key] = default_name(source, base, pipelines)
+
+    # read ---------------------------------------------------------------
+    def load(self, name: str) -> dict[str, Any]:
+        recipe = self.files.load(check_name(name))
+        if recipe is None or not isinstance(recipe.get("steps"), list) or not isinstance(recipe.get("metadata"), dict):
+            raise LookupError(f"No recipe {name!r}; `/vision recipes` lists them.")
+        recipe.setdefault("parameters", {})
+        recipe["name"] = check_name(name)
+        return recipe
+
+    def lines(self) -> list[str]:
+        """One line per recipe: name, description, parameters, track record, validity."""
+        out = []
+        for name in self.files.names():
+            try:
+                r = self.load(name)
+            except LookupError:
+                continue
+            m = r["metadata"]
+            state = f"invalid: {m['invalid']}" if m.get("invalid") else (why_invalid(r, self._clock()) or "valid")
+            used = f", last used {m['last_used']}" if m.get("last_used") else ""
+            out.append(f"• *{name}* — {r.get('description') or '(no description)'} · parameters: "
+                       f"{', '.join(r['parameters']) or 'none'} · {m.get('successes', 0)} ok / "
+                       f"{m.get('failures', 0)} failed{used} · {state}")
+        return out
+
+    def export(self, name: str) -> Path:
+        """Write the recipe's standalone script to exports/NAME.py; its path."""
+        recipe = self.load(name)
+        text = script_for(recipe, named_zones(self.workspace, self.settings), self._clock())
+        folder = self.workspace.exports_dir
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{recipe['name']}.py"
+        path.write_text(text, encoding="utf-8")
+        return path
+
+    def delete(self, name: str) -> bool:
+        return self.files.delete(check_name(name))

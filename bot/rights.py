@@ -1,0 +1,54 @@
+"""Who asks (`Requester`) and the one allowlist check: `/vision` commands, alert buttons and agent tools call it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from bot.config import Settings
+
+LOCAL_CHANNEL = "cli"  # channel_id the CLI REPL passes to the command core
+CONTROLLED = "pipelines, rules and schedules"  # what control commands and pipeline tools change
+MEMORY = "the bot's memory"  # what the remember tool changes
+RECIPES = "recipes"  # saving, deleting or exporting one (writes a file); running one changes pipelines: CONTROLLED
+
+
+@dataclass(frozen=True)
+class Requester:
+    """The person (or process) a command or agent turn acts for.
+
+    operator: whoever runs the process (the CLI) or the process itself (heartbeat, cron); the allowlists are
+    Slack's and never apply to it. A Slack person is `Requester.slack(user, channel)`; an unknown asker
+    (`Requester()`) is refused whenever an allowlist is set.
+    """
+
+    user_id: str | None = None
+    channel_id: str | None = None
+    operator: bool = False
+
+    @classmethod
+    def slack(cls, user_id: str | None, channel_id: str | None) -> Requester:
+        return cls(user_id or None, channel_id or None)
+
+    @classmethod
+    def of(cls, user_id: str | None, channel_id: str | None) -> Requester:
+        """The requester a command context names: the CLI marks itself with LOCAL_CHANNEL."""
+        return OPERATOR if channel_id == LOCAL_CHANNEL else cls.slack(user_id, channel_id)
+
+
+OPERATOR = Requester(LOCAL_CHANNEL, LOCAL_CHANNEL, operator=True)
+
+
+def refusal(settings: Settings, who: Requester, what: str) -> str | None:
+    """Why `who` may not change `what` (one line naming who may), or None. Empty allowlists mean everyone."""
+    if who.operator:
+        return None
+    users, channels = settings.slack.allowed_users, settings.slack.allowed_channels
+    if users and who.user_id not in users:
+        names = ", ".join(f"<@{u}>" for u in users)
+        return f"Only {names} may change {what}; ask one of them."
+    if channels and who.channel_id not in channels:
+        where = ", ".join(f"<#{c}>" for c in channels)
+        return f"{what[0].upper()}{what[1:]} can only be changed from {where}."
+    return None

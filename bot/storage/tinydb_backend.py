@@ -1,0 +1,58 @@
+"""The default storage backend: TinyDB, one JSON file per store, written on every change."""
+
+from __future__ import annotations
+
+import threading
+from functools import reduce
+from pathlib import Path
+from typing import Any
+
+from tinydb import Query, TinyDB
+from tinydb.queries import QueryInstance
+from tinydb.table import Table as _TinyTable
+
+from bot.storage.base import Record, Storage, Table
+
+
+def _query(match: dict[str, Any]) -> QueryInstance:
+    if not match:
+        raise ValueError("a match needs at least one field")
+    return reduce(lambda a, b: a & b, (Query()[k] == v for k, v in match.items()))
+
+
+class _Table(Table):
+    def __init__(self, table: _TinyTable, lock: threading.RLock) -> None:
+        self._t, self._lock = table, lock
+
+    def all(self) -> list[Record]:
+        with self._lock:
+            return [dict(r) for r in self._t.all()]
+
+    def get(self, **match: Any) -> Record | None:
+        with self._lock:
+            row = self._t.get(_query(match))
+        return dict(row) if isinstance(row, dict) else None
+
+    def upsert(self, record: Record, **match: Any) -> None:
+        with self._lock:
+            self._t.upsert(record, _query(match))
+
+    def remove(self, **match: Any) -> int:
+        with self._lock:
+            return len(self._t.remove(_query(match)))
+
+
+class TinyDBStorage(Storage):
+    """Tables in one TinyDB JSON file; thread-safe (pipeline threads and the event loop share a store)."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = TinyDB(path)
+        self._lock = threading.RLock()
+
+    def table(self, name: str) -> Table:
+        return _Table(self._db.table(name), self._lock)
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()

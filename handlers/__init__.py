@@ -4,34 +4,43 @@ from __future__ import annotations
 
 from typing import Any
 
+from bot.runtime import Runtime
+from handlers import actions, commands, home, messages
+from handlers.alert_book import AlertBook
+from handlers.alerts import SlackAlertSink
+from handlers.context import SlackBot
+from handlers.delivery import RetryingRespond
+from handlers.files import FileFetcher
+from handlers.inflight import InflightBook
+from handlers.queue import SessionQueues
+from handlers.threads import ThreadBook
 
-def register(app: Any, runtime: Any) -> Any:
+
+def register(app: Any, runtime: Runtime) -> SlackBot:
     """Attach every Slack surface of the bot to a Bolt AsyncApp; returns the SlackBot state they share."""
-    from handlers import actions, commands, messages
-    from handlers.alerts import SlackAlertSink
-    from handlers.context import SlackBot
-    from handlers.files import FileFetcher
-    from handlers.queue import SessionQueues
-    from handlers.threads import ThreadBook
-
     ws = runtime.workspace
     bot = SlackBot(
         runtime=runtime,
         app=app,
         client=app.client,
         threads=ThreadBook(ws.state_dir / "slack_threads.jsonl"),
-        fetcher=FileFetcher(ws.root / "uploads" / "slack", runtime.settings.slack.max_image_bytes),
+        fetcher=FileFetcher(ws.root / "uploads" / "slack", runtime.settings.slack.max_image_bytes,
+                            max_pixels=runtime.settings.media.max_pixels),
+        inflight=InflightBook(ws.state_dir / "slack_inflight.jsonl"),
     )
+    for open_turn in bot.inflight.open_turns():  # Slack may redeliver them after the restart: they are queued once
+        bot.dedupe.add(open_turn.key)
     bot.queues = SessionQueues(lambda job: messages.run_turn(bot, job))
 
     async def attach(context: Any, next: Any) -> None:  # listeners reach the shared state as context["vision"]
         context["vision"] = bot
+        if context.response_url:  # respond() rides out 429s like every other write
+            context["respond"] = RetryingRespond(response_url=context.response_url)
         await next()
 
     app.use(attach)
-    for surface in (messages, commands, actions):
+    for surface in (messages, commands, actions, home):
         surface.register(app, bot)
-    router = getattr(runtime, "router", None)
-    if router is not None:
-        router.add_sink(SlackAlertSink(bot))
+    bot.posted_alerts = AlertBook(ws.state_dir / "slack_alerts.json")
+    runtime.router.add_sink(SlackAlertSink(bot, bot.posted_alerts))
     return bot

@@ -12,16 +12,21 @@ from collections.abc import Callable
 from typing import Any
 
 import aiohttp
-from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.authorization import AuthorizeResult
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.api.server import ApiServer
 from bot.config import Settings
-from handlers import register
+from bot.media.redaction import install_log_redaction
+from bot.monitoring.alerts import DEFAULT_CAMERA
+from bot.runtime import Runtime
+from handlers import messages, register
 from handlers.context import SlackBot
+from handlers.delivery import retry_handlers
 from handlers.health import HealthServer
+from handlers.socket import AckingSocketModeHandler, ack_unparseable, on_listener_error, quiet_socket_logger
 
 log = logging.getLogger(__name__)
 _CHANNEL_ID = re.compile(r"^(?:<#)?(?P<id>[CG][A-Z0-9]{6,})(?:\|[^>]*)?>?$")  # C0123ABCD or <#C0123ABCD|name>
@@ -60,8 +65,6 @@ def narrow_heartbeat_wait(runtime: Any, team_id: str) -> list[str] | None:
     router = getattr(runtime, "router", None)
     if heartbeat is None or router is None:
         return None
-    from bot.alerts import DEFAULT_CAMERA
-
     # Where a heartbeat alert goes at start-up (a later `/vision route` for all cameras does not re-narrow this).
     channel = router.channel_for(DEFAULT_CAMERA)
     m = _CHANNEL_ID.match((channel or "").strip())
@@ -85,7 +88,10 @@ def build_app(client: AsyncWebClient, identity: dict[str, Any]) -> AsyncApp:
         return result
 
     client.token = None  # with `authorize`, Bolt warns about a client token it would ignore; put it back after
-    app = AsyncApp(client=client, authorize=authorize, name="vision-agent", request_verification_enabled=False)
+    # Unhandled requests become a debug line (on_listener_error) instead of Bolt's warning; they are still acked.
+    app = AsyncApp(client=client, authorize=authorize, name="vision-agent", request_verification_enabled=False,
+                   raise_error_for_unhandled_request=True)
+    app.error(on_listener_error)
     client.token = token  # app.client also serves work off the request path (turns, alerts)
     return app
 
@@ -100,13 +106,13 @@ async def run(settings: Settings, runtime: Any = None, *, on_ready: Callable[[Sl
     async with contextlib.AsyncExitStack() as stack:
         # One pooled HTTP session for every Web API call (listeners' clients share it too): no TCP set-up per call.
         session = await stack.enter_async_context(aiohttp.ClientSession())
-        client = AsyncWebClient(token=bot_token, base_url=settings.slack.api_url, session=session)
-        identity = (await client.auth_test()).data  # a bad or revoked bot token fails here, before anything starts
+        # Every Slack call rides out 429s (Retry-After), resets and 5xx; Bolt copies these into listener clients.
+        client = AsyncWebClient(token=bot_token, base_url=settings.slack.api_url, session=session,
+                                retry_handlers=retry_handlers())
+        identity = _as_dict((await client.auth_test()).data)  # a bad or revoked bot token fails here, before anything starts
         # The SDK retries a rejected app token forever; ask once ourselves so a bad one is a clear error instead.
         await client.apps_connections_open(app_token=app_token)
         if runtime is None:
-            from bot.runtime import Runtime
-
             runtime = await Runtime(settings).start()
             stack.push_async_callback(runtime.close)
         bot = register(build_app(client, identity), runtime)
@@ -114,15 +120,28 @@ async def run(settings: Settings, runtime: Any = None, *, on_ready: Callable[[Sl
         bot.set_identity(identity)
         narrow_heartbeat_wait(runtime, identity["team_id"])
         # The socket client opens connections through `client` too, so SLACK_API_URL covers both.
-        handler = AsyncSocketModeHandler(bot.app, app_token, web_client=client)
+        handler = AckingSocketModeHandler(bot.app, app_token, logger=quiet_socket_logger(), web_client=client)
+        handler.client.message_listeners.append(ack_unparseable)
         stack.push_async_callback(handler.close_async)
         bot.socket = handler.client
-        if settings.slack.health_port is not None:
-            health = HealthServer(bot, settings.slack.health_port, settings.slack.health_host)
+        if settings.slack.health_port is not None:  # the REST API shares it unless api.port gives it its own
+            health = HealthServer(bot, settings.slack.health_port, settings.slack.health_host,
+                                  api=runtime if settings.api.port is None else None)
             await health.start()
             stack.push_async_callback(health.stop)
+        if settings.api.port is not None:
+            api = ApiServer(runtime, settings.api.host, settings.api.port)
+            await api.start()
+            stack.push_async_callback(api.stop)
+        if settings.mcp.serve_port is not None:  # MCP clients share this runtime's pipelines, rules and events
+            from bot.mcp.serve import McpHttpServer  # the mcp SDK and uvicorn: only when MCP is asked for
+
+            mcp = McpHttpServer(runtime, settings.mcp.host, settings.mcp.serve_port)
+            await mcp.start()
+            stack.push_async_callback(mcp.stop)
         await handler.connect_async()
         log.info("connected to Slack as %s in %s", identity.get("user"), identity.get("team"))
+        messages.resume_open_turns(bot)  # turns a crash interrupted: answered now, without a new message
         if on_ready is not None:
             on_ready(bot)
         await (stop or asyncio.Event()).wait()
@@ -138,6 +157,7 @@ def serve(settings: Settings) -> int:
             loop.add_signal_handler(sig, stop.set)
         return await run(settings, stop=stop)
 
+    install_log_redaction()  # idempotent; also when the adapter is started without the `vision-agent` CLI
     try:
         check_tokens(settings)
         return asyncio.run(main())
@@ -156,3 +176,10 @@ def serve(settings: Settings) -> int:
         print(f"vision-agent serve: Slack rejected the tokens ({error}); check SLACK_BOT_TOKEN and "
               "SLACK_APP_TOKEN belong to the installed app.", file=sys.stderr)
     return 2
+
+
+def _as_dict(data: dict[str, Any] | bytes) -> dict[str, Any]:
+    """A Web API response body as a dict (slack_sdk types `.data` as dict or bytes; JSON methods give a dict)."""
+    if not isinstance(data, dict):
+        raise RuntimeError("Slack answered auth.test with a non-JSON body; check SLACK_API_URL")
+    return data

@@ -1,4 +1,4 @@
-"""/vision: the shared command core (bot.commands), answered ephemerally within Slack's 3 seconds."""
+"""/vision: the shared command core (bot.commands.dispatch), answered ephemerally within Slack's 3 seconds."""
 
 from __future__ import annotations
 
@@ -6,7 +6,9 @@ import asyncio
 import logging
 from typing import Any
 
-from bot.commands import CommandContext, CommandReply, run_command
+from slack_sdk.errors import SlackApiError
+
+from bot.commands.dispatch import CommandContext, CommandReply, run_command
 from handlers.context import SlackBot
 from handlers.mrkdwn import escape
 from handlers.render import upload_frame
@@ -17,11 +19,7 @@ ACK_BUDGET = 2.0  # seconds we wait for the command before acking with "working 
 
 
 def command_context(bot: SlackBot, user_id: str | None, channel_id: str | None) -> CommandContext:
-    rt = bot.runtime
-    return CommandContext(settings=rt.settings, pipelines=getattr(rt, "pipelines", None),
-                          router=getattr(rt, "router", None), workspace=getattr(rt, "workspace", None),
-                          user_id=user_id, channel_id=channel_id, monitor=getattr(rt, "monitor", None),
-                          scheduler=getattr(rt, "scheduler", None))
+    return bot.runtime.command_context(user_id, channel_id)
 
 
 async def answer(text: str, ctx: CommandContext) -> CommandReply:
@@ -36,7 +34,7 @@ async def answer(text: str, ctx: CommandContext) -> CommandReply:
 async def handle_vision(ack: Any, command: dict[str, Any], respond: Any, context: Any) -> None:
     """Ack with the answer when it is ready in time, else ack "working" and answer via response_url."""
     bot: SlackBot = context["vision"]
-    text = (command.get("text") or "").strip()
+    text = str(command.get("text") or "").strip()
     ctx = command_context(bot, command.get("user_id"), command.get("channel_id"))
     task = asyncio.ensure_future(answer(text, ctx))
     done, _ = await asyncio.wait({task}, timeout=ACK_BUDGET)
@@ -48,10 +46,25 @@ async def handle_vision(ack: Any, command: dict[str, Any], respond: Any, context
         reply = await task
         await respond(response_type="ephemeral", replace_original=True, text=escape(reply.text))
     if reply.frame:
-        channel = reply.post_channel or command.get("channel_id")
+        channel = str(reply.post_channel or command.get("channel_id") or "")
         problem = await upload_frame(bot.client, channel, None, reply.frame, reply.frame_caption, name="snapshot")
         if problem:
             await respond(response_type="ephemeral", replace_original=False, text=problem)
+    if reply.file:
+        problem = await post_file(bot.client, str(command.get("channel_id") or ""), reply.file, reply.file_name)
+        if problem:
+            await respond(response_type="ephemeral", replace_original=False, text=problem)
+
+
+async def post_file(client: Any, channel: str, data: bytes, name: str) -> str | None:
+    """Post a command's file (an exported recipe script) to the channel; None, or why it could not."""
+    try:
+        await client.files_upload_v2(channel=channel, file=data, filename=name, title=name)
+        return None
+    except SlackApiError as exc:
+        err = exc.response.get("error", "error")
+        log.warning("file upload to %s failed: %s", channel, err)
+        return f"I could not post {name} here ({err}); it is saved in the bot's workspace under exports/."
 
 
 def register(app: Any, bot: SlackBot) -> None:

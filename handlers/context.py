@@ -8,7 +8,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from handlers.alert_book import AlertBook
+from handlers.delivery import Lanes
+from handlers.feedback import RunningTurns
 from handlers.files import FileFetcher
+from handlers.inflight import InflightBook
 from handlers.queue import SessionQueues
 from handlers.threads import Deduper, ThreadBook
 
@@ -34,15 +38,20 @@ class SlackBot:
     client: Any  # the app's AsyncWebClient (used off the request path: turns, alerts)
     threads: ThreadBook
     fetcher: FileFetcher
+    inflight: InflightBook  # turns taken and not finished, finished after a crash
     dedupe: Deduper = field(default_factory=Deduper)
+    lanes: Lanes = field(default_factory=Lanes)  # per-channel send order for writes outside a turn (alerts)
     queues: SessionQueues | None = None
+    posted_alerts: AlertBook | None = None  # the alert messages posted (updated in place, marked false alarms)
     team_id: str = ""
     bot_user_id: str = ""
     bot_id: str = ""
     status_supported: dict[str, bool] = field(default_factory=dict)  # channel -> setStatus works there
+    stream_supported: dict[str, bool] = field(default_factory=dict)  # channel -> False: Slack refused streaming
     stats: Stats = field(default_factory=Stats)
     socket: Any = None  # the socket-mode client, for health
     feedback: set[asyncio.Task[Any]] = field(default_factory=set)  # "working" reactions still in flight
+    running: RunningTurns = field(default_factory=RunningTurns)  # turns a Stop button can cancel
     _tasks: set[asyncio.Task[Any]] = field(default_factory=set)
 
     @property
@@ -55,13 +64,7 @@ class SlackBot:
 
     def llm_unavailable(self) -> str | None:
         """Why free text cannot go to Claude right now (one line), or None."""
-        if self.agent is None:
-            missing = getattr(self.runtime, "missing", {}) or {}
-            return missing.get("agent") or missing.get("llm") or "the agent is not configured"
-        llm = getattr(self.runtime, "llm", None)
-        if llm is not None and getattr(llm, "available", True) is False:
-            return "ANTHROPIC_API_KEY is not set; add it to the environment and restart"
-        return None
+        return self.runtime.llm_unavailable()
 
     def set_identity(self, auth_test: dict[str, Any]) -> None:
         """Who we are, from auth.test: our own messages are recognised by these ids."""
@@ -97,3 +100,5 @@ class SlackBot:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         await self.fetcher.close()
         self.threads.close()
+        if self.posted_alerts is not None:
+            self.posted_alerts.close()

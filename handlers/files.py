@@ -1,4 +1,4 @@
-"""Files people attach: fetched from Slack with the bot token, size-capped, images only, saved in the workspace."""
+"""Files people attach: fetched from Slack with the bot token, size- and pixel-capped, images only, saved in the workspace."""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ from typing import Any
 
 import aiohttp
 
-from tools.base import Attachment
+from bot.agent.tools import Attachment
+from bot.media.sniff import CHAT_TYPES as IMAGE_TYPES
+from bot.media.sniff import DEFAULT_MAX_PIXELS, ImageRejected, check_image
 
 log = logging.getLogger(__name__)
 
-IMAGE_TYPES = {"image/jpeg": ".jpg", "image/png": ".png", "image/gif": ".gif", "image/webp": ".webp"}
-_MAGIC = {b"\xff\xd8\xff": "image/jpeg", b"\x89PNG": "image/png", b"GIF8": "image/gif", b"RIFF": "image/webp"}
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -27,16 +27,13 @@ class Fetched:
     refusals: list[str]
 
 
-def _sniff(data: bytes) -> str | None:
-    return next((mt for magic, mt in _MAGIC.items() if data.startswith(magic)), None)
-
-
 class FileFetcher:
     """Downloads `url_private` files: they need `Authorization: Bearer <bot token>` (else Slack serves a sign-in page)."""
 
-    def __init__(self, dest: Path, max_bytes: int, timeout: float = 30.0) -> None:
+    def __init__(self, dest: Path, max_bytes: int, timeout: float = 30.0, max_pixels: int = DEFAULT_MAX_PIXELS) -> None:
         self.dest = dest
         self.max_bytes = max_bytes
+        self.max_pixels = max_pixels
         self._timeout = aiohttp.ClientTimeout(total=timeout)
         self._session: aiohttp.ClientSession | None = None
 
@@ -66,9 +63,12 @@ class FileFetcher:
             raise FileRefused(f"*{name}* is {_mb(int(info['size']))}, over my {_mb(self.max_bytes)} limit; "
                               "send a smaller image.")
         data = await self._download(info.get("url_private_download") or info["url_private"], client.token, name)
-        media_type = _sniff(data)
-        if media_type is None:
-            raise FileRefused(f"*{name}* is not a readable image; attach a JPEG, PNG, GIF or WebP.")
+        try:  # the header only: nothing is decoded before its pixel count is known to be within the limit
+            media_type = check_image(data, self.max_pixels, f"*{name}*").media_type
+        except ImageRejected as exc:
+            raise FileRefused(str(exc)) from None
+        if media_type not in IMAGE_TYPES:
+            raise FileRefused(f"*{name}* is a {media_type.split('/')[1].upper()} image; attach a JPEG, PNG, GIF or WebP.")
         self.dest.mkdir(parents=True, exist_ok=True)
         path = self.dest / f"{info['id']}_{_SAFE.sub('_', Path(name).stem)[:60]}{IMAGE_TYPES[media_type]}"
         path.write_bytes(data)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from datetime import UTC, datetime
@@ -9,6 +10,8 @@ from typing import Any
 
 from aiohttp import web
 
+from bot.api.hosting import ApiHost
+from bot.api.server import mount
 from handlers.context import SlackBot
 
 log = logging.getLogger(__name__)
@@ -69,20 +72,27 @@ async def report(bot: SlackBot) -> tuple[int, dict[str, Any]]:
 
 
 class HealthServer:
-    """A tiny aiohttp server bound to 127.0.0.1 by default (containers: host='0.0.0.0')."""
+    """A tiny aiohttp server bound to 127.0.0.1 by default (containers: host='0.0.0.0').
 
-    def __init__(self, bot: SlackBot, port: int, host: str = "127.0.0.1") -> None:
-        self.bot, self.port, self.host = bot, port, host
+    With `api` (the runtime), the REST API (bot/api) shares it: /api/... behind its bearer token, /openapi.json.
+    """
+
+    def __init__(self, bot: SlackBot, port: int, host: str = "127.0.0.1", api: ApiHost | None = None) -> None:
+        self.bot, self.port, self.host, self.api = bot, port, host, api
         self._runner: web.AppRunner | None = None
 
     async def start(self) -> int:
         app = web.Application()
         app.router.add_get("/healthz", self._healthz)
+        if self.api is not None:
+            mount(app, self.api)
         self._runner = web.AppRunner(app, handle_signals=False, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port)
         await site.start()
-        self.port = site._server.sockets[0].getsockname()[1]  # port 0 → the one the OS chose
+        server = site._server  # aiohttp keeps the listening server here; port 0 → the one the OS chose
+        if isinstance(server, asyncio.base_events.Server) and server.sockets:
+            self.port = server.sockets[0].getsockname()[1]
         log.info("health endpoint on http://%s:%d/healthz", self.host, self.port)
         return self.port
 

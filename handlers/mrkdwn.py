@@ -1,8 +1,12 @@
-"""Markdown (what Claude writes) to Slack mrkdwn, escaping, and splitting to Slack's size limits."""
+"""Markdown (what Claude writes) to Slack mrkdwn, credential masking, escaping, and splitting to Slack's limits.
+
+Every text the adapter posts goes through `escape` or `to_mrkdwn`, so both apply the one redactor first."""
 
 from __future__ import annotations
 
 import re
+
+from bot.media.redaction import MASKS, redact
 
 SECTION_LIMIT = 3000  # characters of mrkdwn in one section block
 MESSAGE_LIMIT = 12_000  # characters per message we post (Slack's hard cap is 40k; long walls are unreadable)
@@ -22,7 +26,12 @@ _BOLD_MARK = "\x02"
 
 
 def escape(text: str) -> str:
-    """Escape &, <, > as Slack requires, leaving Slack's own references (<@U1>, <#C1>, <http://x|y>) intact."""
+    """Text made safe to post: credentials masked (the one redactor), then &, <, > escaped as Slack requires,
+    leaving Slack's own references (<@U1>, <#C1>, <http://x|y>) intact."""
+    return _escape_outside_refs(redact(text))
+
+
+def _escape_outside_refs(text: str) -> str:
     parts, last = [], 0
     for m in _SLACK_REF.finditer(text):
         parts.append(_escape_plain(text[last:m.start()]))
@@ -68,7 +77,7 @@ def _inline(text: str) -> str:
     """Convert one stretch of non-code markdown."""
     text = _IMAGE.sub(lambda m: f"<{m.group(2)}|{m.group(1) or m.group(2)}>", text)
     text = _LINK.sub(lambda m: f"<{m.group(2)}|{m.group(1)}>", text)
-    text = escape(text)
+    text = _escape_outside_refs(text)  # to_mrkdwn redacted already; again would undo the protected masks
     text = _HEADING.sub(lambda m: f"{_BOLD_MARK}{m.group(1).strip('*_ ')}{_BOLD_MARK}", text)
     text = _BOLD.sub(lambda m: f"{_BOLD_MARK}{m.group(2)}{_BOLD_MARK}", text)
     text = _BULLET.sub(lambda m: f"{m.group(1)}• ", text)
@@ -82,10 +91,12 @@ def to_mrkdwn(markdown: str) -> str:
     """Markdown to Slack mrkdwn: headings and **bold** → *bold*, links → <url|text>, code kept verbatim."""
     if not markdown:
         return ""
+    markdown = redact(markdown)  # model text is untrusted: a URL it repeats must not carry its password to Slack
     code: list[str] = []
     text = _tables_to_code(markdown.replace("\r\n", "\n"))
     text = _protect(text, _FENCE, code)
     text = _protect(text, _INLINE_CODE, code)
+    text = _protect(text, MASKS, code)  # the redactor's *** (rtsp://u:***@h) is not bold/italic markup
     code = [_code(c) for c in code]
     return _restore(_inline(text), code).strip()
 

@@ -2,24 +2,31 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from typing import Any
 
 from slack_sdk.errors import SlackApiError
 
+from bot.agent.steps import label
 from bot.events import AgentEvent, EventType
+from bot.media.redaction import redact
+from handlers.feedback import feedback_blocks
 from handlers.mrkdwn import escape, fallback_text, to_messages
 from handlers.threads import Conversation
 
 log = logging.getLogger(__name__)
 
-WORKING, DONE, FAILED = "eyes", "white_check_mark", "x"
+WORKING, DONE, FAILED = "eyes", "white_check_mark", "warning"
 _HARMLESS = {"already_reacted", "no_reaction", "message_not_found"}
+# Errors that say "not now" rather than "not here": they never turn assistant status off for a channel.
+_TRANSIENT = {"ratelimited", "fatal_error", "internal_error", "service_unavailable", "request_timeout"}
 
 
 async def react(client: Any, channel: str, ts: str, add: str | None = None, remove: str | None = None) -> None:
-    """Swap reactions on a message; the ones Slack says are already in place are fine."""
+    """Swap reactions on a message; the ones Slack says are already in place are fine. Never raises: the client
+    already retried 429s and resets, and a reaction that still fails must not cost the answer."""
     for method, name in ((client.reactions_remove, remove), (client.reactions_add, add)):
         if not name:
             continue
@@ -28,13 +35,20 @@ async def react(client: Any, channel: str, ts: str, add: str | None = None, remo
         except SlackApiError as exc:
             if exc.response.get("error") not in _HARMLESS:
                 log.warning("reaction %s on %s failed: %s", name, channel, exc.response.get("error"))
+        except Exception as exc:  # connection gone for good after the client's retries
+            log.warning("reaction %s on %s failed: %s", name, channel, type(exc).__name__)
 
 
-async def post_markdown(client: Any, channel: str, thread_ts: str | None, markdown: str) -> list[str]:
-    """Post Claude's markdown as mrkdwn sections, split to Slack's limits; returns the message timestamps."""
+async def post_markdown(client: Any, channel: str, thread_ts: str | None, markdown: str,
+                        tail: list[dict[str, Any]] | None = None) -> list[str]:
+    """Post Claude's markdown as mrkdwn sections, split to Slack's limits; returns the message timestamps.
+    `tail` blocks (the feedback row) go under the last message."""
     posted = []
-    for sections in to_messages(markdown):
+    messages = to_messages(markdown)
+    for n, sections in enumerate(messages, 1):
         blocks = [{"type": "section", "text": {"type": "mrkdwn", "text": s}} for s in sections]
+        if n == len(messages) and tail:
+            blocks += tail
         resp = await client.chat_postMessage(channel=channel, thread_ts=thread_ts, text=fallback_text(sections),
                                              blocks=blocks, unfurl_links=False, unfurl_media=False)
         posted.append(resp["ts"])
@@ -46,7 +60,7 @@ async def upload_frame(client: Any, channel: str, thread_ts: str | None, image: 
     """Upload an annotated frame into the thread; returns None on success, else a one-line reason."""
     try:
         await client.files_upload_v2(channel=channel, thread_ts=thread_ts, file=image,
-                                     filename=f"{name}-{int(time.time())}.jpg", title=caption[:250] or name,
+                                     filename=f"{name}-{int(time.time())}.jpg", title=redact(caption)[:250] or name,
                                      initial_comment=escape(caption) if caption else None)
         return None
     except SlackApiError as exc:
@@ -77,16 +91,22 @@ class TurnRenderer:
                                                           status=text)
             self._status_ok[conv.channel] = True
         except SlackApiError as exc:
-            log.info("setStatus unavailable in %s (%s); using reactions only", conv.channel,
-                     exc.response.get("error"))
+            error = exc.response.get("error")
+            if error in _TRANSIENT:  # still ratelimited after the client's retries: skip this one line only
+                log.info("setStatus in %s skipped (%s)", conv.channel, error)
+                return
+            log.info("setStatus unavailable in %s (%s); using reactions only", conv.channel, error)
             self._status_ok[conv.channel] = False
+        except Exception as exc:  # best effort: a status line is never worth failing a turn
+            log.info("setStatus in %s skipped (%s)", conv.channel, type(exc).__name__)
 
     async def handle(self, ev: AgentEvent) -> None:
         kind, data = ev.type, ev.data
         if kind is EventType.THINKING:
             await self.status("is thinking…")
         elif kind is EventType.TOOL_CALL:
-            await self.status(f"is running {data.get('name', 'a tool')}…")
+            step = label(str(data.get("name") or ""), data.get("input"))  # people read steps, not tool ids
+            await self.status(f"is {step[:1].lower()}{step[1:]}…")
         elif kind is EventType.FRAME:
             await self.frame(data.get("image"), data.get("caption") or "")
         elif kind in (EventType.RESPONSE, EventType.ASK_USER):
@@ -104,7 +124,7 @@ class TurnRenderer:
 
     async def reply(self, markdown: str) -> None:
         if markdown.strip():
-            await post_markdown(self.client, self.conv.channel, self.conv.thread_ts, markdown)
+            await post_markdown(self.client, self.conv.channel, self.conv.thread_ts, markdown, feedback_blocks())
             self.replied = True
 
     async def note(self, text: str) -> None:
@@ -117,7 +137,11 @@ class TurnRenderer:
         await self.note(f":warning: {text}")
         self.replied = True
 
-    async def finish(self) -> None:
+    async def finish(self, working: asyncio.Future[Any] | None = None) -> None:
+        """Clear the status and swap 👀 for ✅ (⚠️ when something failed). `working` is the 👀 call still in
+        flight (maybe waiting out a 429): it lands first, so the swap cannot leave it behind forever."""
+        if working is not None and not working.done():
+            await asyncio.wait({working})
         if not self.replied:
             await self.status("")  # a reply clears the status by itself; without one, clear it explicitly
         await react(self.client, self.conv.channel, self.conv.message_ts,

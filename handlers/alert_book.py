@@ -1,0 +1,66 @@
+"""The alerts the Slack sink posted: where each message is and what it showed, so it can be updated in place.
+
+A tier-2 summary rebuilds the message from this record (chat.update replaces the blocks), and a False alarm
+click trusts this record, never the button's value, for what the alert was. Kept in `.state/slack_alerts.json`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from bot.monitoring.alerts import Alert
+from bot.storage import Storage, open_storage
+
+MAX_KEPT = 500  # alerts older than the newest 500 cannot be updated or marked any more
+
+
+@dataclass(frozen=True)
+class PostedAlert:
+    """One alert message: its place in Slack and what it shows."""
+
+    alert_id: str
+    channel: str
+    ts: str
+    camera: str
+    rule: str
+    text: str
+    counts: dict[str, int] = field(default_factory=dict)
+    time: float = 0.0
+    pipeline_id: str | None = None
+    file_id: str | None = None  # the uploaded frame its image block shows
+    summary: str | None = None  # the tier-2 summary added in place
+
+    @classmethod
+    def of(cls, alert: Alert, channel: str, ts: str, file_id: str | None) -> PostedAlert:
+        return cls(alert.alert_id, channel, ts, alert.camera, alert.rule, alert.text, dict(alert.counts), alert.time,
+                   alert.pipeline_id, file_id)
+
+    def with_summary(self, summary: str) -> PostedAlert:
+        return replace(self, summary=summary)
+
+
+class AlertBook:
+    """PostedAlert records by alert id, in the bot's storage; the newest MAX_KEPT are kept."""
+
+    def __init__(self, path: Path, storage: Storage | None = None) -> None:
+        self._store = storage if storage is not None else open_storage(path)
+        self._table = self._store.table("posted")
+
+    def put(self, posted: PostedAlert) -> None:
+        self._table.upsert(asdict(posted), alert_id=posted.alert_id)
+        rows = self._table.all()
+        for old in rows[: max(0, len(rows) - MAX_KEPT)]:
+            self._table.remove(alert_id=old["alert_id"])
+
+    def get(self, alert_id: str) -> PostedAlert | None:
+        if not alert_id:
+            return None
+        row: dict[str, Any] | None = self._table.get(alert_id=alert_id)
+        if row is None:
+            return None
+        return PostedAlert(**{k: v for k, v in row.items() if k in PostedAlert.__dataclass_fields__})
+
+    def close(self) -> None:
+        self._store.close()

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from tools.registry import ToolRegistry
+from bot.agent.registry import ToolRegistry
+from tools import clips, discovery, inference, memory, pipelines, reasoning, recipes
+from tools import events as event_tools  # get_events (issue 13)
 
 # Order matters: definitions are emitted in this order and the last one carries cache_control.
 TOOL_NAMES = [
@@ -11,24 +13,27 @@ TOOL_NAMES = [
     "detect_zero_shot",
     "start_pipeline",
     "get_pipeline_results",
+    "get_clip_frames",
     "list_pipelines",
     "stop_pipeline",
     "pause_pipeline",
     "resume_pipeline",
+    "save_recipe",
+    "run_recipe",
+    "export_script",
     "list_workflow_blocks",
     "get_block_details",
     "remember",
     "recall",
+    "get_events",
     "think",
 ]
 
 
 def build_registry() -> ToolRegistry:
     """A registry holding every tool of seed 5.1, in TOOL_NAMES order."""
-    from tools import discovery, inference, memory, pipelines, reasoning
-
     reg = ToolRegistry()
-    for family in (inference, pipelines, discovery, memory, reasoning):
+    for family in (inference, pipelines, clips, recipes, discovery, memory, event_tools, reasoning):
         family.register(reg)
     missing = set(TOOL_NAMES) ^ set(reg.names)
     if missing:

@@ -19,6 +19,21 @@ _TYPE_MAP = {
 }
 _SKIP_PROPS = {"type", "name"}
 _VERSION = re.compile(r"^(?P<base>.+?)@v(?P<n>\d+)$")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z(`'\"])")
+SHORT_CHARS, INPUT_CHARS = 160, 320  # budgets in whole sentences: the first sentence is always kept whole
+# What inference's own descriptions leave out or get backwards, for the inputs that decide whether counting works
+# (measured on real CCTV: bench/line_count.py). Keyed by block family (no @vN) and input name.
+PARAM_NOTES: dict[tuple[str, str], str] = {
+    ("roboflow_core/line_counter", "triggering_anchor"): (
+        "Unset means all four box corners must cross, which loose or flickering boxes rarely do (0 counted where "
+        "~30 people crossed): set BOTTOM_CENTER for people (their feet), CENTER for other objects."),
+    ("roboflow_core/byte_tracker", "minimum_matching_threshold"): (
+        "In ByteTrack this is the largest 1 - IoU a match may have, so higher is looser: 0.9-0.95 keeps ids on "
+        "low-fps CCTV where a box moves far between processed frames."),
+    ("roboflow_core/byte_tracker", "lost_track_buffer"): (
+        "Counted in 1/30 s whatever the video's fps (30 = keep a lost track for 1 s); 60-90 bridges a detector "
+        "missing someone for a second or two."),
+}
 
 
 def block_id(block: dict[str, Any]) -> str:
@@ -29,10 +44,29 @@ def _schema(block: dict[str, Any]) -> dict[str, Any]:
     return block.get("block_schema") or block.get("schema") or {}
 
 
+def clip_sentences(text: Any, limit: int) -> str:
+    """Whole sentences of text up to limit characters (the first always whole), so nothing stops mid-sentence."""
+    sentences = _SENTENCE_END.split(" ".join(str(text or "").split()))
+    out = sentences[0]
+    for sentence in sentences[1:]:
+        if len(out) + 1 + len(sentence) > limit:
+            break
+        out += " " + sentence
+    return out
+
+
 def short_description(block: dict[str, Any]) -> str:
     schema = _schema(block)
     text = schema.get("short_description") or block.get("description") or block.get("human_friendly_block_name") or ""
-    return " ".join(str(text).split())[:110]
+    return clip_sentences(text, SHORT_CHARS)
+
+
+def input_description(block: dict[str, Any], name: str, prop: dict[str, Any]) -> str:
+    """An input's description in whole sentences, plus our note where inference's own misleads (PARAM_NOTES)."""
+    text = clip_sentences(prop.get("description"), INPUT_CHARS)
+    m = _VERSION.match(block_id(block))
+    note = PARAM_NOTES.get((m["base"] if m else block_id(block), name))
+    return f"{text} Note: {note}".strip() if note else text
 
 
 def categories(block: dict[str, Any]) -> set[str]:
@@ -121,7 +155,7 @@ def details(block: dict[str, Any]) -> str:
     ordered = required + sorted(p for p in props if p not in required and p not in _SKIP_PROPS)
     for name in ordered[:25]:
         prop = props.get(name) or {}
-        desc = " ".join(str(prop.get("description") or "").split())[:120]
+        desc = input_description(block, name, prop)
         default = f", default {json.dumps(prop['default'])[:30]}" if "default" in prop else ""
         req = " (required)" if name in required else default
         lines.append(f"- {name}{req} [{', '.join(_kinds(prop)[:4])}]: {desc}")

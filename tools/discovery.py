@@ -6,8 +6,11 @@ from typing import Any
 
 from pydantic import Field
 
+from bot.agent.registry import ToolRegistry
+from bot.agent.tools import ToolArgs, ToolContext, ToolResult
 from bot.backends.base import BackendError
-from tools.base import ToolArgs, ToolContext, ToolResult
+from bot.backends.policy import deliberately_refused, refusal
+from bot.services import need
 from tools.block_catalog import (
     CATEGORIES,
     block_id,
@@ -18,7 +21,6 @@ from tools.block_catalog import (
     short_description,
     suggestions,
 )
-from tools.registry import ToolRegistry
 
 
 class ListBlocksArgs(ToolArgs):
@@ -37,7 +39,10 @@ PER_CATEGORY_PREVIEW = 6
 
 
 async def _blocks(ctx: ToolContext) -> list[dict[str, Any]]:
-    return list(await ctx.service("backend").describe_blocks())
+    """The catalogue without the blocks this bot refuses (bot/backends/policy): the model is not offered them."""
+    backend = await need(ctx.services.backend, "the inference backend").aget()
+    blocks = await backend.describe_blocks()
+    return [b for b in blocks if not deliberately_refused(block_id(b), ctx.settings.inference)]
 
 
 def _entry(block: dict[str, Any], older: list[str]) -> str:
@@ -89,6 +94,8 @@ async def get_block_details(args: BlockDetailsArgs, ctx: ToolContext) -> ToolRes
     except (BackendError, LookupError) as exc:
         return ToolResult.error(str(exc))
     block = find_block(blocks, args.block_type)
+    if block is None and deliberately_refused(args.block_type.strip(), ctx.settings.inference):
+        return ToolResult.error(f"The {refusal(args.block_type.strip())}.")
     if block is None:
         close = suggestions(blocks, args.block_type)
         hint = f" Did you mean: {', '.join(close)}?" if close else " Use list_workflow_blocks to see the names."

@@ -7,12 +7,13 @@ from typing import Any
 
 from pydantic import Field
 
+from bot.agent.registry import ToolRegistry
+from bot.agent.tools import ToolArgs, ToolContext, ToolResult
 from bot.backends.base import BackendError, InferenceResult
-from bot.media import MediaError, resolve_image
-from bot.redaction import redact
-from bot.summarize import summarize
-from tools.base import ToolArgs, ToolContext, ToolResult
-from tools.registry import ToolRegistry
+from bot.backends.summary import summarize
+from bot.media.redaction import redact
+from bot.media.resolve import MediaError, resolve_image
+from bot.services import need
 
 IMAGE_HELP = (
     "Image: a file path (workspace, media folders, or an attached file), an http(s) URL, base64 data, "
@@ -81,13 +82,9 @@ async def run_inference(args: RunInferenceArgs, ctx: ToolContext) -> ToolResult:
         return ToolResult.error("workflow_id needs workspace_name (the Roboflow workspace that owns it).")
     try:
         image = await _image(args.image, ctx)
-        if args.workflow_spec is not None:
-            from bot.backends.workflows import check_spec
-
-            problems = list(check_spec(args.workflow_spec, ctx.settings.inference.allow_custom_python) or [])
-            if problems:
-                return ToolResult.error("workflow_spec is invalid: " + "; ".join(problems[:5]) + ". Fix it and call again.")
-        result = await ctx.service("backend").run_single(
+        # An inline spec is safety-checked by the backend (bot/backends/policy), for every caller alike.
+        backend = await need(ctx.services.backend, "the inference backend").aget()
+        result = await backend.run_single(
             image, model_id=args.model_id, workflow_spec=args.workflow_spec, workspace_name=args.workspace_name,
             workflow_id=args.workflow_id, parameters=args.parameters,
             confidence=args.confidence if args.confidence is not None else DEFAULT_CONFIDENCE,
@@ -114,7 +111,7 @@ def zero_shot_workflow(class_names: list[str], confidence: float) -> dict[str, A
 async def detect_zero_shot(args: DetectZeroShotArgs, ctx: ToolContext) -> ToolResult:
     try:
         image = await _image(args.image, ctx)
-        backend = ctx.service("backend")
+        backend = await need(ctx.services.backend, "the inference backend").aget()
     except (MediaError, LookupError) as exc:
         return _errors(exc)
     try:
@@ -169,7 +166,7 @@ def _answer_text(values: dict[str, Any]) -> str | None:
 
 
 def _own_vision(image: bytes, question: str, reason: str, ctx: ToolContext) -> ToolResult:
-    from bot.images import resize_jpeg
+    from bot.media.images import resize_jpeg
 
     try:
         jpeg = resize_jpeg(image, ctx.settings.monitoring.result_image_max_dimension)
@@ -186,14 +183,14 @@ async def ask_about_image(args: AskAboutImageArgs, ctx: ToolContext) -> ToolResu
     model = args.model.strip().lower()
     if model not in VLM_MODELS:
         return ToolResult.error(f"unknown model {args.model!r}; use one of: {', '.join(VLM_MODELS)}.")
-    backend = ctx.services.get("backend")
+    provider = ctx.services.backend
     spec = vlm_workflow(model, args.question)
-    if model == "claude" or backend is None:
+    if model == "claude" or provider is None:
         return _own_vision(image, args.question, "", ctx)
     if spec is None:
         return _own_vision(image, args.question, f"{args.model} has no block in this inference version. ", ctx)
     try:
-        result = await asyncio.wait_for(backend.run_single(image, workflow_spec=spec),
+        result = await asyncio.wait_for((await provider.aget()).run_single(image, workflow_spec=spec),
                                         timeout=ctx.settings.inference.request_timeout)
         answer = _answer_text(result.values)
     except (TimeoutError, BackendError) as exc:

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Literal
+import re
+from datetime import timedelta
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
-from tools.base import ToolArgs, ToolContext, ToolResult
-from tools.registry import ToolRegistry
+from bot.agent.registry import ToolRegistry
+from bot.agent.tools import ToolArgs, ToolContext, ToolResult
+from bot.monitoring.timeline import digest
+from bot.rights import MEMORY
+from bot.services import need
+
+if TYPE_CHECKING:
+    from workspace.memory import MemoryStore
 
 
 class RememberArgs(ToolArgs):
@@ -21,21 +29,50 @@ class RememberArgs(ToolArgs):
 class RecallArgs(ToolArgs):
     query: str = Field(min_length=1, description="What to look for")
     max_results: int = Field(5, ge=1, le=20)
+    day: str | None = Field(
+        None, description="'today', 'yesterday' or YYYY-MM-DD: instead of searching, that day's observation timeline "
+        "(counts, line crossings, stays in zones, alerts) per camera, with the day's numbers")
+    camera: str | None = Field(None, description="With day: only this camera")
+
+
+MAX_DAY_LINES = 60  # per camera: the numbers above them cover the whole day
 
 
 async def remember(args: RememberArgs, ctx: ToolContext) -> ToolResult:
-    memory = ctx.service("memory")
+    memory = need(ctx.services.memory, "memory")
     path = memory.store(args.content, args.category, camera_id=args.camera_id)
     return ToolResult(text=f"Saved to {path.name}.")
 
 
 async def recall(args: RecallArgs, ctx: ToolContext) -> ToolResult:
-    memory = ctx.service("memory")
+    memory = need(ctx.services.memory, "memory")
+    if args.day is not None:
+        return _day(memory, args.day, args.camera)
     hits = memory.search(args.query, max_results=args.max_results)
     if not hits:
         return ToolResult(text=f"Nothing in memory matches {args.query!r}.")
     lines = [f"- [{h.source}] {h.text.strip()}" for h in hits]
     return ToolResult(text="\n".join(lines))
+
+
+def _day(memory: MemoryStore, day: str, camera: str | None) -> ToolResult:
+    """A day's timeline: per camera its numbers (digest) and its latest lines."""
+    when = {"today": memory.now(), "yesterday": memory.now() - timedelta(days=1)}.get(day.strip().lower())
+    date = when.strftime("%Y-%m-%d") if when else day.strip()
+    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", date):
+        return ToolResult.error(f"day takes 'today', 'yesterday' or YYYY-MM-DD, not {day!r}.")
+    by_camera = memory.observations_by_camera(date)
+    if camera is not None:
+        by_camera = {c: b for c, b in by_camera.items() if c.lower() == camera.strip().lower()}
+    if not by_camera:
+        where = f" for {camera}" if camera else ""
+        return ToolResult(text=f"No observations{where} on {date}.")
+    out = [f"Observations on {date}:"]
+    for cam, bullets in sorted(by_camera.items()):
+        out.append(f"{cam}: {digest(bullets)}")
+        earlier = len(bullets) - MAX_DAY_LINES
+        out += ([f"  ({earlier} earlier lines)"] if earlier > 0 else []) + [f"- {b}" for b in bullets[-MAX_DAY_LINES:]]
+    return ToolResult(text="\n".join(out))
 
 
 def register(reg: ToolRegistry) -> None:
@@ -45,10 +82,12 @@ def register(reg: ToolRegistry) -> None:
         "patterns, or anything the user asks you to remember.",
         RememberArgs,
         remember,
+        changes=MEMORY,  # shared by every person and the heartbeat: a stranger's note would steer them all
     )
     reg.register(
         "recall",
-        "Search memory for past observations, knowledge or preferences relevant to a query.",
+        "Search memory for past observations, knowledge or preferences relevant to a query. For 'what happened "
+        "(on CAMERA) today/yesterday/on a date', set day (and camera): the day's timeline with its numbers.",
         RecallArgs,
         recall,
     )

@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
+from bot.agent.registry import ToolRegistry
+from bot.agent.tools import ToolArgs, ToolContext, ToolResult
 from bot.backends.base import BackendError, PipelineHandle
-from bot.media import MediaError, resolve_video
-from bot.pipelines import PipelineNotFound
-from bot.redaction import redact
-from bot.summarize import summarize, summarize_many
-from tools.base import ToolArgs, ToolContext, ToolResult
-from tools.registry import ToolRegistry
+from bot.backends.summary import summarize, summarize_many
+from bot.media.cameras import named_zones
+from bot.media.redaction import redact
+from bot.media.resolve import MediaError, resolve_video
+from bot.pipelines.analytics import NEEDS_MODEL, Analytics, compose
+from bot.pipelines.manager import PipelineManager, PipelineNotFound
+from bot.pipelines.status import status_line
+from bot.rights import CONTROLLED
+from bot.services import need
 
 
 class StartPipelineArgs(ToolArgs):
@@ -25,6 +30,12 @@ class StartPipelineArgs(ToolArgs):
     model_id: str | None = Field(None, description="Simple detection model, e.g. 'builtin/faces'")
     max_fps: float | None = Field(None, gt=0, description="Frame rate limit")
     parameters: dict[str, Any] | None = None
+    backend: Literal["direct", "http", "webrtc"] | None = Field(
+        None, description="Only when asked: run this pipeline on another backend than the configured one")
+    line: str | None = Field(None, description="With model_id: count crossings of a line 'X1,Y1,X2,Y2' (pixels) or 'middle'")
+    zone: str | None = Field(
+        None, description="With model_id: time how long each object stays in a zone, a polygon 'X1,Y1,X2,Y2,X3,Y3,...' "
+        "(pixels) or a zone name from CAMERAS.md; then a `/vision rule CAMERA zone SECONDS` alerts on dwell")
 
     @field_validator("video_reference", mode="before")
     @classmethod
@@ -36,6 +47,10 @@ class PipelineRef(ToolArgs):
     pipeline_id: str = Field(description="Pipeline id or name")
 
 
+class ControlArgs(ToolArgs):
+    pipeline_id: str = Field(description="Pipeline id or name, or 'all' for every pipeline")
+
+
 class GetResultsArgs(PipelineRef):
     max_results: int = Field(5, ge=1, le=50)
     include_frame: bool = Field(False, description="Return and show the latest annotated frame")
@@ -45,26 +60,25 @@ class NoArgs(ToolArgs):
     pass
 
 
-EXPECTED = (BackendError, MediaError, PipelineNotFound, LookupError)
+EXPECTED = (BackendError, MediaError, PipelineNotFound, LookupError, ValueError)
 
 
-def _manager(ctx: ToolContext) -> Any:
-    return ctx.service("pipelines")
+def _manager(ctx: ToolContext) -> PipelineManager:
+    return need(ctx.services.pipelines, "pipelines")
 
 
 def _describe(h: PipelineHandle) -> str:
-    fps = f", {h.fps:.1f} fps" if h.fps else ""
-    err = f", error: {h.error}" if h.error else ""
-    return f"{h.name} (id {h.pipeline_id}): {h.status}, {h.frames} frames{fps}, source {redact(h.video_reference)}{err}"
+    return status_line(h)
 
 
 async def start_pipeline(args: StartPipelineArgs, ctx: ToolContext) -> ToolResult:
     try:
         source = await asyncio.to_thread(resolve_video, args.video_reference, ctx)
+        extra = await _analytics(args, source, ctx)
         handle = await _manager(ctx).start(
-            source, args.pipeline_name, model_id=args.model_id, workflow_spec=args.workflow_spec,
+            source, args.pipeline_name, model_id=args.model_id, workflow_spec=extra.spec or args.workflow_spec,
             workspace_name=args.workspace_name, workflow_id=args.workflow_id, max_fps=args.max_fps,
-            parameters=args.parameters,
+            parameters=args.parameters, backend=args.backend,
         )
     except EXPECTED as exc:
         return ToolResult.error(redact(str(exc)))
@@ -76,9 +90,16 @@ async def start_pipeline(args: StartPipelineArgs, ctx: ToolContext) -> ToolResul
     rate = f" at up to {args.max_fps:g} FPS" if args.max_fps else ""
     return ToolResult(
         text=f"Pipeline '{handle.name}' started (id: {handle.pipeline_id}, status {handle.status}). Processing "
-        f"{redact(handle.video_reference)}{rate} with {handle.workflow_description}. "
+        f"{redact(handle.video_reference)}{rate} with {handle.workflow_description}{extra.describe()}. "
         "Check it with get_pipeline_results in a few seconds."
     )
+
+
+async def _analytics(args: StartPipelineArgs, source: str, ctx: ToolContext) -> Analytics:
+    """The line/zone workflow for the model (ValueError, one line, for a bad line, zone or a workflow with them)."""
+    if (args.line or args.zone) and (args.workflow_spec or args.workflow_id):
+        raise ValueError(NEEDS_MODEL)
+    return await compose(args.model_id, source, args.line, args.zone, named_zones(ctx.services.workspace, ctx.settings))
 
 
 async def get_pipeline_results(args: GetResultsArgs, ctx: ToolContext) -> ToolResult:
@@ -115,8 +136,11 @@ async def list_pipelines(args: NoArgs, ctx: ToolContext) -> ToolResult:
 
 
 def _control(action: str):
-    async def run(args: PipelineRef, ctx: ToolContext) -> ToolResult:
+    async def run(args: ControlArgs, ctx: ToolContext) -> ToolResult:
         try:
+            if args.pipeline_id.strip().lower() == "all":
+                done = await _manager(ctx).control_all(action)
+                return ToolResult(text="\n".join(_describe(h) for h in done) or f"No pipelines to {action}.")
             handle = await getattr(_manager(ctx), action)(args.pipeline_id)
         except EXPECTED as exc:
             return ToolResult.error(redact(str(exc)))
@@ -137,6 +161,7 @@ def register(reg: ToolRegistry) -> None:
         "or a simple model_id (wrapped into a detection + tracking workflow).",
         StartPipelineArgs,
         start_pipeline,
+        changes=CONTROLLED,
     )
     reg.register(
         "get_pipeline_results",
@@ -145,6 +170,9 @@ def register(reg: ToolRegistry) -> None:
         get_pipeline_results,
     )
     reg.register("list_pipelines", "List all video processing pipelines with their status.", NoArgs, list_pipelines)
-    reg.register("stop_pipeline", "Stop a video pipeline (by id or name). It stays stopped after a restart.", PipelineRef, stop_pipeline)
-    reg.register("pause_pipeline", "Pause a running pipeline (by id or name; can be resumed).", PipelineRef, pause_pipeline)
-    reg.register("resume_pipeline", "Resume a paused pipeline (by id or name).", PipelineRef, resume_pipeline)
+    reg.register("stop_pipeline", "Stop a video pipeline (by id or name, or 'all'). It stays stopped after a restart.",
+                 ControlArgs, stop_pipeline, changes=CONTROLLED)
+    reg.register("pause_pipeline", "Pause a running pipeline (by id or name, or 'all'; can be resumed).", ControlArgs,
+                 pause_pipeline, changes=CONTROLLED)
+    reg.register("resume_pipeline", "Resume a paused pipeline (by id or name, or 'all').", ControlArgs, resume_pipeline,
+                 changes=CONTROLLED)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from tools.base import ToolArgs, ToolContext, ToolResult
-from tools.registry import ToolRegistry
+from bot.agent.registry import ToolRegistry
+from bot.agent.tools import ToolArgs, ToolContext, ToolResult
 
 
 class ThinkArgs(ToolArgs):

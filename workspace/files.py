@@ -8,7 +8,8 @@ import logging
 from pathlib import Path
 
 from workspace import skills as _skills
-from workspace.markdown import Camera, parse_camera_table, strip_comments
+from workspace.markdown import Camera, parse_camera_table, parse_zone_table, strip_comments
+from workspace.recipes import RecipeFiles
 from workspace.skills import Skill
 
 __all__ = ["Camera", "Workspace", "WorkspaceError", "parse_camera_table", "strip_comments"]
@@ -55,6 +56,15 @@ class Workspace:
     @property
     def state_dir(self) -> Path:
         return self.root / ".state"
+
+    @property
+    def recipes(self) -> RecipeFiles:
+        """Saved setups, `recipes/NAME.json` (created on first save)."""
+        return RecipeFiles(self.root / "recipes")
+
+    @property
+    def exports_dir(self) -> Path:
+        return self.root / "exports"
 
     @property
     def active_state_path(self) -> Path:
@@ -154,6 +164,11 @@ class Workspace:
     def cameras(self) -> list[Camera]:
         text = self.read_text("CAMERAS.md")
         return parse_camera_table(text) if text else []
+
+    def zones(self) -> dict[str, str]:
+        """Named zones from CAMERAS.md's zones table (name -> polygon text)."""
+        text = self.read_text("CAMERAS.md")
+        return parse_zone_table(text) if text else {}
 
     def camera(self, name: str) -> Camera | None:
         """A registered camera by name (case-insensitive)."""

@@ -7,10 +7,12 @@ import re
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
+
+from workspace.search import Hit, MemoryIndex
 
 log = logging.getLogger(__name__)
 
@@ -18,16 +20,6 @@ KNOWLEDGE_FILE = "KNOWLEDGE.md"
 GENERAL_SECTION = "general"
 _DAY_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _CATEGORIES = ("observation", "knowledge", "preference")
-
-
-@dataclass(frozen=True)
-class Hit:
-    """One search result: the matching text, its file name, a relevance score, and the note's day if dated."""
-
-    text: str
-    source: str
-    score: float
-    date: str | None = None
 
 
 class MemoryStore:
@@ -39,14 +31,18 @@ class MemoryStore:
         timezone: str = "UTC",
         clock: Callable[[], float] = time.time,
         use_embeddings: bool = True,
+        redact: Callable[[str], str] | None = None,
     ) -> None:
         self.root = Path(root)
+        # Every note passes through it before it is written, every hit before it is returned: the bot's credential
+        # redactor, injected because the workspace imports nothing of the bot.
+        self._redact = redact or (lambda text: text)
         self.dir = self.root / "memory"
         self._tz = ZoneInfo(timezone)
         self._clock = clock
         self._lock = threading.Lock()  # the monitor thread and tool calls append concurrently
         self._use_embeddings = use_embeddings
-        self._index = None
+        self._index: MemoryIndex | None = None
 
     # writing ------------------------------------------------------------
     def now(self) -> datetime:
@@ -59,7 +55,7 @@ class MemoryStore:
         """Append a note: observations to memory/YYYY-MM-DD.md under their camera, the rest to KNOWLEDGE.md."""
         if category not in _CATEGORIES:
             raise ValueError(f"unknown memory category {category!r}; use one of {', '.join(_CATEGORIES)}")
-        text = " ".join(content.split())  # one bullet = one line, so chunking and reading stay simple
+        text = self._redact(" ".join(content.split()))  # one bullet = one line: chunking and reading stay simple
         if not text:
             raise ValueError("nothing to remember: the content is empty")
         now = self.now()
@@ -116,11 +112,10 @@ class MemoryStore:
         """Hybrid (BM25 + embeddings) search over memory/*.md; keyword-only if the model cannot load."""
         with self._lock:
             if self._index is None:
-                from workspace.search import MemoryIndex
-
                 self._index = MemoryIndex(self.root, use_embeddings=self._use_embeddings, clock=self._clock)
             index = self._index
-        return index.search(query, max_results=max_results)
+        # Files written before redaction existed, or edited by hand, may still hold a credential.
+        return [replace(h, text=self._redact(h.text)) for h in index.search(query, max_results=max_results)]
 
 
 def _insert_under(text: str, section: str, bullet: str) -> str:

@@ -8,7 +8,7 @@ import math
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -17,17 +17,28 @@ import numpy as np
 
 from workspace.chunking import Chunk, chunk_markdown, tokenize
 from workspace.embeddings import Embedder, default_embedder
-from workspace.memory import Hit
 
 log = logging.getLogger(__name__)
 
 Mode = Literal["hybrid", "bm25", "vector"]
 META_FILE, VECTORS_FILE = "memory_meta.json", "memory_vectors.npy"
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One search result: the matching text, its file name, a relevance score, and the note's day if dated."""
+
+    text: str
+    source: str
+    score: float
+    date: str | None = None
+
+
 MIN_SIMILARITY = 0.2  # MiniLM cosine below this is unrelated text; it must not outrank "no match"
 
 
 def _bm25_class() -> type:
-    from rank_bm25 import BM25Okapi
+    from rank_bm25 import BM25Okapi  # imported on the first search only: start-up stays fast
 
     class _BM25(BM25Okapi):
         """BM25Okapi with Lucene's always-positive idf: the stock one zeroes terms found in half a tiny corpus."""
@@ -171,17 +182,18 @@ class MemoryIndex:
             chunks, bm25, matrix, gen = self._chunks, self._bm25, self._matrix, self._generation
         if not chunks:
             return []
-        kw = np.zeros(len(chunks))
+        kw: np.ndarray = np.zeros(len(chunks))
         if mode != "vector" or matrix is None:  # no vectors: keywords are all there is
             terms = tokenize(query)
             if terms and bm25 is not None:
                 raw = np.asarray(bm25.get_scores(terms), dtype=np.float64)
                 kw = raw / raw.max() if raw.max() > 0 else kw
-        if mode == "bm25" or matrix is None:
+        embed = mode != "bm25" and matrix is not None and self._embedder is not None
+        query_vecs = self._embedder.encode([query]) if embed and self._embedder is not None else None
+        if mode == "bm25" or matrix is None or query_vecs is None:
             score = kw
         else:
-            qv = self._embedder.encode([query])[0]  # type: ignore[union-attr]
-            sims = matrix @ qv
+            sims: np.ndarray = matrix @ query_vecs[0]
             vec = np.where(sims >= MIN_SIMILARITY, sims, 0.0)
             score = vec if mode == "vector" else self.bm25_weight * kw + (1 - self.bm25_weight) * vec
         score = score * self._recency(chunks, gen)

@@ -1,0 +1,70 @@
+"""Recipe tools: save the last setup that worked, replay one without composing again, export it as a script."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from bot.agent.registry import ToolRegistry
+from bot.agent.tools import ToolArgs, ToolContext, ToolResult
+from bot.rights import CONTROLLED, RECIPES
+from bot.services import need
+
+
+class SaveRecipeArgs(ToolArgs):
+    name: str = Field(description="Recipe name: lower-case letters, digits, - or _ (e.g. door-count)")
+    description: str = Field(
+        "", description="One line saying what the setup does, e.g. 'counts people crossing the door line'")
+
+
+class RunRecipeArgs(ToolArgs):
+    name: str = Field(description="A recipe listed under 'Recipes' in the system prompt")
+    parameters: dict[str, Any] = Field(
+        default_factory=dict, description='Overrides by parameter name, e.g. {"source": "cam2", "fps": 5}')
+
+
+class ExportArgs(ToolArgs):
+    name: str = Field(description="The recipe to export")
+
+
+async def save_recipe(args: SaveRecipeArgs, ctx: ToolContext) -> ToolResult:
+    try:
+        recipes = need(ctx.services.recipes, "recipes")
+        text = recipes.save(args.name, args.description, ctx.session_key, ctx.requester, ctx.turn)
+    except (ValueError, LookupError) as exc:
+        return ToolResult.error(str(exc))
+    return ToolResult(text=text)
+
+
+async def run_recipe(args: RunRecipeArgs, ctx: ToolContext) -> ToolResult:
+    raw = {k: str(v) for k, v in args.parameters.items()}
+    try:
+        ok, text = await need(ctx.services.recipes, "recipes").run(args.name, raw, ctx.requester, ctx.session_key)
+    except (ValueError, LookupError) as exc:
+        return ToolResult.error(str(exc))
+    if not ok:
+        return ToolResult.error(text + "\nFix the cause, or compose the setup yourself instead.")
+    return ToolResult(text=text + "\nVerify the outcome with get_pipeline_results before telling the user it works.")
+
+
+async def export_script(args: ExportArgs, ctx: ToolContext) -> ToolResult:
+    try:
+        path = need(ctx.services.recipes, "recipes").export(args.name)
+    except (ValueError, LookupError) as exc:
+        return ToolResult.error(str(exc))
+    return ToolResult(text=f"Exported recipe {args.name} as a standalone script: {path} (needs only `pip install "
+                      f"inference`; run `python {path.name} --help` for its options). In Slack, "
+                      f"`/vision recipe export {args.name}` posts the file.")
+
+
+def register(reg: ToolRegistry) -> None:
+    reg.register("save_recipe", "Save the last setup of this conversation that worked (the pipelines started in the "
+                 "last turn that changed something) as a named recipe, when the user asks to save it.",
+                 SaveRecipeArgs, save_recipe, changes=RECIPES)
+    reg.register("run_recipe", "Replay a saved recipe (no composing): starts its pipelines with the given parameter "
+                 "overrides and checks they deliver results. Prefer it to composing the same setup again.",
+                 RunRecipeArgs, run_recipe, changes=CONTROLLED)
+    # It writes exports/NAME.py into the workspace: a file on disk, so the allowlists and read-only MCP apply.
+    reg.register("export_script", "Export a saved recipe as a standalone Python script (inference only) under "
+                 "exports/.", ExportArgs, export_script, changes=RECIPES)

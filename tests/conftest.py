@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 for _var in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "all_proxy"):
     os.environ.pop(_var, None)
 os.environ.setdefault("NO_PROXY", "127.0.0.1,localhost")
@@ -14,17 +16,50 @@ pytest_plugins = [
     "tests.fixtures.common",
     "tests.fixtures.llm",
     "tests.fixtures.inference",
+    "tests.fixtures.media",
     "tests.fixtures.slack",
+    "tests.fixtures.attacks",
 ]
+
+
+_seen_threads: set[int] = set()
+
+
+def _live_non_daemon() -> list:
+    import threading
+
+    return [t for t in threading.enumerate() if t is not threading.main_thread() and t.is_alive() and not t.daemon]
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    """Name the test that left a non-daemon thread running (after its fixtures are torn down and a short grace),
+    so a leak at the end of a CI run points at its test instead of only at a thread name."""
+    import sys
+    import time
+
+    yield
+    deadline = time.monotonic() + 2.0
+    fresh = [t for t in _live_non_daemon() if t.ident not in _seen_threads]
+    for t in fresh:
+        t.join(max(0.0, deadline - time.monotonic()))
+    still = [t for t in fresh if t.is_alive()]
+    _seen_threads.update(t.ident for t in still if t.ident is not None)
+    if still:
+        sys.stderr.write(f"\n{item.nodeid} left threads running: {', '.join(sorted(t.name for t in still))}\n")
 
 
 def pytest_sessionfinish(session, exitstatus):
     """Leaked non-daemon threads (a pipeline a failed test never stopped) would make the interpreter hang at exit
-    and CI run into its time limit; name them, count the leak as a failure, and exit without waiting."""
+    and CI run into its time limit. A thread still finishing its last frame gets a grace period; what is alive after
+    it is named, counted as a failure, and the run exits without waiting."""
     import sys
-    import threading
+    import time
 
-    leaked = [t for t in threading.enumerate() if t is not threading.main_thread() and t.is_alive() and not t.daemon]
+    deadline = time.monotonic() + 20.0
+    for t in _live_non_daemon():
+        t.join(max(0.0, deadline - time.monotonic()))
+    leaked = _live_non_daemon()
     if not leaked:
         return
     names = ", ".join(sorted(t.name for t in leaked))

@@ -6,8 +6,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bot.alerts import Alert, AlertRouter
 from bot.backends.base import Detection, InferenceResult, PipelineHandle
+from bot.monitoring.alerts import Alert, AlertRouter
 
 JPEG = b"\xff\xd8\xff\xe0fake-annotated-frame\xff\xd9"
 
@@ -88,6 +88,13 @@ def result(
     return InferenceResult(detections=dets, values=values, frame=frame)
 
 
+def dwell_result(*objects: tuple[str, int, float], frame: bytes = JPEG) -> InferenceResult:
+    """A zone pipeline's result: (class, tracker id, seconds in zone) per object, as the converter builds it."""
+    dets = tuple(Detection(c, 0.9, (10.0 * i, 10.0, 10.0 * i + 8, 18.0), tid, secs)
+                 for i, (c, tid, secs) in enumerate(objects))
+    return InferenceResult(detections=dets, frame=frame)
+
+
 def make_router(tmp_path: Path, clock: Clock, cooldown: float = 300.0, **kw: Any) -> tuple[AlertRouter, RecordingSink]:
     router = AlertRouter(
         tmp_path / ".state" / "alerts.json", default_channel="C_ALERTS", cooldown_seconds=cooldown, clock=clock, **kw
@@ -95,3 +102,16 @@ def make_router(tmp_path: Path, clock: Clock, cooldown: float = 300.0, **kw: Any
     sink = RecordingSink()
     router.add_sink(sink)
     return router, sink
+
+
+async def run_to_end(mgr: Any, name: str, timeout: float = 40.0) -> None:
+    """Wait until a real pipeline on a video file has finished (or failed)."""
+    import asyncio
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        await mgr.list()  # refreshes statuses from the backend
+        if mgr.resolve(name).status not in ("starting", "running"):
+            return
+        await asyncio.sleep(0.2)
+    raise AssertionError(f"{name} still running after {timeout}s")

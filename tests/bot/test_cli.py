@@ -68,7 +68,7 @@ def test_invalid_setting_exits_2_naming_it(base_env: dict[str, str], monkeypatch
     assert main(["chat", "-m", "hi"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0
-    assert "VISION_AGENT_BACKEND" in err and "inference.backend" in err and "'direct' or 'http'" in err
+    assert "VISION_AGENT_BACKEND" in err and "inference.backend" in err and "'direct', 'http' or 'webrtc'" in err
 
 
 def test_missing_image_exits_2(llm_env: dict[str, str], monkeypatch, capsys) -> None:
@@ -76,6 +76,18 @@ def test_missing_image_exits_2(llm_env: dict[str, str], monkeypatch, capsys) -> 
         monkeypatch.setenv(k, v)
     assert main(["chat", "-m", "look", "--image", "/nonexistent/cat.jpg"]) == 2
     assert "/nonexistent/cat.jpg does not exist" in capsys.readouterr().err
+
+
+def test_an_image_over_the_pixel_limit_exits_2_before_it_is_decoded(
+    llm_env: dict[str, str], monkeypatch, capsys, tmp_path: Path, png_12000: bytes, anthropic_api: FakeAnthropic
+) -> None:
+    for k, v in llm_env.items():
+        monkeypatch.setenv(k, v)
+    (tmp_path / "huge.png").write_bytes(png_12000)
+    assert main(["chat", "-m", "look", "--image", str(tmp_path / "huge.png")]) == 2
+    err = capsys.readouterr().err
+    assert "huge.png is 12000×12000 (144 MP); the limit is 40 MP — send a smaller image." in err
+    assert anthropic_api.requests == []
 
 
 def test_one_shot_prints_only_the_reply(llm_env: dict[str, str], anthropic_api: FakeAnthropic) -> None:
@@ -102,12 +114,46 @@ def test_image_reaches_the_model_as_image_block(llm_env: dict[str, str], anthrop
     assert str(img.resolve()) in note  # tools can open it by path
 
 
+@pytest.mark.slow
+def test_one_shot_prints_only_the_reply_when_the_vlm_is_offline(
+    llm_env: dict[str, str], anthropic_api: FakeAnthropic, tmp_path: Path
+) -> None:
+    """ask_about_image's VLM cannot load offline: inference logs a long rich traceback (on stdout) before the tool
+    falls back to Claude's own vision. The reply must come out alone, the fallback reach the model."""
+    img = _png(tmp_path / "red.png")
+    anthropic_api.enqueue(
+        tool_use(("ask_about_image", {"image": str(img.resolve()), "question": "what colour is it?"})),
+        text("It is red."),
+    )
+    out = _run(["chat", "-m", "what colour is this?", "--image", str(img)], llm_env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "It is red.\n"
+    assert "Traceback" not in out.stderr and "Loading weights" not in out.stderr
+    fallback = str(anthropic_api.ok_requests[-1].body["messages"][-1]["content"])
+    assert "florence2 is not available" in fallback and "Answer the question from this image yourself" in fallback
+
+
 def test_one_shot_error_event_is_nonzero(llm_env: dict[str, str], anthropic_api: FakeAnthropic) -> None:
     anthropic_api.enqueue(error(400, message="messages: bad request"))
     out = _run(["chat", "-m", "hi"], llm_env)
     assert out.returncode == 1
     assert out.stdout == ""
     assert "Traceback" not in out.stderr and out.stderr.strip()
+
+
+@pytest.mark.slow
+def test_repl_shows_no_progress_bars_when_recall_loads_the_embedding_model(
+    llm_env: dict[str, str], anthropic_api: FakeAnthropic
+) -> None:
+    memory = Path(llm_env["VISION_AGENT_WORKSPACE"]) / "memory"
+    memory.mkdir(parents=True, exist_ok=True)
+    (memory / "2026-01-05.md").write_text("# Observations 2026-01-05\n\n## cam1\n- 10:00:00 seen: 2 people\n")
+    anthropic_api.enqueue(tool_use(("recall", {"query": "people on cam1"})), text("Two people on cam1."))
+    out = _run(["chat", "--session", "bars"], llm_env, stdin="who was on cam1?\n", timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "Two people on cam1." in out.stdout
+    assert "seen: 2 people" in str(anthropic_api.ok_requests[-1].body["messages"][-1]["content"])  # recall ran
+    assert "Loading weights" not in out.stdout + out.stderr and "it/s]" not in out.stdout + out.stderr
 
 
 def test_repl_vision_help_works_without_key(base_env: dict[str, str]) -> None:
@@ -126,8 +172,9 @@ def test_repl_renders_tool_calls_results_and_reply(llm_env: dict[str, str], anth
     out = _run(["chat", "--session", "r1"], llm_env, stdin="/image /nope.png\nhi\n")  # EOF ends the REPL
     assert out.returncode == 0, out.stderr
     assert "Checking first." in out.stdout  # text next to tool calls is shown as thinking
-    assert "→ think" in out.stdout and "plan the check" in out.stdout
-    assert "→ no_such_tool" in out.stdout and "Unknown tool" in out.stdout  # the is_error result is shown
+    # steps carry the label Slack shows (bot/agent/steps.py), with the tool id and arguments after it
+    assert "→ Thinking it through (think" in out.stdout and "plan the check" in out.stdout
+    assert "→ Working on it (no_such_tool" in out.stdout and "Unknown tool" in out.stdout  # the is_error result
     assert "Hello there." in out.stdout and "**" not in out.stdout  # markdown rendered, not raw
     assert len(anthropic_api.ok_requests) == 2
     assert "/nope.png does not exist" in out.stdout
@@ -185,9 +232,9 @@ def test_alerts_and_frames_are_printed_and_saved(tmp_path: Path) -> None:
 
     from rich.console import Console
 
-    from bot.alerts import Alert
-    from bot.cli_render import Renderer
+    from bot.cli.render import Renderer
     from bot.events import AgentEvent, EventType
+    from bot.monitoring.alerts import Alert
 
     buf = io.StringIO()
     out = Renderer(Console(file=buf, width=200))
@@ -221,3 +268,58 @@ def test_ctrl_c_stops_the_answer_not_the_repl(llm_env: dict[str, str], anthropic
     assert proc.returncode == 0, err
     assert "(stopped)" in out and "too slow" not in out and "second answer" in out
     assert len(anthropic_api.requests) == 2
+
+
+def _screen(raw: str) -> str:
+    """What a terminal shows after `raw`: lines, carriage returns, cursor-up and erase-line (what rich's live
+    view uses to draw and remove itself); colours and cursor visibility are ignored."""
+    import re
+
+    rows, row, col = [""], 0, 0
+    for token in re.findall(r"\x1b\[[0-9;?]*[A-Za-z]|\n|\r|[^\x1b\n\r]+", raw):
+        if token == "\n":
+            row, col = row + 1, 0
+            rows += [""] * (row + 1 - len(rows))
+        elif token == "\r":
+            col = 0
+        elif token.startswith("\x1b["):
+            if token.endswith("A"):
+                row = max(0, row - int(token[2:-1] or 1))
+            elif token == "\x1b[2K":
+                rows[row] = ""
+        else:
+            line = rows[row].ljust(col)
+            rows[row], col = line[:col] + token + line[col + len(token):], col + len(token)
+    return "\n".join(r.rstrip() for r in rows).strip()
+
+
+def test_answer_streams_live_on_a_terminal_and_prints_once_on_a_pipe(tmp_path: Path) -> None:
+    import io
+
+    from rich.console import Console
+
+    from bot.cli.render import Renderer
+    from bot.events import AgentEvent, EventType
+
+    def run(terminal: bool) -> tuple[str, list[str]]:
+        buf = io.StringIO()
+        out = Renderer(Console(file=buf, width=100, force_terminal=terminal))
+        seen = []
+        for piece in ("Let me ", "look."):
+            out.event(AgentEvent(EventType.TEXT_DELTA, {"text": piece}), tmp_path)
+            seen.append(_screen(buf.getvalue()))
+        out.event(AgentEvent(EventType.TOOL_CALL, {"id": "t1", "name": "list_pipelines", "input": {}}), tmp_path)
+        out.event(AgentEvent(EventType.TEXT_DELTA, {"text": "Wrong start"}), tmp_path)
+        out.event(AgentEvent(EventType.TEXT_DELTA, {"text": "", "restart": True}), tmp_path)
+        out.event(AgentEvent(EventType.TEXT_DELTA, {"text": "Two **cameras** are up."}), tmp_path)
+        out.event(AgentEvent(EventType.RESPONSE, {"text": "Two **cameras** are up."}), tmp_path)
+        return _screen(buf.getvalue()), seen
+
+    final, seen = run(terminal=True)
+    assert seen == ["Let me", "Let me look."]  # shown while it is generated, before the turn ends
+    assert final.count("Let me look.") == 1 and final.count("Two cameras are up.") == 1
+    assert "Wrong start" not in final  # a retried call's void text does not stay
+    assert final.index("Let me look.") < final.index("Two cameras are up.")
+    final, seen = run(terminal=False)
+    assert seen == ["", ""]  # a pipe gets no partial text
+    assert final.count("Two cameras are up.") == 1

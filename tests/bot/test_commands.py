@@ -6,10 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from bot.alerts import AlertRouter
-from bot.commands import USAGE, CommandContext, run_command
+from bot.backends.counting import LINE_COUNTER_BLOCK
+from bot.commands.dispatch import USAGE, CommandContext, run_command
 from bot.config import load_settings
-from bot.pipelines import PipelineManager
+from bot.monitoring.alerts import AlertRouter
+from bot.pipelines.manager import PipelineManager
 from tests.tools.fake_backend import FakeBackend, result
 
 CAMERAS = "| Name | URL | Location |\n|---|---|---|\n| dock | rtsp://admin:hunter2@10.0.0.5/s1 | Loading dock |\n"
@@ -55,11 +56,11 @@ async def test_start_options_model_fps_name_and_workflow(ctx, backend):
     reply = await run_command("start 0 model=builtin/faces fps=2.5 name=desk", ctx)
     assert reply.ok and "*desk*" in reply.text and "at 2.5 fps" in reply.text
     assert backend.calls[-1][1]["max_fps"] == 2.5
-    reply = await run_command("start rtsp://10.0.0.9/live workflow=acme/ppe-check", ctx)
+    reply = await run_command("start rtsp://93.184.215.14/live workflow=acme/ppe-check", ctx)
     assert reply.ok, reply.text
     call = backend.calls[-1][1]
     assert (call["workspace_name"], call["workflow_id"], call["workflow_spec"]) == ("acme", "ppe-check", None)
-    assert "*10.0.0.9*" in reply.text  # default name from the host
+    assert "*93.184.215.14*" in reply.text  # default name from the host
 
 
 @pytest.mark.parametrize(
@@ -137,22 +138,23 @@ async def test_allowlist_limits_control_but_not_viewing(base_env, workspace_dir:
     assert (await run_command("route #local", local)).ok
 
 
-async def test_manager_is_created_only_when_a_pipeline_command_needs_it(settings, workspace_dir: Path):
+async def test_backend_is_built_only_when_a_pipeline_command_needs_it(settings, workspace_dir: Path):
     made = []
 
-    def factory() -> PipelineManager:
-        made.append(PipelineManager(FakeBackend, workspace_dir / "active_state.json", settings))
+    def factory() -> FakeBackend:
+        made.append(FakeBackend())
         return made[-1]
 
-    ctx = CommandContext(settings, factory, None)
+    ctx = CommandContext(settings, PipelineManager(factory, workspace_dir / "active_state.json", settings), None)
     await run_command("help", ctx)
-    assert made == []
     assert (await run_command("list", ctx)).text.startswith("No pipelines")
+    assert made == []  # nothing ran yet: `inference` is not imported for help or an empty list
+    assert (await run_command("start 0 model=builtin/faces", ctx)).ok
     assert len(made) == 1 and (await run_command("route #x", ctx)).text == "Alert routing is not available in this process."
 
 
 def _line_step(spec: dict) -> dict:
-    return next(s for s in spec["steps"] if s["type"] == "roboflow_core/line_counter@v2")
+    return next(s for s in spec["steps"] if s["type"] == LINE_COUNTER_BLOCK)
 
 
 async def test_start_with_a_line_counts_crossings_through_the_model_workflow(ctx, backend):
@@ -188,14 +190,47 @@ async def test_line_middle_is_placed_from_the_frame_size(ctx, backend, workspace
         ("start 0 line=-5,0,5,0", "line= takes X1,Y1,X2,Y2 in pixels"),
         ("start 0 line=", "line= takes X1,Y1,X2,Y2 in pixels"),
         ("start 0 line=5,5,5,5", "two different points"),
-        ("start 0 workflow=a/b line=middle", "line= works with model=, not workflow="),
+        ("start 0 workflow=a/b line=middle", "line= and zone= work with a model (model=), not a saved workflow"),
+        ("start 0 workflow=a/b zone=0,0,9,0,9,9", "line= and zone= work with a model (model=), not a saved workflow"),
+        ("start 0 zone=1,2,3,4", "zone= takes a polygon X1,Y1,X2,Y2,X3,Y3,... in pixels (at least 3 points"),
+        ("start 0 zone=1,2,3,4,5", "an even count of numbers"),
+        ("start 0 zone=5,5,5,5,6,6", "at least 3 different points"),
+        ("start 0 zone=parking", "No zone named 'parking' in CAMERAS.md (zones: Bay, broken)"),
+        ("start 0 zone=broken", "Zone 'broken' in CAMERAS.md has a bad polygon"),
         ("start corrupt.broken line=middle", "Could not read a frame to place line=middle"),
     ],
 )
-async def test_bad_lines_get_one_line_fixes_and_start_nothing(ctx, backend, text, expected):
+async def test_bad_lines_get_one_line_fixes_and_start_nothing(ctx, backend, text, expected, workspace_dir: Path):
+    (workspace_dir / "CAMERAS.md").write_text(ZONES_MD + "| broken | dock | 1,2,x |\n")
     reply = await run_command(text, ctx)
     assert not reply.ok and expected in reply.text and "\n" not in reply.text
     assert [c for c in backend.calls if c[0] == "start_pipeline"] == []
+
+
+ZONES_MD = ("| Name | URL |\n|---|---|\n| dock | rtsp://10.0.0.5/s1 |\n\n"
+            "| Zone | Camera | Polygon |\n|---|---|---|\n| Bay | dock | 100,300, 500,300, 500,470 |\n")
+
+
+def _zone_step(spec: dict) -> dict:
+    return next(s for s in spec["steps"] if s["type"] == "roboflow_core/time_in_zone@v3")
+
+
+async def test_start_with_a_zone_times_objects_in_it_by_polygon_or_by_name(ctx, backend, workspace_dir: Path):
+    (workspace_dir / "CAMERAS.md").write_text(ZONES_MD)
+    reply = await run_command("start 0 name=yard zone=0,0,200,0,200,100,0,100", ctx)
+    assert reply.ok, reply.text
+    assert "timing how long objects stay in a 4-point zone" in reply.text
+    spec = backend.calls[-1][1]["workflow_spec"]
+    assert _zone_step(spec)["zone"] == [[0, 0], [200, 0], [200, 100], [0, 100]]
+    assert _zone_step(spec)["detections"] == "$steps.tracker.tracked_detections"  # dwell needs track ids
+    assert {"selector": "$steps.zone.timed_detections", "name": "predictions", "type": "JsonField"} in spec["outputs"]
+    assert ctx.manager().config("yard").workflow_spec == spec  # a restart brings the zone back too
+
+    reply = await run_command("start 0 name=dock-2 zone=bay line=0,400,640,400", ctx)  # a name from CAMERAS.md, any case
+    assert reply.ok, reply.text
+    spec = backend.calls[-1][1]["workflow_spec"]
+    assert _zone_step(spec)["zone"] == [[100, 300], [500, 300], [500, 470]]
+    assert _line_step(spec)["detections"] == "$steps.zone.timed_detections"
 
 
 def test_usage_documents_line():

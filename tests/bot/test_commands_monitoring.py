@@ -10,15 +10,15 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from bot.commands import USAGE, CommandContext, run_command
-from bot.commands_monitoring import RULE_USAGE
-from bot.commands_schedule import SCHEDULE_USAGE
+from bot.commands.dispatch import USAGE, CommandContext, run_command
+from bot.commands.rules import RULE_USAGE
+from bot.commands.schedule import SCHEDULE_USAGE
 from bot.config import load_settings
-from bot.monitor import Monitor
-from bot.monitor_rules import Rule
-from bot.pipelines import PipelineManager
-from bot.scheduler import Scheduler
-from tests.bot.monitor_helpers import make_router
+from bot.monitoring.monitor import Monitor
+from bot.monitoring.rules import Rule
+from bot.monitoring.scheduler import Scheduler
+from bot.pipelines.manager import PipelineManager
+from tests.bot.monitor_helpers import dwell_result, make_router
 from tests.fakes.slack_api import SlackEmulator
 from tests.fixtures.slack import RunningBot
 from tests.tools.fake_backend import FakeBackend, result
@@ -33,7 +33,7 @@ def backend() -> FakeBackend:
 
 def make_ctx(settings, workspace_dir: Path, backend: FakeBackend, **who) -> CommandContext:
     (workspace_dir / "CAMERAS.md").write_text(CAMERAS)
-    router, sink = make_router(workspace_dir, time.time, cooldown=0)
+    router, sink = make_router(workspace_dir, time.time, cooldown=settings.monitoring.alert_cooldown_seconds)  # as the runtime wires it
     mgr = PipelineManager(lambda: backend, workspace_dir / "active_state.json", settings)
     monitor = Monitor(router, mgr, settings, db_path=workspace_dir / ".state" / "monitor.json")
     scheduler = Scheduler(settings, None, monitor, None, router=router, pipelines=mgr,
@@ -74,7 +74,7 @@ async def test_rule_kinds_reach_the_monitor(ctx, text, camera, rule):
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("rule garage line", "Unknown camera 'garage'; known cameras and pipelines: dock (or `*` for all)."),
+        ("rule ../etc line", "Unknown camera '../etc'; known cameras and pipelines: dock (or `*` for all)."),
         ("rule dock", RULE_USAGE),
         ("rule dock wobble", RULE_USAGE),
         ("rule dock line extra", RULE_USAGE),
@@ -100,6 +100,22 @@ async def test_a_rule_set_by_command_fires_on_pipeline_results(ctx, backend):
     backend.emit(pid, result({"person": 3}))
     await ctx.monitor.flush()
     assert [(a.camera, a.rule) for a in ctx.sink.alerts] == [("desk", "count_over:person>2")]
+    await ctx.manager().stop_all()
+
+
+async def test_a_rule_for_a_camera_without_a_pipeline_yet_waits_for_it(ctx, backend):
+    ctx.monitor.start()
+    reply = await run_command("rule street zone 20", ctx)
+    assert reply.ok, reply.text
+    assert "No camera or pipeline is called street yet: the rule applies once a pipeline of that name runs" in reply.text
+    assert [(r.camera, r.id) for r in ctx.monitor.rules()] == [("street", "time_in_zone>20s")]
+    assert "*street*: `time_in_zone>20s`" in (await run_command("rules street", ctx)).text
+
+    await run_command("start 0 name=street", ctx)
+    pid = ctx.manager().resolve("street").pipeline_id
+    backend.emit(pid, dwell_result(("person", 12, 21.0)))
+    await ctx.monitor.flush()
+    assert [(a.camera, a.text) for a in ctx.sink.alerts] == [("street", "person #12 in the zone for 21 s, over 20 s")]
     await ctx.manager().stop_all()
 
 

@@ -31,28 +31,41 @@ def test_every_documented_env_var_is_honoured(workspace_dir: Path, tmp_path: Pat
         "ANTHROPIC_API_KEY": "sk-ant-test",
         "ANTHROPIC_BASE_URL": "http://127.0.0.1:1234",
         "VISION_AGENT_MODEL": "claude-haiku-4-5",
+        "VISION_AGENT_LLM_TIMEOUT": "5",
+        "VISION_AGENT_LLM_TURN_TIMEOUT": "90.5",
         "VISION_AGENT_BACKEND": "http",
         "INFERENCE_SERVER_URL": "http://127.0.0.1:9009/",
         "ROBOFLOW_API_KEY": "rf-test",
         "VISION_AGENT_MEDIA_DIRS": f"{tmp_path}/a:{tmp_path}/b",
+        "VISION_AGENT_MAX_PIXELS": "12000000",
         "VISION_AGENT_HEARTBEAT_MINUTES": "0.5",
         "VISION_AGENT_ALERT_CHANNEL": "#alerts",
         "SLACK_BOT_TOKEN": "xoxb-test-token",
         "SLACK_APP_TOKEN": "xapp-test-token",
         "SLACK_API_URL": "http://127.0.0.1:5555/api",
+        "VISION_AGENT_MCP_TOKEN": "mcp-test-token",
+        "VISION_AGENT_WEBHOOK_URL": "https://hooks.example.com/vision",
+        "VISION_AGENT_WEBHOOK_TOKEN": "hook-test-token",
+        "VISION_AGENT_API_TOKEN": "api-test-token",
     }
     assert set(env) == set(ENV_MAP)  # the test covers the whole documented list
     s = load_settings(env)
     assert s.llm.api_key.get_secret_value() == "sk-ant-test"
     assert s.llm.base_url == "http://127.0.0.1:1234"
     assert s.llm.model == "claude-haiku-4-5"
+    assert s.llm.request_timeout == 5 and s.llm.turn_timeout == 90.5
     assert s.inference.backend == "http"
     assert s.inference.server_url == "http://127.0.0.1:9009"
     assert s.inference.api_key.get_secret_value() == "rf-test"
     assert s.media_dirs == [tmp_path / "a", tmp_path / "b"]
+    assert s.media.max_pixels == 12_000_000
     assert s.heartbeat.interval_minutes == 0.5
     assert s.slack.alert_channel == "#alerts"
     assert s.slack.bot_token.get_secret_value() == "xoxb-test-token"
+    assert s.mcp.token.get_secret_value() == "mcp-test-token"
+    assert s.webhook.url == "https://hooks.example.com/vision"
+    assert s.webhook.token.get_secret_value() == "hook-test-token"
+    assert s.api.token.get_secret_value() == "api-test-token"
     assert s.slack.app_token.get_secret_value() == "xapp-test-token"
     assert s.slack.api_url == "http://127.0.0.1:5555/api/"  # slack_sdk needs the trailing slash
 
@@ -130,7 +143,7 @@ interface:
     [
         ("VISION_AGENT_HEARTBEAT_MINUTES", "soon", "invalid setting VISION_AGENT_HEARTBEAT_MINUTES (heartbeat.interval_minutes): "),
         ("VISION_AGENT_HEARTBEAT_MINUTES", "-5", "greater than or equal to 0"),
-        ("VISION_AGENT_BACKEND", "webrtc", "invalid setting VISION_AGENT_BACKEND (inference.backend): "),
+        ("VISION_AGENT_BACKEND", "grpc", "invalid setting VISION_AGENT_BACKEND (inference.backend): "),
         ("INFERENCE_SERVER_URL", "localhost:9001", "INFERENCE_SERVER_URL (inference.server_url): must be an http"),
         ("ANTHROPIC_BASE_URL", "ftp://x", "ANTHROPIC_BASE_URL (llm.base_url)"),
         ("SLACK_API_URL", "slack.com", "SLACK_API_URL (slack.api_url)"),

@@ -10,12 +10,13 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from bot.agent import Agent
+from bot.agent.loop import Agent
+from bot.agent.sessions import SessionStore
 from bot.config import Settings
-from bot.heartbeat import Heartbeat
-from bot.llm import LLMClient
-from bot.monitor import Monitor
-from bot.sessions import SessionStore
+from bot.llm.client import LLMClient
+from bot.monitoring.heartbeat import Heartbeat
+from bot.monitoring.monitor import Monitor
+from bot.services import Services
 from tests.bot.monitor_helpers import Clock, FakePipelines, make_router, result
 from tests.fakes.anthropic_api import text
 from tools import build_registry
@@ -58,7 +59,7 @@ class Rig:
             sessions=SessionStore(self.ws.sessions_dir),
             settings=settings,
             workspace=self.ws,
-            services={"memory": self.memory},
+            services=Services(memory=self.memory),
         )
         self.router, self.sink = make_router(root, clock, cooldown=0)
         self.pipes = FakePipelines()
@@ -199,7 +200,7 @@ async def test_outside_active_hours_nothing_runs_and_news_waits(llm_settings: Se
     try:
         await rig.cross()
         assert await rig.hb.run() == "off-hours"
-        assert anthropic_api.requests == [] and len(rig.monitor.pending()) == 1
+        assert anthropic_api.requests == [] and len(rig.monitor.news.pending()) == 1
     finally:
         await rig.llm.aclose()
 
@@ -209,7 +210,7 @@ async def _drain(gen) -> list:
 
 
 async def test_daily_summary_counts_per_camera_in_an_isolated_session(rig: Rig, anthropic_api) -> None:
-    from bot.cron_jobs import daily_summary
+    from bot.monitoring.cron_jobs import daily_summary
 
     anthropic_api.handler = lambda body: text("Hi! I am here.")
     await _drain(rig.agent.process_message("cli:main", "hello"))  # a chat the summary must not touch
@@ -225,8 +226,9 @@ async def test_daily_summary_counts_per_camera_in_an_isolated_session(rig: Rig, 
 
     [posted] = [a for a in rig.sink.alerts if a.rule == "daily_summary"]
     assert posted.text == report
-    assert "- door: 2 alerts (line_crossed ×2), 0 other notes" in report
-    assert "- yard: 0 alerts, 1 other notes" in report
+    # the numbers come from the monitor's timeline: counts on change, crossings, alerts
+    assert "- door: 2 alerts (line_crossed ×2); at most 1 face at once; line crossings in 2 / out 0; 4 other notes" in report
+    assert "- yard: 0 alerts; nothing counted; 1 other notes" in report
     assert report.endswith("Two people came in through the door; the yard was calm.")
     assert posted.counts == {"door": 2, "yard": 0}
     summary_request = anthropic_api.requests[-1].body["messages"]
@@ -236,7 +238,7 @@ async def test_daily_summary_counts_per_camera_in_an_isolated_session(rig: Rig, 
 
 
 async def test_daily_summary_on_an_empty_day_posts_nothing_and_calls_nothing(rig: Rig, anthropic_api) -> None:
-    from bot.cron_jobs import daily_summary
+    from bot.monitoring.cron_jobs import daily_summary
 
     assert await daily_summary(rig.agent, rig.memory, rig.router) is None
     assert rig.sink.alerts == [] and anthropic_api.requests == []
@@ -246,5 +248,5 @@ async def test_without_a_model_tier_one_news_is_dropped_quietly(rig: Rig, anthro
     hb = Heartbeat(None, rig.monitor, rig.router, rig.hb.settings, rig.ws, rig.pipes, rig.memory, clock=rig.clock)
     await rig.cross()
     assert await hb.run() == "no-llm"
-    assert rig.monitor.pending() == [] and anthropic_api.requests == []
+    assert rig.monitor.news.pending() == [] and anthropic_api.requests == []
     assert [a.rule for a in rig.sink.alerts] == ["line_crossed"]  # the tier-1 alert itself went out

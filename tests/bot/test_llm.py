@@ -8,9 +8,9 @@ import time
 import pytest
 
 from bot.config import Settings, ThinkingConfig
-from bot.llm import THINKING_BETA, LLMBudgetExceeded, LLMClient, LLMError, LLMUnavailable
-from bot.usage import cost_of, price_for
-from tests.fakes.anthropic_api import FakeAnthropic, error, text, tool_use, with_thinking
+from bot.llm.client import THINKING_BETA, LLMBudgetExceeded, LLMClient, LLMError, LLMTimeout, LLMUnavailable
+from bot.llm.usage import cost_of, price_for
+from tests.fakes.anthropic_api import FakeAnthropic, error, hang, stalled, text, tool_use, with_thinking
 from tests.fixtures.common import free_port
 
 TOOLS = [
@@ -204,3 +204,23 @@ def test_client_survives_successive_event_loops(anthropic_api, llm_settings):
     llm = LLMClient(llm_settings, retry_base_delay=0.001)
     answers = [asyncio.run(llm.chat(HELLO, TOOLS, SYSTEM)).text for _ in range(2)]  # like two CLI one-shots
     assert answers == ["one", "two"]
+
+
+async def test_a_stream_that_stalls_mid_way_times_out_and_is_retried(anthropic_api, llm_settings):
+    anthropic_api.enqueue(stalled(text("an answer that stops half-way " * 5), events=4), text("second try"))
+    start = time.monotonic()
+    resp = await client(tuned(llm_settings, request_timeout=1, max_retries=1)).chat(HELLO, TOOLS, SYSTEM)
+    assert resp.text == "second try" and 1 <= time.monotonic() - start < 5
+    assert anthropic_api.requests[0].body["stream"] is True  # it had started streaming, then went silent
+    anthropic_api.enqueue(stalled(text("stops again " * 5), events=4))
+    with pytest.raises(LLMTimeout, match=r"^Claude did not answer within 1 s; try again in a minute$"):
+        await client(tuned(llm_settings, request_timeout=1, max_retries=0)).chat(HELLO, TOOLS, SYSTEM)
+
+
+async def test_a_call_that_fails_gives_its_cost_hold_back(anthropic_api, llm_settings):
+    # The cap is below one call's worst case: a hold that leaked would refuse every later call.
+    llm = client(tuned(llm_settings, request_timeout=1, max_retries=0, cost_limit_daily=0.01))
+    anthropic_api.enqueue(hang(), text("answered"))
+    with pytest.raises(LLMTimeout):
+        await llm.chat(HELLO, TOOLS, SYSTEM)
+    assert (await llm.chat(HELLO, TOOLS, SYSTEM)).text == "answered"

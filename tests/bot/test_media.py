@@ -4,54 +4,20 @@ from __future__ import annotations
 
 import base64
 import logging
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
+from bot.agent.tools import Attachment, ToolContext
 from bot.config import load_settings
-from bot.media import MediaError, resolve_image, resolve_video
-from bot.redaction import RedactingFilter, redact
-from tools.base import Attachment, ToolContext
-
-PNG = base64.b64decode(
-    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
-)
+from bot.media.redaction import RedactingFilter, redact
+from bot.media.resolve import MediaError, resolve_image, resolve_video
+from tests.fixtures.media import PNG
 
 
 @pytest.fixture
 def ctx(settings) -> ToolContext:
     return ToolContext(settings=settings)
-
-
-@pytest.fixture
-def image_server():
-    """A tiny HTTP server on 127.0.0.1: /img.png (an image), /big (over the cap), /redirect (-> /img.png)."""
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802 - http.server naming
-            if self.path == "/redirect":
-                self.send_response(302)
-                self.send_header("Location", "/img.png")
-                self.end_headers()
-                return
-            body = PNG if self.path == "/img.png" else b"\x89PNG" + b"0" * 5000
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_port}"
-    server.shutdown()
-    server.server_close()
-    thread.join(5)
 
 
 def test_file_in_workspace_by_relative_and_absolute_path(ctx, workspace_dir: Path):
@@ -133,15 +99,15 @@ def test_inference_server_port_does_not_open_the_whole_host(base_env, image_serv
     assert resolve_image(f"{image_server}/img.png", ToolContext(settings=settings)) == PNG
 
 
-def test_registered_camera_host_may_be_fetched_and_redirects_are_followed(ctx, workspace_dir: Path, image_server):
+def test_registered_camera_opens_its_own_origin_and_redirects_are_followed(ctx, workspace_dir: Path, image_server):
     (workspace_dir / "CAMERAS.md").write_text(
-        "# Cameras\n\n| Name | URL | Location |\n|---|---|---|\n| door | http://127.0.0.1:8554/live | Front |\n"
+        f"# Cameras\n\n| Name | URL | Location |\n|---|---|---|\n| door | {image_server}/live | Front |\n"
     )
     assert resolve_image(f"{image_server}/redirect", ctx) == PNG
 
 
 def test_download_over_the_size_cap_is_refused(base_env, workspace_dir: Path, image_server):
-    (workspace_dir / "CAMERAS.md").write_text("| name | url |\n|--|--|\n| c | http://127.0.0.1/ |\n")
+    (workspace_dir / "CAMERAS.md").write_text(f"| name | url |\n|--|--|\n| c | {image_server}/ |\n")
     settings = load_settings(base_env, slack={"max_image_bytes": 1000})
     with pytest.raises(MediaError, match="limit"):
         resolve_image(f"{image_server}/big", ToolContext(settings=settings))
@@ -155,7 +121,9 @@ def test_video_references(ctx, workspace_dir: Path, tmp_path: Path):
     assert resolve_video("dock", ctx) == "rtsp://admin:hunter2@192.168.1.50/stream1"
     assert resolve_video("DOCK", ctx) == "rtsp://admin:hunter2@192.168.1.50/stream1"
     assert resolve_video("0", ctx) == "0"
-    assert resolve_video("rtsp://10.0.0.9/live", ctx) == "rtsp://10.0.0.9/live"
+    assert resolve_video("rtsp://93.184.215.14/live", ctx) == "rtsp://93.184.215.14/live"  # public: as given
+    with pytest.raises(MediaError, match="local/private"):
+        resolve_video("rtsp://10.0.0.9/live", ctx)  # private and not a registered camera
     assert resolve_video("clip.mp4", ctx) == str((workspace_dir / "clip.mp4").resolve())
     outside = tmp_path / "other.mp4"
     outside.write_bytes(b"\x00")

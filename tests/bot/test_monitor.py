@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import threading
 import time
 from pathlib import Path
@@ -10,9 +9,18 @@ from pathlib import Path
 import pytest
 
 from bot.config import Settings
-from bot.monitor import Monitor
-from bot.monitor_rules import Rule
-from tests.bot.monitor_helpers import JPEG, Clock, FakePipelines, make_router, result
+from bot.monitoring.monitor import Monitor
+from bot.monitoring.rules import Rule
+from tests.bot.monitor_helpers import (
+    JPEG,
+    Clock,
+    FakePipelines,
+    RecordingSink,
+    dwell_result,
+    make_router,
+    result,
+    run_to_end,
+)
 from workspace.memory import MemoryStore
 
 
@@ -83,7 +91,7 @@ async def test_class_appearing_is_edge_triggered_not_per_frame(rig, clock: Clock
     clock.advance(1)
     pipes.push("lobby", result(faces=2))
     await monitor.flush()
-    assert len(sink.alerts) == 2 and "2 in view" in sink.alerts[1].text
+    assert len(sink.alerts) == 2 and sink.alerts[1].text == "face appeared (2 faces in view)"
 
 
 async def test_configured_rules_replace_defaults_and_persist(
@@ -97,7 +105,7 @@ async def test_configured_rules_replace_defaults_and_persist(
     pipes.push("lobby", result(faces=3))
     await monitor.flush()
     assert [a.rule for a in sink.alerts] == ["count_over:face>2"]
-    assert "3 face in view, over 2" in sink.alerts[0].text
+    assert sink.alerts[0].text == "3 faces in view, over 2"
 
     reopened = Monitor(router, FakePipelines(), settings, None, clock=clock)
     assert [r.id for r in reopened.rules("lobby")] == ["count_over:face>2"]
@@ -105,17 +113,33 @@ async def test_configured_rules_replace_defaults_and_persist(
     assert Monitor(router, FakePipelines(), settings, None, clock=clock).rules() == []
 
 
-async def test_time_in_zone_over_threshold(rig, clock: Clock) -> None:
+async def test_time_in_zone_names_the_object_and_its_seconds_never_its_tracker_id(rig, clock: Clock) -> None:
     monitor, pipes, sink, _, _ = rig
-    monitor.add_rule(Rule("time_in_zone", camera="dock", threshold=30))
+    monitor.add_rule(Rule("time_in_zone", camera="dock", threshold=30, cooldown_seconds=0))
     monitor.start()
     pipes.add("dock")
-    pipes.push("dock", result(faces=1, time_in_zone={"1": 12.0}))
-    pipes.push("dock", result(faces=1, time_in_zone={"1": 31.5}))
-    pipes.push("dock", result(faces=1, time_in_zone={"1": 40.0}))
+    for secs in (12.0, 31.5, 40.0):  # tracker id 45 is larger than the threshold: it must not count as seconds
+        pipes.push("dock", dwell_result(("person", 45, secs), ("person", 7, 0.0)))
+        clock.advance(1)
+    pipes.push("dock", dwell_result(("person", 45, 41.0), ("person", 7, 33.0)))  # a second object passes 30 s
     await monitor.flush()
-    assert [a.rule for a in sink.alerts] == ["time_in_zone>30s"]
-    assert "31s" in sink.alerts[0].text
+    assert [a.text for a in sink.alerts] == [
+        "person #45 in the zone for 32 s, over 30 s",
+        "person #7 in the zone for 33 s, over 30 s",
+    ]
+    assert sink.alerts[0].rule == "time_in_zone>30s" and sink.alerts[0].camera == "dock"
+
+
+async def test_an_object_that_left_the_zone_and_came_back_fires_again(rig, clock: Clock) -> None:
+    monitor, pipes, sink, _, _ = rig
+    monitor.add_rule(Rule("time_in_zone", camera="dock", threshold=5, cooldown_seconds=0))
+    monitor.start()
+    pipes.add("dock")
+    for secs in (6.0, 7.0, 0.0, 3.0, 6.5):  # 0.0: outside the zone (the block resets its time)
+        pipes.push("dock", dwell_result(("car", 3, secs)))
+        clock.advance(1)
+    await monitor.flush()
+    assert [a.text for a in sink.alerts] == ["car #3 in the zone for 6 s, over 5 s"] * 2
 
 
 async def test_health_error_stall_and_drop_alert_once_each(rig, clock: Clock) -> None:
@@ -165,8 +189,8 @@ async def test_results_from_many_pipeline_threads_each_alert_once(rig) -> None:
     await monitor.flush()
 
     assert sorted(a.camera for a in sink.alerts) == ["cam0", "cam1", "cam2", "cam3"]
-    assert {e.camera for e in monitor.take_new()} == {"cam0", "cam1", "cam2", "cam3"}
-    assert monitor.take_new() == []  # handed to the heartbeat once
+    assert {e.camera for e in monitor.news.take()} == {"cam0", "cam1", "cam2", "cam3"}
+    assert monitor.news.take() == []  # handed to the heartbeat once
     assert len(memory.observations_by_camera()) == 4
 
 
@@ -195,23 +219,13 @@ def back_and_forth_video(path: Path, frames: int = 90, size: tuple[int, int] = (
     return path
 
 
-async def _run_to_end(mgr, name: str, timeout: float = 40.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        await mgr.list()  # refreshes statuses from the backend
-        if mgr.resolve(name).status not in ("starting", "running"):
-            return
-        await asyncio.sleep(0.2)
-    raise AssertionError(f"{name} still running after {timeout}s")
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("muted", [False, True], ids=["routed", "muted"])
 async def test_real_pipeline_face_crossing_alerts_once_and_muted_camera_never(
     muted: bool, direct_backend, tmp_path: Path, settings: Settings
 ) -> None:
     from bot.backends.workflows import detection_workflow
-    from bot.pipelines import PipelineManager
+    from bot.pipelines.manager import PipelineManager
     from tests.fixtures.inference import crossing_line
 
     router, sink = make_router(tmp_path, time.time, cooldown=300)
@@ -226,7 +240,7 @@ async def test_real_pipeline_face_crossing_alerts_once_and_muted_camera_never(
     mgr.add_result_listener(lambda h, r: crossings.append(dict(r.values)) if r.values.get("count_in") else None)
     try:
         await mgr.start(str(video), "door", workflow_spec=detection_workflow("builtin/faces", line=crossing_line()))
-        await _run_to_end(mgr, "door")
+        await run_to_end(mgr, "door")
         await monitor.flush()
     finally:
         await mgr.stop_all()
@@ -241,3 +255,35 @@ async def test_real_pipeline_face_crossing_alerts_once_and_muted_camera_never(
         assert alert.camera == "door" and "in +1" in alert.text
         assert alert.frame and alert.frame.startswith(b"\xff\xd8\xff")
         assert sink.received[0][1] == "C_ALERTS"
+
+
+async def test_a_rules_own_cooldown_shorter_than_the_global_one_works_as_wired_by_the_runtime(
+    settings: Settings, clock: Clock
+) -> None:
+    """`/vision rule door line cooldown=60` with the 300 s global default: crossings at 0, 70, 140 s → 3 alerts.
+
+    Before there was one cooldown, the monitor applied the rule's 60 s and the router the global 300 s again.
+    """
+    from bot.commands.dispatch import run_command
+    from bot.runtime import Runtime
+
+    assert settings.monitoring.alert_cooldown_seconds == 300
+    async with Runtime(settings, background=False, clock=clock) as rt:
+        (rt.workspace.root / "CAMERAS.md").write_text("| Name | URL |\n|---|---|\n| door | rtsp://10.0.0.5/s1 |\n")
+        sink = RecordingSink()
+        rt.router.add_sink(sink)
+        rt.monitor.start()
+        reply = await run_command("rule door line cooldown=60", rt.command_context())
+        assert reply.ok, reply.text
+        pipes = FakePipelines()
+        pipes.listeners.append(rt.monitor.on_result)
+        pipes.add("door", started_at=clock())
+        pipes.push("door", result(count_in=0))
+        for n, at in enumerate((0, 70, 140), start=1):
+            clock.now = 1_772_000_000.0 + at
+            pipes.push("door", result(faces=1, count_in=n))
+            await rt.monitor.flush()
+        clock.advance(10)  # inside the rule's 60 s: held
+        pipes.push("door", result(faces=1, count_in=4))
+        await rt.monitor.flush()
+    assert [a.rule for a in sink.alerts] == ["line_crossed"] * 3

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bot.backends.base import BackendError
-from bot.pipelines import PipelineManager, PipelineNotFound
+from bot.pipelines.manager import PipelineManager, PipelineNotFound
 from tests.tools.fake_backend import FakeBackend, FakeServer, FakeServerBackend, result
 
 SECRET_URL = "rtsp://admin:hunter2@10.0.0.5:554/stream1"

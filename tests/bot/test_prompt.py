@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from bot.prompt import build_system, turn_context
+from bot.agent.prompt import build_system, turn_context
 from tools import build_registry
 from workspace import Workspace
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from bot.config import Settings
-from bot.scheduler import Scheduler, parse_when
+from bot.monitoring.scheduler import Scheduler, parse_when
 from tests.bot.monitor_helpers import JPEG, Clock, FakePipelines, make_router, result
 from workspace.memory import MemoryStore
 
@@ -43,7 +43,7 @@ async def test_survives_a_failing_job_and_keeps_running_the_others(sched: Schedu
 
     sched.every(0.03, broken, "broken")
     sched.every(0.03, lambda: good.append(time.monotonic()), "good")
-    with caplog.at_level(logging.ERROR, logger="bot.scheduler"):
+    with caplog.at_level(logging.ERROR, logger="bot.monitoring.scheduler"):
         sched.start()
         await wait_for(lambda: sched.failures["broken"] >= 3 and len(good) >= 3)
     assert sched._thread is not None and sched._thread.is_alive()
@@ -164,7 +164,8 @@ async def test_snapshot_job_posts_the_latest_frame_of_the_camera(settings: Setti
         s.stop()
     [alert] = sink.alerts
     assert (alert.camera, alert.rule, alert.frame) == ("cam1", "snapshot", JPEG)
-    assert "face ×2" in alert.text and "snapshot: face ×2" in memory.get_daily_observations(camera="cam1")
+    assert alert.text == "scheduled snapshot (2 faces)"
+    assert "snapshot: 2 faces" in memory.get_daily_observations(camera="cam1")
 
 
 async def test_interval_jobs_wait_for_active_hours(settings: Settings) -> None:

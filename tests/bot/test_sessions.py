@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 
-from bot.sessions import SUMMARY_PREFIX, SessionStore
+from bot.agent.sessions import SUMMARY_PREFIX, SessionStore
 
 
 def user(t: str) -> dict:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bot.backends.base import Detection, InferenceResult
-from bot.summarize import MAX_TOKENS, estimate_tokens, summarize, summarize_many
+from bot.backends.summary import MAX_TOKENS, estimate_tokens, summarize, summarize_many
 
 
 def _res(dets, frame_id=1, ts=100.0, **values) -> InferenceResult:
@@ -64,3 +64,13 @@ def test_token_estimate_is_conservative():
     # words, numbers and punctuation each count; never below chars/3.5
     assert estimate_tokens('{"a": 1}') == 7
     assert estimate_tokens("a" * 35) == 10
+
+
+def test_seconds_in_the_zone_reach_the_model_per_object_longest_first():
+    def frame(secs_12: float, secs_3: float) -> InferenceResult:
+        return InferenceResult(detections=(Detection("person", 0.9, (0, 0, 5, 9), 12, secs_12),
+                                           Detection("car", 0.8, (9, 0, 19, 9), 3, secs_3),
+                                           Detection("person", 0.7, (30, 0, 35, 9), 40, 0.0)), frame_id=1)
+    assert "In the zone: car #3 8 s, person #12 2 s." in summarize(frame(2.0, 8.4))
+    many = summarize_many([frame(30.0, 8.0), frame(34.2, 0.0)])  # the car left the zone: its stay still counts
+    assert "Longest in the zone: person #12 34 s, car #3 8 s." in many and "#40" not in many.split("Longest")[1]

@@ -1,4 +1,4 @@
-"""Alerts: posted top-level to the routed channel with frame and buttons; Mute 1 h and Stop pipeline clicks."""
+"""Alerts: one top-level message in the routed channel, frame inside, three buttons; Mute 1 h and Stop clicks."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from bot.alerts import Alert
-from handlers.alerts import MUTE_ACTION, STOP_ACTION
+from bot.monitoring.alerts import Alert
+from handlers.alerts import FALSE_ALARM_ACTION, MUTE_ACTION, STOP_ACTION
 from tests.fakes.anthropic_api import FakeAnthropic, text
 from tests.fakes.slack_api import SlackEmulator
-from tests.fixtures.slack import RunningBot, start_bot, stop_bot
+from tests.fixtures.slack import RunningBot, await_answers, start_bot, stop_bot
 from tests.handlers.test_files import jpeg
 from tests.tools.fake_backend import FakeBackend
 
@@ -37,19 +37,29 @@ def buttons(call) -> dict[str, str]:
     return {e["action_id"]: e["text"]["text"] for e in actions["elements"]}
 
 
-async def test_alert_goes_top_level_to_the_camera_route_with_frame_and_buttons(
+async def test_alert_is_one_top_level_message_in_the_camera_route_with_its_frame_inside_and_three_buttons(
     alert_bot: RunningBot, slack_api: SlackEmulator
 ) -> None:
     router = alert_bot.runtime.router
     router.set_route("C0ALERTS", camera="lobby")
-    assert await router.dispatch(alert()) is None
+    sent = alert()
+    assert await router.dispatch(sent) is None
     post = (await slack_api.await_for("chat.postMessage"))[0]
     assert post.params["channel"] == "C0ALERTS" and "thread_ts" not in post.params
-    assert buttons(post) == {STOP_ACTION: "Stop pipeline", MUTE_ACTION: "Mute 1 h"}
-    assert "2 people in the lobby after hours" in json.dumps(post.params["blocks"])
-    shared = (await slack_api.await_for("files.completeUploadExternal"))[0]
-    ts = slack_api.messages("C0ALERTS")[0]["ts"]
-    assert (shared.params["channel_id"], shared.params["thread_ts"]) == ("C0ALERTS", ts)
+    assert buttons(post) == {STOP_ACTION: "Stop pipeline", MUTE_ACTION: "Mute 1 h", FALSE_ALARM_ACTION: "False alarm"}
+    said = json.dumps(post.params["blocks"])
+    assert said.count("2 people in the lobby after hours") == 1  # the text once
+    assert post.params["text"] == "Alert from lobby: 2 people in the lobby after hours"  # the notification fallback
+    context = next(b for b in post.params["blocks"] if b["type"] == "context")
+    assert "rule `person_count`" in context["elements"][0]["text"] and "2 person" in context["elements"][0]["text"]
+    # the frame: uploaded without a channel, then shown by the message's image block
+    [shared] = slack_api.calls_to("files.completeUploadExternal")
+    assert "channel_id" not in shared.params and "thread_ts" not in shared.params
+    [image] = [b for b in post.params["blocks"] if b["type"] == "image"]
+    assert image["slack_file"]["id"] == shared.params["files"][0]["id"]
+    assert slack_api.file_bytes[image["slack_file"]["id"]] == sent.frame
+    await asyncio.sleep(0.2)
+    assert len(slack_api.messages("C0ALERTS")) == 1  # no thread upload repeating the line
     # another camera falls back to the default channel (VISION_AGENT_ALERT_CHANNEL)
     await router.dispatch(alert(camera="yard"))
     second = (await slack_api.await_for("chat.postMessage", count=2))[1]
@@ -59,7 +69,7 @@ async def test_alert_goes_top_level_to_the_camera_route_with_frame_and_buttons(
 async def test_mute_click_suppresses_the_next_alert(alert_bot: RunningBot, slack_api: SlackEmulator) -> None:
     router = alert_bot.runtime.router
     await router.dispatch(alert())
-    await slack_api.await_for("files.completeUploadExternal")
+    await slack_api.await_for("chat.postMessage")
     ts = slack_api.messages("C0GENERAL")[0]["ts"]
     value = json.dumps({"camera": "lobby", "pipeline": "p1"})
     env = await slack_api.await_ack(slack_api.click(MUTE_ACTION, value, "C0GENERAL", ts))
@@ -80,7 +90,7 @@ async def test_stop_click_stops_the_pipeline_through_the_command_core(
     video.write_bytes(b"x")
     handle = await pipelines.start(str(video), "lobby", model_id="builtin/people")
     await alert_bot.runtime.router.dispatch(alert(pipeline_id=handle.pipeline_id))
-    await slack_api.await_for("files.completeUploadExternal")
+    await slack_api.await_for("chat.postMessage")
     ts = slack_api.messages("C0GENERAL")[0]["ts"]
     value = json.dumps({"camera": "lobby", "pipeline": handle.pipeline_id})
     await slack_api.await_ack(slack_api.click(STOP_ACTION, value, "C0GENERAL", ts))
@@ -93,11 +103,10 @@ async def test_reply_under_an_alert_is_about_that_alert(
     alert_bot: RunningBot, slack_api: SlackEmulator, anthropic_api: FakeAnthropic
 ) -> None:
     await alert_bot.runtime.router.dispatch(alert())
-    await slack_api.await_for("files.completeUploadExternal")
+    await slack_api.await_for("chat.postMessage")
     ts = slack_api.messages("C0GENERAL")[0]["ts"]
     anthropic_api.enqueue(text("Probably the cleaning crew."))
     slack_api.message("who is that?", thread_ts=ts)  # no mention needed under our own alert
-    reply = (await slack_api.await_for("chat.postMessage", lambda c: c.params.get("text") == "Probably the cleaning crew."))[0]
-    assert reply.params["thread_ts"] == ts
+    assert await await_answers(slack_api, "C0GENERAL", ts) == ["Probably the cleaning crew."]
     history = json.dumps(anthropic_api.ok_requests[0].body["messages"])
     assert "2 people in the lobby after hours" in history and "who is that?" in history

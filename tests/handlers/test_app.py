@@ -16,7 +16,7 @@ from handlers.app import serve
 from tests.fakes.anthropic_api import FakeAnthropic, text
 from tests.fakes.slack_api import SlackEmulator
 from tests.fixtures.common import free_port
-from tests.fixtures.slack import RunningBot, start_bot, stop_bot
+from tests.fixtures.slack import RunningBot, await_answers, start_bot, stop_bot
 
 
 @pytest.mark.parametrize(("env", "names"), [
@@ -63,7 +63,7 @@ async def test_disconnect_message_reconnects_and_keeps_answering(
     slack_api.disconnect()
     await slack_api.await_connected(count=2)
     ts, _ = slack_api.mention("are you there?")
-    await slack_api.await_for("chat.postMessage", lambda c: c.params.get("thread_ts") == ts)
+    assert await await_answers(slack_api, "C0GENERAL", ts) == ["still here"]
     opens = slack_api.calls_to("apps.connections.open")
     assert len(opens) == 3 and all(c.token == slack_api.app_token for c in opens)  # check + 2 connections
 
@@ -75,7 +75,7 @@ async def test_event_sent_while_the_socket_is_down_is_answered_after_reconnect(
     slack_api.drop()
     ts, envelopes = slack_api.mention("did you get this?")
     await slack_api.await_connected(count=2, timeout=20)
-    await slack_api.await_for("chat.postMessage", lambda c: c.params.get("thread_ts") == ts, timeout=20)
+    assert await await_answers(slack_api, "C0GENERAL", ts, timeout=20) == ["got it"]
     assert all(e.acked_at is not None for e in envelopes)
     assert len(anthropic_api.ok_requests) == 1
 
@@ -115,8 +115,7 @@ def test_vision_agent_serve_process_answers_a_mention_and_stops_on_sigterm(
     try:
         slack_api.wait_connected(timeout=60)
         ts, _ = slack_api.mention("hello?")
-        reply = slack_api.wait_for("chat.postMessage", lambda c: c.params.get("thread_ts") == ts, timeout=30)[0]
-        assert reply.params["text"] == "Hello from the real process."
+        assert asyncio.run(await_answers(slack_api, "C0GENERAL", ts, timeout=30)) == ["Hello from the real process."]
         assert slack_api.calls_to("auth.test")[0].token == slack_api.bot_token
     finally:
         proc.send_signal(signal.SIGTERM)

@@ -1,9 +1,15 @@
-"""Images both ways: attachments fetched with the bot token into image blocks; frames uploaded into the thread."""
+"""Images both ways: attachments fetched with the bot token into image blocks (huge ones refused before they are
+decoded); frames uploaded into the thread."""
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
+import os
+import signal
+import subprocess
+import sys
 
 import pytest
 from PIL import Image
@@ -13,7 +19,7 @@ from handlers.render import TurnRenderer
 from handlers.threads import Conversation
 from tests.fakes.anthropic_api import FakeAnthropic, text, tool_use
 from tests.fakes.slack_api import SlackEmulator
-from tests.fixtures.slack import RunningBot, start_bot, stop_bot
+from tests.fixtures.slack import RunningBot, await_answers, start_bot, stop_bot
 
 
 def jpeg(width: int = 64, height: int = 48, color: tuple[int, int, int] = (200, 30, 30)) -> bytes:
@@ -38,7 +44,7 @@ async def test_attached_image_is_fetched_with_bot_token_and_reaches_the_model(
     anthropic_api.enqueue(text("A red square."))
     file = slack_api.add_file("square.jpg", jpeg())
     ts, _ = slack_api.mention("what is this?", files=[file])
-    await slack_api.await_for("chat.postMessage", lambda c: c.params.get("thread_ts") == ts)
+    assert await await_answers(slack_api, "C0GENERAL", ts) == ["A red square."]
     downloads = slack_api.calls_to("files.download")
     assert [(d.params["file_id"], d.token) for d in downloads] == [(file["id"], slack_api.bot_token)]
     body = anthropic_api.ok_requests[0].body
@@ -67,8 +73,8 @@ async def test_oversized_image_is_refused_before_download(
         anthropic_api.enqueue(text("I only have your words."))
         big = slack_api.add_file("big.jpg", jpeg(400, 400))
         ts, _ = slack_api.mention("look", files=[big])
-        posts = await slack_api.await_for("chat.postMessage", lambda c: c.params.get("thread_ts") == ts, count=2)
-        assert "over my" in posts[0].params["text"] and posts[1].params["text"] == "I only have your words."
+        posts = await await_answers(slack_api, "C0GENERAL", ts, count=2)
+        assert "over my" in posts[0] and posts[1] == "I only have your words."
         assert slack_api.calls_to("files.download") == [] and image_blocks(anthropic_api.ok_requests[0].body) == []
     finally:
         await stop_bot(running)
@@ -101,10 +107,94 @@ async def test_run_inference_by_file_id_finds_the_face_and_uploads_the_frame(
     anthropic_api.enqueue(tool_use(("run_inference", {"image": photo["id"], "model_id": "builtin/faces"})),
                           text("I see one face."))
     ts, _ = slack_api.mention("how many faces?", files=[photo])
-    await slack_api.await_for("chat.postMessage", lambda c: c.params.get("text") == "I see one face.", timeout=90)
+    assert await await_answers(slack_api, "C0GENERAL", ts, timeout=90) == ["I see one face."]
     result = tool_results(anthropic_api.ok_requests[1].body)[0]
     assert not result.get("is_error") and "face" in json.dumps(result["content"])
     shared = slack_api.calls_to("files.completeUploadExternal")
-    assert [(s.params["channel_id"], s.params["thread_ts"]) for s in shared] == [("C0GENERAL", ts)]
+    assert [s.params.get("channel_id") for s in shared] == [None]  # uploaded unshared: the stream shows it
+    [streamed] = [m for m in slack_api.messages("C0GENERAL", ts) if "stream_mode" in m]
+    [image] = [b for c in streamed["chunks"] if c["type"] == "blocks" for b in c["blocks"]]
+    assert image["slack_file"]["id"] == shared[0].params["files"][0]["id"]
     uploaded = slack_api.calls_to("files.upload")[0].body
     assert Image.open(io.BytesIO(uploaded)).format == "JPEG"
+
+
+async def test_a_144_megapixel_png_is_skipped_with_the_limit_and_the_turn_goes_on(
+    slack_bot: RunningBot, slack_api: SlackEmulator, anthropic_api: FakeAnthropic, png_12000: bytes
+) -> None:
+    anthropic_api.enqueue(text("I can only go by your words."))
+    huge = slack_api.add_file("huge.png", png_12000, "image/png")
+    small = slack_api.add_file("small.jpg", jpeg())
+    ts, _ = slack_api.mention("what is in these?", files=[huge, small])
+    posts = await await_answers(slack_api, "C0GENERAL", ts, count=2)
+    assert "*huge.png* is 12000×12000 (144 MP); the limit is 40 MP — send a smaller image." in posts[0]
+    assert posts[1] == "I can only go by your words."
+    body = anthropic_api.ok_requests[0].body
+    assert len(image_blocks(body)) == 1  # the small one still reached the model; the huge one was never decoded
+    assert not list((slack_bot.settings.workspace / "uploads" / "slack").glob(f"{huge['id']}_*"))
+
+
+async def test_a_decompression_bomb_gets_one_clear_line(
+    slack_bot: RunningBot, slack_api: SlackEmulator, anthropic_api: FakeAnthropic, png_bomb: bytes
+) -> None:
+    bomb = slack_api.add_file("bomb.png", png_bomb, "image/png")
+    ts, _ = slack_api.mention("", files=[bomb])
+    note = (await slack_api.await_for("chat.postMessage", lambda c: c.params.get("thread_ts") == ts))[0]
+    assert "*bomb.png* looks like a decompression bomb (400 MP" in note.params["text"]
+    assert "limit is 40 MP" in note.params["text"] and "went wrong" not in note.params["text"]
+    await slack_api.await_for("reactions.add", lambda c: c.params["name"] == "white_check_mark")
+    assert anthropic_api.requests == []
+
+
+def test_serve_process_stays_under_1_gib_peak_with_the_12000_square_png(
+    slack_env: dict[str, str], slack_api: SlackEmulator, anthropic_api: FakeAnthropic, png_12000: bytes
+) -> None:
+    """The tester's attack on the real `vision-agent serve` process: its peak RSS stays far below the 9.4 GB the
+    12000×12000 PNG used to cost.
+
+    The peak is the child's VmHWM, read while it runs: getrusage's ru_maxrss of a child also counts the RSS of
+    the pytest process it was spawned from (Linux records the pre-exec high-water mark), which is > 1 GiB once
+    another test has loaded the inference engine.
+    """
+    anthropic_api.enqueue(text("No picture for me."))
+    exe = os.path.join(os.path.dirname(sys.executable), "vision-agent")
+    proc = subprocess.Popen([exe, "serve"], env=slack_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        slack_api.wait_connected(timeout=60)
+        huge = slack_api.add_file("huge.png", png_12000, "image/png")
+        ts, _ = slack_api.mention("look", files=[huge])
+        posts = asyncio.run(await_answers(slack_api, "C0GENERAL", ts, count=2, timeout=60))
+        peak_mib = _peak_rss_mib(proc.pid)
+        assert "12000×12000 (144 MP)" in posts[0]
+        assert posts[1] == "No picture for me."
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            code = proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            raise
+    assert code == 0, proc.stderr.read()[-2000:] if proc.stderr else ""
+    # Below what the pixels alone would take decoded (412 MiB): the image was never decoded. (Before the check, this
+    # very path peaked at 720 MiB showing it to the model; asked to run a model on it, the bot reached 9.4 GB.)
+    assert peak_mib < min(1024, 12000 * 12000 * 3 / 2**20), f"peak RSS {peak_mib:.0f} MiB"
+    print(f"vision-agent serve peak RSS with a 12000x12000 PNG attached: {peak_mib:.0f} MiB")
+
+
+def _peak_rss_mib(pid: int) -> float:
+    """The process's peak resident set size since its exec (VmHWM), in MiB."""
+    with open(f"/proc/{pid}/status", encoding="ascii") as fh:
+        kib = next(int(line.split()[1]) for line in fh if line.startswith("VmHWM:"))
+    return kib / 1024
+
+
+async def test_an_image_whose_bytes_are_not_what_slack_says_is_judged_by_its_bytes(
+    slack_bot: RunningBot, slack_api: SlackEmulator, anthropic_api: FakeAnthropic
+) -> None:
+    buf = io.BytesIO()
+    Image.new("RGB", (8, 8)).save(buf, "BMP")
+    fake = slack_api.add_file("photo.png", buf.getvalue(), "image/png")  # Slack trusts the name; we sniff
+    ts, _ = slack_api.mention("", files=[fake])
+    note = (await slack_api.await_for("chat.postMessage", lambda c: c.params.get("thread_ts") == ts))[0]
+    assert "*photo.png* is a BMP image; attach a JPEG, PNG, GIF or WebP." in note.params["text"]
+    assert anthropic_api.requests == []

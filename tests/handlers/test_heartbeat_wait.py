@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from bot.alerts import AlertRouter
+from bot.monitoring.alerts import AlertRouter
 from handlers.app import narrow_heartbeat_wait
 from tests.fakes.slack_api import SlackEmulator
 from tests.fixtures.slack import start_bot, stop_bot

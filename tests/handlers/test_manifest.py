@@ -12,7 +12,14 @@ ROOT = Path(__file__).resolve().parents[2]
 # Web API method (as called on the SDK client) -> the bot scope Slack requires for it.
 METHOD_SCOPES = {
     "chat_postMessage": "chat:write",
+    "chat_update": "chat:write",  # alerts updated in place by their summary (part B)
+    "chat_delete": "chat:write",  # the Stop line of a running turn, removed when the turn ends
+    "chat_startStream": "chat:write",  # streamed answers (handlers/stream.py), docs.slack.dev: chat:write
+    "chat_appendStream": "chat:write",
+    "chat_stopStream": "chat:write",
     "assistant_threads_setStatus": "chat:write",  # accepted with chat:write since 2026-03
+    "assistant_threads_setSuggestedPrompts": "assistant:write",
+    "assistant_threads_setTitle": "assistant:write",  # and the app must have the Agent feature
     "reactions_add": "reactions:write",
     "reactions_remove": "reactions:write",
     "files_upload_v2": "files:write",
@@ -20,12 +27,15 @@ METHOD_SCOPES = {
     "auth_test": None,  # no scope
     "apps_connections_open": None,  # the app-level token's connections:write, not a bot scope
     "is_connected": None,  # the socket client, not a Web API method
+    "send_socket_mode_response": None,  # an ack over the socket, not a Web API method
+    "send_dict": None,  # a POST to a response_url (respond()), no scope
 }
 EVENT_SCOPES = {
     "app_mention": "app_mentions:read",
     "message.channels": "channels:history",
     "message.groups": "groups:history",
     "message.im": "im:history",
+    "app_home_opened": None,  # no scope: the agent's Messages tab opened (suggested prompts)
 }
 
 
@@ -35,7 +45,9 @@ def manifest() -> dict:
 
 def methods_called() -> set[str]:
     src = "\n".join(p.read_text() for p in (ROOT / "handlers").glob("*.py"))
-    return set(re.findall(r"client\.([a-z]+_[A-Za-z0-9_]+)\(", src)) | set(re.findall(r"\(client\.(reactions_\w+)", src))
+    direct = {m.replace(".", "_") for m in re.findall(r"api_call\(\s*\"([\w.]+)\"", src)}  # methods by name
+    called = set(re.findall(r"client\.([a-z]+_[A-Za-z0-9_]+)\(", src)) | set(re.findall(r"\(client\.(reactions_\w+)", src))
+    return (called - {"api_call"}) | direct
 
 
 def test_every_called_method_has_a_known_scope() -> None:
@@ -46,7 +58,7 @@ def test_every_called_method_has_a_known_scope() -> None:
 def test_bot_scopes_are_exactly_what_the_code_uses() -> None:
     m = manifest()
     events = set(m["settings"]["event_subscriptions"]["bot_events"])
-    needed = {METHOD_SCOPES[x] for x in methods_called()} - {None} | {EVENT_SCOPES[e] for e in events}
+    needed = ({METHOD_SCOPES[x] for x in methods_called()} | {EVENT_SCOPES[e] for e in events}) - {None}
     needed |= {"files:read"}  # url_private downloads (handlers/files.py) need it, with no SDK method call
     needed |= {"commands"} if m["features"]["slash_commands"] else set()
     assert set(m["oauth_config"]["scopes"]["bot"]) == needed
@@ -59,6 +71,7 @@ def test_socket_mode_events_command_and_interactivity() -> None:
     assert [c["command"] for c in m["features"]["slash_commands"]] == ["/vision"]
     assert "url" not in m["features"]["slash_commands"][0]  # socket mode: no request URL
     assert m["features"]["app_home"]["messages_tab_enabled"] is True  # people can DM the bot
+    assert m["features"]["agent_view"]["agent_description"]  # Slack's Agent messaging experience
     assert len(m["display_information"]["long_description"]) >= 175  # Slack rejects shorter ones
 
 

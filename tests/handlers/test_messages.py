@@ -8,7 +8,7 @@ import time
 
 from tests.fakes.anthropic_api import FakeAnthropic, error, text, tool_use
 from tests.fakes.slack_api import SlackEmulator
-from tests.fixtures.slack import RunningBot, start_bot, stop_bot
+from tests.fixtures.slack import RunningBot, answers, await_answers, start_bot, stop_bot
 
 
 def in_thread(channel: str, ts: str):
@@ -36,16 +36,17 @@ async def test_mention_gets_status_quickly_then_reply_in_its_thread(
     status = (await slack_api.await_for("assistant.threads.setStatus"))[0]
     assert reaction.params["timestamp"] == ts and reaction.time - sent < 1.0
     assert status.params["thread_ts"] == ts and status.time - sent < 1.0
-    reply = (await slack_api.await_for("chat.postMessage", in_thread("C0GENERAL", ts)))[0]
-    assert "*Two* cameras are online." in json.dumps(reply.params["blocks"])
-    tool_status = await slack_api.await_for("assistant.threads.setStatus", lambda c: "running" in c.params["status"])
-    assert tool_status[0].params["status"] == "is running think…"
+    [reply] = await await_answers(slack_api, "C0GENERAL", ts)
+    assert reply == "**Two** cameras are online."  # markdown, as Slack renders it in a streamed message
+    # the step is named for people (bot/agent/steps.py), not by its tool id: a task card in the streamed answer
+    [start] = slack_api.calls_to("chat.startStream", in_thread("C0GENERAL", ts))
+    assert [(c["title"], c["status"]) for c in start.params["chunks"]] == [("Thinking it through", "in_progress")]
     done = await slack_api.await_for("reactions.add", lambda c: c.params["name"] == "white_check_mark")
     assert done[0].params["timestamp"] == ts
     assert [e.ack_latency is not None and e.ack_latency < 0.5 for e in envelopes] == [True, True]
     # the mention arrived twice (app_mention + message.channels) and was answered once
     await asyncio.sleep(0.2)
-    assert len(slack_api.calls_to("chat.postMessage", in_thread("C0GENERAL", ts))) == 1
+    assert answers(slack_api, "C0GENERAL", ts) == [reply] and len(slack_api.calls_to("chat.startStream")) == 1
     assert len(anthropic_api.ok_requests) == 2
 
 
@@ -54,9 +55,10 @@ async def test_follow_up_in_thread_needs_no_mention_and_keeps_history(
 ) -> None:
     anthropic_api.enqueue(text("The lobby camera is online."), text("It has been up since 9:00."))
     ts, _ = slack_api.mention("is the lobby camera up?")
-    await slack_api.await_for("chat.postMessage", in_thread("C0GENERAL", ts))
+    await await_answers(slack_api, "C0GENERAL", ts)
     slack_api.message("since when?", thread_ts=ts)
-    await slack_api.await_for("chat.postMessage", in_thread("C0GENERAL", ts), count=2)
+    assert await await_answers(slack_api, "C0GENERAL", ts, count=2) == ["The lobby camera is online.",
+                                                                        "It has been up since 9:00."]
     second = anthropic_api.ok_requests[1].body
     texts = user_texts(second)
     assert any("is the lobby camera up?" in t for t in texts) and any("since when?" in t for t in texts)
@@ -71,7 +73,7 @@ async def test_plain_channel_message_outside_our_threads_is_ignored(
     await slack_api.await_ack(env)
     slack_api.other_bot_message("deploy finished", thread_ts=ts)
     await asyncio.sleep(0.3)
-    assert slack_api.calls_to("chat.postMessage") == [] and anthropic_api.requests == []
+    assert answers(slack_api, "C0GENERAL") == [] and anthropic_api.requests == []
 
 
 async def test_two_fast_messages_in_one_thread_are_answered_in_order(
@@ -79,13 +81,13 @@ async def test_two_fast_messages_in_one_thread_are_answered_in_order(
 ) -> None:
     anthropic_api.enqueue(text("first answer"))
     ts, _ = slack_api.mention("start")
-    await slack_api.await_for("chat.postMessage", in_thread("C0GENERAL", ts))
+    await await_answers(slack_api, "C0GENERAL", ts)
     # the first of the two is slow: a parallel turn would answer the second one first
     anthropic_api.enqueue(text("answer one", delay=0.4), text("answer two"))
     slack_api.message("question one", thread_ts=ts)
     slack_api.message("question two", thread_ts=ts)
-    replies = await slack_api.await_for("chat.postMessage", in_thread("C0GENERAL", ts), count=3)
-    assert [r.params["text"] for r in replies[1:]] == ["answer one", "answer two"]
+    replies = await await_answers(slack_api, "C0GENERAL", ts, count=3)
+    assert replies[1:] == ["answer one", "answer two"]
     assert user_texts(anthropic_api.ok_requests[2].body)[-1] == "question two"
 
 
@@ -97,9 +99,9 @@ async def test_other_threads_proceed_while_one_is_busy(
     slow_ts, _ = slack_api.mention("slow question")
     await asyncio.sleep(0.05)
     quick_ts, _ = slack_api.mention("quick question")
-    first = (await slack_api.await_for("chat.postMessage"))[0]
-    assert first.params["thread_ts"] == quick_ts
-    await slack_api.await_for("chat.postMessage", in_thread("C0GENERAL", slow_ts))
+    assert await await_answers(slack_api, "C0GENERAL", quick_ts) == ["quick answer"]
+    assert answers(slack_api, "C0GENERAL", slow_ts) == []  # still busy, and it held nobody up
+    assert await await_answers(slack_api, "C0GENERAL", slow_ts) == ["slow answer"]
 
 
 async def test_retried_event_is_answered_once(
@@ -111,7 +113,7 @@ async def test_retried_event_is_answered_once(
         await slack_api.await_ack(slack_api.redeliver(env, reason="http_timeout"))
     await slack_api.await_for("reactions.add", lambda c: c.params["name"] == "white_check_mark")
     await asyncio.sleep(0.2)
-    assert len(slack_api.calls_to("chat.postMessage", in_thread("C0GENERAL", ts))) == 1
+    assert answers(slack_api, "C0GENERAL", ts) == ["hello there"]
     assert len(anthropic_api.ok_requests) == 1
 
 
@@ -120,12 +122,12 @@ async def test_dms_top_level_share_a_session_threaded_dm_is_its_own(
 ) -> None:
     anthropic_api.enqueue(text("one"), text("two"), text("three"))
     first_ts, _ = slack_api.dm("remember the word banana")
-    await slack_api.await_for("chat.postMessage", count=1)
+    await await_answers(slack_api, "D0HUMAN", count=1)
     slack_api.dm("what word?")
-    await slack_api.await_for("chat.postMessage", count=2)
+    await await_answers(slack_api, "D0HUMAN", count=2)
     slack_api.dm("new topic in a thread", thread_ts=first_ts)
-    posts = await slack_api.await_for("chat.postMessage", count=3)
-    assert [p.params.get("thread_ts") for p in posts] == [None, None, first_ts]
+    assert await await_answers(slack_api, "D0HUMAN", count=3) == ["one", "two", "three"]
+    assert answers(slack_api, "D0HUMAN", first_ts) == ["three"]  # the first two went to the DM itself
     assert any("banana" in t for t in user_texts(anthropic_api.ok_requests[1].body))
     assert not any("banana" in t for t in user_texts(anthropic_api.ok_requests[2].body))
 
@@ -137,13 +139,13 @@ async def test_threads_and_their_history_survive_a_restart(
     first = await start_bot(slack_env, slack_api)
     try:
         ts, _ = slack_api.mention("the code word is heron")
-        await slack_api.await_for("chat.postMessage", in_thread("C0GENERAL", ts))
+        await await_answers(slack_api, "C0GENERAL", ts)
     finally:
         await stop_bot(first)
     second = await start_bot(slack_env, slack_api)  # same workspace, new process state
     try:
         slack_api.message("what was the code word?", thread_ts=ts)  # no mention: the thread is still ours
-        await slack_api.await_for("chat.postMessage", in_thread("C0GENERAL", ts), count=2)
+        assert (await await_answers(slack_api, "C0GENERAL", ts, count=2))[1] == "It was heron."
         assert any("heron" in t for t in user_texts(anthropic_api.ok_requests[1].body)[:-1])
     finally:
         await stop_bot(second)
@@ -159,29 +161,35 @@ async def test_edits_and_our_own_echoes_are_not_answered(
     await asyncio.sleep(0.2)
     echoes = [e for e in slack_api.envelopes.values() if e.payload.get("event", {}).get("bot_id")]
     assert echoes and all(e.acked_at for e in echoes)  # Slack sent our reply back to us; we acked, not answered
-    assert len(slack_api.calls_to("chat.postMessage")) == 1 and len(anthropic_api.requests) == 1
+    assert answers(slack_api, "C0GENERAL") == ["hello"] and len(anthropic_api.requests) == 1
 
 
-async def test_long_answer_is_split_within_slack_limits(
-    slack_bot: RunningBot, slack_api: SlackEmulator, anthropic_api: FakeAnthropic
+async def test_long_answer_posted_at_the_end_is_split_within_slack_limits(
+    slack_env: dict[str, str], slack_api: SlackEmulator, anthropic_api: FakeAnthropic
 ) -> None:
     answer = "\n\n".join(f"## Camera {i}\n" + "All quiet, nothing moved. " * 60 for i in range(30))
     anthropic_api.enqueue(text(answer))
-    ts, _ = slack_api.mention("full report please")
-    await slack_api.await_for("reactions.add", lambda c: c.params["name"] == "white_check_mark")
+    running = await start_bot(slack_env, slack_api, slack={"stream_answers": False})  # the mrkdwn path
+    try:
+        ts, _ = slack_api.mention("full report please")
+        await slack_api.await_for("reactions.add", lambda c: c.params["name"] == "white_check_mark")
+    finally:
+        await stop_bot(running)
     posts = slack_api.calls_to("chat.postMessage", in_thread("C0GENERAL", ts))
-    sections = [b["text"]["text"] for p in posts for b in p.params["blocks"]]
+    sections = [b["text"]["text"] for p in posts for b in p.params["blocks"] if b["type"] == "section"]
     assert len(posts) > 1 and all(len(s) <= 3000 for s in sections)
     assert "".join(sections).count("*Camera ") == 30  # headings became bold, nothing lost
+    assert [b["type"] for b in posts[-1].params["blocks"]][-1] == "context_actions"  # feedback under the last
+    assert all("context_actions" not in json.dumps(p.params["blocks"]) for p in posts[:-1])
 
 
-async def test_model_failure_ends_with_a_line_and_a_cross(
+async def test_model_failure_ends_with_a_line_and_a_warning_reaction(
     slack_bot: RunningBot, slack_api: SlackEmulator, anthropic_api: FakeAnthropic
 ) -> None:
     anthropic_api.enqueue(*[error(400, message="bad request")] * 3)
     ts, _ = slack_api.mention("hello")
-    done = await slack_api.await_for("reactions.add", lambda c: c.params["name"] in ("x", "white_check_mark"))
-    assert done[0].params["name"] == "x"
+    done = await slack_api.await_for("reactions.add", lambda c: c.params["name"] in ("warning", "white_check_mark"))
+    assert done[0].params["name"] == "warning"
     note = slack_api.calls_to("chat.postMessage", in_thread("C0GENERAL", ts))[0]
     assert note.params["text"].startswith(":warning:")
 
@@ -194,7 +202,7 @@ async def test_status_refused_falls_back_to_reactions(
     ts, _ = slack_api.mention("status?")
     await slack_api.await_for("reactions.add", lambda c: c.params["name"] == "white_check_mark")
     slack_api.message("again", thread_ts=ts)
-    await slack_api.await_for("chat.postMessage", in_thread("C0GENERAL", ts), count=2)
+    assert await await_answers(slack_api, "C0GENERAL", ts, count=2) == ["fine", "still fine"]
     failed = [c for c in slack_api.calls if c.method == "assistant.threads.setStatus"]
     assert len(failed) == 1 and not failed[0].ok  # asked once, then left alone
 

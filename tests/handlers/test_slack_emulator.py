@@ -61,3 +61,21 @@ async def test_unacked_envelope_is_resent_with_retry_attempt(slack_api: SlackEmu
         with pytest.raises(asyncio.TimeoutError):
             await ws.receive(timeout=0.5)
     assert env.acked_at is not None
+
+
+async def test_rate_limit_answers_429_with_retry_after_like_slack(slack_api: SlackEmulator) -> None:
+    slack_api.rate_limit("chat.postMessage", calls=1, retry_after=3)
+    async with aiohttp.ClientSession() as http:
+        form = {"channel": "C0GENERAL", "text": "hi"}
+        headers = {"Authorization": f"Bearer {slack_api.bot_token}"}
+        async with http.post(slack_api.api_url + "chat.postMessage", data=form, headers=headers) as resp:
+            assert (resp.status, resp.headers["Retry-After"]) == (429, "3")
+            assert await resp.json() == {"ok": False, "error": "ratelimited"}
+        async with http.post(slack_api.api_url + "chat.postMessage", data=form, headers=headers) as resp:
+            assert resp.status == 200 and (await resp.json())["ok"] is True  # the one limited call is used up
+    assert [m["text"] for m in slack_api.messages("C0GENERAL")] == ["hi"]  # the limited call changed nothing
+    slack_api.rate_limit(seconds=0.3)  # every method, for a while
+    with pytest.raises(SlackApiError, match="ratelimited"):
+        await AsyncWebClient(token=slack_api.bot_token, base_url=slack_api.api_url, retry_handlers=[]).auth_test()
+    await asyncio.sleep(0.35)
+    assert (await AsyncWebClient(token=slack_api.bot_token, base_url=slack_api.api_url).auth_test())["ok"]

@@ -8,6 +8,11 @@ from pathlib import Path
 from typing import Any
 
 from bot.backends.base import BackendError, Detection, InferenceResult, PipelineHandle, ResultListener
+from bot.backends.policy import check_spec
+from bot.config import InferenceConfig
+
+# The real backends apply the block policy at every entry point; the fake does too, with the default config.
+POLICY = InferenceConfig()
 
 
 def result(counts: dict[str, int], frame_id: int | None = 1, frame: bytes | None = b"\xff\xd8\xffframe", **values: Any) -> InferenceResult:
@@ -37,6 +42,9 @@ class FakeBackend:
         self.blocks: list[dict[str, Any]] = []
 
     async def run_single(self, image: bytes, **kw: Any) -> InferenceResult:
+        problems = check_spec(kw["workflow_spec"], POLICY) if kw.get("workflow_spec") is not None else []
+        if problems:
+            raise BackendError("workflow refused: " + "; ".join(problems))
         self.calls.append(("run_single", {"image": image, **kw}))
         if self.fail_single:
             raise BackendError(self.fail_single)
@@ -97,7 +105,7 @@ class FakeBackend:
         return self.blocks
 
     async def validate_workflow(self, spec: dict) -> list[str]:
-        return [] if spec.get("steps") else ["the workflow has no steps"]
+        return check_spec(spec, POLICY) or ([] if spec.get("steps") else ["the workflow has no steps"])
 
     async def close(self) -> None:
         self.closed = True

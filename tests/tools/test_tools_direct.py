@@ -8,11 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from bot.agent.tools import ToolContext
+from bot.backends.provider import BackendProvider
 from bot.backends.workflows import detection_workflow
-from bot.pipelines import PipelineManager
+from bot.pipelines.manager import PipelineManager
+from bot.services import Services
 from tests.fixtures.inference import crossing_line, make_video
 from tools import build_registry
-from tools.base import ToolContext
 
 pytestmark = pytest.mark.slow
 
@@ -31,7 +33,7 @@ def reg():
 @pytest.fixture
 def ctx(settings, workspace_dir: Path, direct) -> ToolContext:
     mgr = PipelineManager(lambda: direct, workspace_dir / "active_state.json", settings)
-    return ToolContext(settings=settings, services={"backend": direct, "pipelines": mgr})
+    return ToolContext(settings=settings, services=Services(backend=BackendProvider.of(direct), pipelines=mgr))
 
 
 async def _wait_done(mgr: PipelineManager, name: str, timeout: float = 30.0) -> None:
@@ -84,7 +86,7 @@ async def test_pipeline_on_a_video_counts_both_crossings(reg, ctx, workspace_dir
     res = await reg.execute("start_pipeline", {"video_reference": str(video), "pipeline_name": "door",
                                                "workflow_spec": good}, ctx)
     assert not res.is_error, res.text
-    mgr = ctx.services["pipelines"]
+    mgr = ctx.services.pipelines
     await _wait_done(mgr, "door")
     out = await reg.execute("get_pipeline_results", {"pipeline_id": "door", "max_results": 50, "include_frame": True}, ctx)
     assert "face max 2" in out.text and "count_in=1, count_out=1" in out.text, out.text
@@ -93,7 +95,7 @@ async def test_pipeline_on_a_video_counts_both_crossings(reg, ctx, workspace_dir
 
 
 async def test_restart_restores_pipelines_and_marks_a_missing_source(settings, workspace_dir: Path):
-    from bot.backends.direct import DirectBackend
+    from bot.backends.direct.backend import DirectBackend
 
     state = workspace_dir / "active_state.json"
     long_video = make_video(workspace_dir / "long.mp4", frames=150)
@@ -121,9 +123,11 @@ async def test_restart_restores_pipelines_and_marks_a_missing_source(settings, w
         await second.close()
 
 
-async def test_a_dead_camera_with_a_password_never_leaks_it(reg, ctx, caplog):
+async def test_a_dead_camera_with_a_password_never_leaks_it(reg, ctx, workspace_dir: Path, caplog):
     import logging
 
+    # registered, so its loopback address may be opened (an unregistered one is refused before any connect)
+    (workspace_dir / "CAMERAS.md").write_text("| Name | URL |\n|---|---|\n| cam | rtsp://admin:hunter2@127.0.0.1:1/live |\n")
     with caplog.at_level(logging.DEBUG):
         res = await reg.execute("start_pipeline", {"video_reference": "rtsp://admin:hunter2@127.0.0.1:1/live",
                                                    "pipeline_name": "cam", "model_id": "builtin/faces"}, ctx)

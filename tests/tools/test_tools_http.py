@@ -6,20 +6,22 @@ from pathlib import Path
 
 import pytest
 
+from bot.agent.tools import ToolContext
+from bot.backends.provider import BackendProvider
 from bot.config import load_settings
+from bot.services import Services
 from tools import build_registry
-from tools.base import ToolContext
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
 async def ctx(base_env, workspace_dir: Path, inference_server: str):
-    from bot.backends.http import HttpBackend
+    from bot.backends.http.backend import HttpBackend
 
     settings = load_settings({**base_env, "VISION_AGENT_BACKEND": "http", "INFERENCE_SERVER_URL": inference_server})
     backend = HttpBackend(settings)
-    yield ToolContext(settings=settings, services={"backend": backend})
+    yield ToolContext(settings=settings, services=Services(backend=BackendProvider.of(backend)))
     await backend.close()
 
 

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import base64
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from bot.agent.tools import Attachment, ToolContext
 from bot.backends.base import BackendError, InferenceResult
-from bot.pipelines import PipelineManager
+from bot.backends.provider import BackendProvider
+from bot.pipelines.manager import PipelineManager
+from bot.services import Services
 from tests.tools.fake_backend import FakeBackend, result
 from tools import build_registry
-from tools.base import Attachment, ToolContext
 
 PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
@@ -36,7 +39,7 @@ def ctx(settings, workspace_dir: Path, tmp_path: Path, backend) -> ToolContext:
     mgr = PipelineManager(lambda: backend, workspace_dir / "active_state.json", settings)
     return ToolContext(
         settings=settings, attachments=[Attachment(upload, "image/png", "F0UPLOAD1", "upload.png")],
-        services={"backend": backend, "pipelines": mgr},
+        services=Services(backend=BackendProvider.of(backend), pipelines=mgr),
     )
 
 
@@ -106,7 +109,7 @@ async def test_pipeline_tools_by_name_and_id_never_show_the_password(reg, ctx, b
                                                    "model_id": "builtin/people", "max_fps": 5}, ctx)
     assert not started.is_error, started.text
     assert "hunter2" not in started.text and "admin:***@10.0.0.5" in started.text and "at up to 5 FPS" in started.text
-    pid = ctx.services["pipelines"].resolve("dock").pipeline_id
+    pid = ctx.services.pipelines.resolve("dock").pipeline_id
     assert pid in started.text
     for i in range(3):
         backend.emit(pid, result({"person": i + 1}, frame_id=i, count_in=i))
@@ -138,7 +141,7 @@ async def test_start_pipeline_errors(reg, ctx):
                                                    "model_id": "builtin/faces"}, ctx)
     assert outside.is_error and "VISION_AGENT_MEDIA_DIRS" in outside.text
     webcam = await reg.execute("start_pipeline", {"video_reference": 0, "pipeline_name": "w", "model_id": "builtin/faces"}, ctx)
-    assert not webcam.is_error and ctx.services["pipelines"].config("w").video_reference == "0"
+    assert not webcam.is_error and ctx.services.pipelines.config("w").video_reference == "0"
 
 
 async def test_tools_without_services_say_so(reg, settings):
@@ -189,7 +192,8 @@ async def test_list_workflow_blocks_by_category_and_overview(reg, ctx, backend):
     cv = await reg.execute("list_workflow_blocks", {"category": "classical-cv"}, ctx)
     assert "image_blur@v1" in cv.text
     overview = await reg.execute("list_workflow_blocks", {}, ctx)
-    assert "## sink (1)" in overview.text and "## visualization (1)" in overview.text
+    assert "## visualization (1)" in overview.text
+    assert "sink" not in overview.text  # the webhook sink is refused here, so it is not offered
     bad = await reg.execute("list_workflow_blocks", {"category": "magic"}, ctx)
     assert bad.is_error and "tracking" in bad.text
 
@@ -205,13 +209,34 @@ async def test_get_block_details_lists_inputs_outputs_and_an_example_step(reg, c
     res = await reg.execute("get_block_details", {"block_type": "roboflow_core/line_counter@v2"}, ctx)
     lines = res.text.splitlines()
     assert "- line_segment (required) [array]: Two points." in lines
-    assert "- triggering_anchor, default \"CENTER\" [string]: " in lines
+    anchor = next(line for line in lines if line.startswith("- triggering_anchor"))
+    assert anchor.startswith('- triggering_anchor, default "CENTER" [string]: Note: Unset means all four box corners')
     assert "Outputs: count_in [integer]; count_out [integer]" in lines
     assert lines[-1] == ('Example step: {"type": "roboflow_core/line_counter@v2", "name": "step_1", "image": '
                          '"$inputs.image", "detections": "$steps.<model_step>.predictions", '
                          '"line_segment": [[0, 100], [500, 100]]}')
     missing = await reg.execute("get_block_details", {"block_type": "roboflow_core/line_countr@v2"}, ctx)
     assert missing.is_error and "Did you mean: roboflow_core/line_counter@v2" in missing.text
+
+
+def test_descriptions_end_on_whole_sentences_within_their_budget():
+    from tools.block_catalog import INPUT_CHARS, clip_sentences
+
+    text = "First sentence is long enough. " * 3 + "Second part (with a note). " * 20
+    clipped = clip_sentences(text, INPUT_CHARS)
+    assert len(clipped) <= INPUT_CHARS and clipped.endswith(".") and clipped.startswith("First sentence")
+    one = "A single sentence without a stop that runs on " * 10
+    assert clip_sentences(one, 40) == " ".join(one.split())  # never cut inside the first sentence
+
+
+async def test_refused_blocks_are_not_offered_until_an_operator_enables_them(reg, ctx, backend):
+    backend.blocks = BLOCKS
+    hook = await reg.execute("get_block_details", {"block_type": "roboflow_core/webhook_sink@v1"}, ctx)
+    assert hook.is_error and "refused" in hook.text and "allowed_extra_blocks: [roboflow_core/webhook_sink@v1]" in hook.text
+    inference = ctx.settings.inference.model_copy(update={"allowed_extra_blocks": ["roboflow_core/webhook_sink@v1"]})
+    ctx = replace(ctx, settings=ctx.settings.model_copy(update={"inference": inference}))
+    assert "webhook_sink@v1" in (await reg.execute("list_workflow_blocks", {"category": "sink"}, ctx)).text
+    assert not (await reg.execute("get_block_details", {"block_type": "roboflow_core/webhook_sink@v1"}, ctx)).is_error
 
 
 async def test_backend_errors_in_discovery_are_errors(reg, ctx, backend):
@@ -221,3 +246,29 @@ async def test_backend_errors_in_discovery_are_errors(reg, ctx, backend):
     backend.describe_blocks = broken
     res = await reg.execute("list_workflow_blocks", {}, ctx)
     assert res.is_error and "not reachable" in res.text
+
+
+async def test_stop_pipeline_takes_all(reg, ctx, backend):
+    for name in ("dock", "yard"):
+        res = await reg.execute("start_pipeline", {"video_reference": "0", "pipeline_name": name,
+                                                   "model_id": "builtin/people"}, ctx)
+        assert not res.is_error, res.text
+    assert "paused" in (await reg.execute("pause_pipeline", {"pipeline_id": "all"}, ctx)).text
+    stopped = await reg.execute("stop_pipeline", {"pipeline_id": "All"}, ctx)
+    assert not stopped.is_error, stopped.text
+    assert [line.split(" (")[0] for line in stopped.text.splitlines()] == ["dock", "yard"]
+    assert {h.status for h in ctx.services.pipelines.snapshot()} == {"stopped"}
+    again = await reg.execute("stop_pipeline", {"pipeline_id": "all"}, ctx)
+    assert not again.is_error and again.text == "No pipelines to stop."
+
+
+async def test_start_pipeline_with_a_zone_composes_the_dwell_workflow(reg, ctx, backend):
+    res = await reg.execute("start_pipeline", {"video_reference": "0", "pipeline_name": "yard", "model_id": "builtin/people",
+                                               "zone": "0,0,200,0,200,100"}, ctx)
+    assert not res.is_error, res.text
+    assert "timing how long objects stay in a 3-point zone" in res.text
+    step = next(s for s in backend.calls[-1][1]["workflow_spec"]["steps"] if s["name"] == "zone")
+    assert step["type"] == "roboflow_core/time_in_zone@v3" and step["zone"] == [[0, 0], [200, 0], [200, 100]]
+    bad = await reg.execute("start_pipeline", {"video_reference": "0", "pipeline_name": "w", "model_id": "builtin/people",
+                                               "zone": "0,0,1"}, ctx)
+    assert bad.is_error and "zone= takes a polygon" in bad.text

@@ -116,9 +116,22 @@ def test_camera_tables_follow_their_headers() -> None:
 
 
 def test_template_heartbeat_schedules_nothing(tmp_path: Path) -> None:
-    from bot.checklist import scheduled_items
+    from bot.monitoring.checklist import scheduled_items
 
     ws = Workspace(tmp_path)
     ws.init()
     # An untouched workspace must cost nothing while idle: no scheduled LLM checks until the user adds them.
     assert scheduled_items((ws.root / "HEARTBEAT.md").read_text()) == []
+
+
+def test_named_zones_come_from_their_own_table_and_are_not_cameras(tmp_path: Path) -> None:
+    ws = Workspace(tmp_path)
+    ws.init()
+    assert ws.zones() == {}  # the template's example zone sits in a comment
+    (ws.root / "CAMERAS.md").write_text(
+        "| Name | URL |\n|---|---|\n| dock | rtsp://10.0.0.5/s1 |\n\n## Zones\n\n"
+        "| Zone | Camera | Polygon | Notes |\n|---|---|---|---|\n| loading-bay | dock | `100,300,500,300,500,470` | |\n"
+        "| empty | dock | | |\n"
+    )
+    assert ws.zones() == {"loading-bay": "100,300,500,300,500,470"}
+    assert [c.name for c in ws.cameras()] == ["dock"]

@@ -37,8 +37,8 @@ def test_template_skills_name_real_workflow_blocks(ws: Workspace) -> None:
     assert spec is not None and spec.submodule_search_locations
     steps = Path(next(iter(spec.submodule_search_locations))) / "core_steps"
     known = {m for f in steps.rglob("*.py") for m in _BLOCK.findall(f.read_text(encoding="utf-8"))}
-    ours = Path(__file__).resolve().parents[2] / "bot" / "backends" / "builtin_blocks.py"
-    known |= set(_BLOCK.findall(ours.read_text(encoding="utf-8")))  # the offline detector blocks
+    ours = (Path(__file__).resolve().parents[2] / "bot" / "backends" / "builtin").glob("*.py")
+    known |= {m for f in ours for m in _BLOCK.findall(f.read_text(encoding="utf-8"))}  # the offline detector blocks
     assert {"roboflow_core/byte_tracker@v3", "vision_agent/hog_people_detector@v1"} <= known
     for skill in ws.list_skills():
         used = set(_BLOCK.findall(skill.path.read_text()))

@@ -12,10 +12,11 @@ import supervision as sv
 
 from bot.backends.convert import (
     detections_from_sv,
+    from_workflow_output,
     from_model_response,
     from_serialized_output,
 )
-from bot.redaction import redact
+from bot.media.redaction import redact
 
 
 def jpeg_b64(image) -> str:
@@ -80,7 +81,7 @@ def test_credentials_are_redacted():
 
 def test_backends_import_without_loading_inference():
     code = (
-        "import sys, bot.backends, bot.backends.direct, bot.backends.http, bot.backends.workflows;"
+        "import sys, bot.backends, bot.backends.direct.backend, bot.backends.http.backend, bot.backends.workflows;"
         "heavy = [m for m in ('inference', 'cv2', 'supervision', 'torch') if m in sys.modules];"
         "print(','.join(heavy))"
     )
@@ -106,3 +107,53 @@ def test_in_process_values_become_plain_json():
         "count_in": 2, "per_zone": [{"count": 1}, {"count": 1}], "when": "2026-01-02T03:04:05", "scores": [0.5, 0.25]
     }
     json.dumps(result.values)  # everything downstream may serialize it
+
+
+def _time_in_zone_outputs(seconds_apart: float = 12.0) -> tuple[sv.Detections, dict]:
+    """inference's own time_in_zone block (v3) on two frames of a 10 fps video: its in-process and JSON outputs."""
+    from datetime import datetime
+
+    from roboflow_workflows.core_steps.analytics.time_in_zone.v3 import TimeInZoneBlockV3
+    from roboflow_workflows.core_steps.common.serializers import serialise_sv_detections
+    from roboflow_workflows.execution_engine.entities.base import (
+        ImageParentMetadata,
+        VideoMetadata,
+        WorkflowImageData,
+    )
+
+    block = TimeInZoneBlockV3()
+    dets = sv.Detections(xyxy=np.array([[10, 10, 50, 50], [300, 300, 340, 340]], dtype=float),
+                         confidence=np.array([0.9, 0.8]), class_id=np.array([0, 0]),
+                         tracker_id=np.array([45, 7]), data={"class_name": np.array(["person", "person"])})
+    dets["detection_id"] = np.array(["a", "b"])
+    out = None
+    for frame in (0, int(seconds_apart * 10)):
+        meta = VideoMetadata(video_identifier="street", frame_number=frame, frame_timestamp=datetime.now(), fps=10,
+                             comes_from_video_file=True)
+        image = WorkflowImageData(parent_metadata=ImageParentMetadata(parent_id="f"),
+                                  numpy_image=np.zeros((400, 400, 3), np.uint8), video_metadata=meta)
+        out = block.run(image, dets, [[0, 0], [100, 0], [100, 100], [0, 100]], "CENTER", False, True)
+    timed = out["timed_detections"]
+    return timed, serialise_sv_detections(timed)  # what the inference server sends: {"image": …, "predictions": […]}
+
+
+def test_seconds_in_zone_survive_conversion_from_the_real_time_in_zone_block():
+    timed, as_json = _time_in_zone_outputs(seconds_apart=12.0)
+    for result in (from_workflow_output({"predictions": timed}), from_serialized_output({"predictions": as_json})):
+        by_id = {d.tracker_id: d.time_in_zone for d in result.detections}
+        assert by_id == {45: 12.0, 7: 0.0}  # #45 stayed 12 s inside; #7 is outside the zone (0 s, never its id)
+
+
+def test_a_separate_zone_output_lends_its_seconds_to_the_main_detections():
+    timed, _ = _time_in_zone_outputs(seconds_apart=3.5)
+    tracked = sv.Detections(xyxy=timed.xyxy, confidence=timed.confidence, class_id=timed.class_id,
+                            tracker_id=timed.tracker_id, data={"class_name": timed.data["class_name"]})
+    result = from_workflow_output({"predictions": tracked, "zone": timed[timed.data["time_in_zone"] > 0]})
+    assert {d.tracker_id: d.time_in_zone for d in result.detections} == {45: 3.5, 7: None}
+    assert result.values["zone"] == {"count": 1, "tracker_ids": [45]}
+
+
+def test_a_server_image_over_the_bomb_limit_is_no_frame_not_a_failure(png_bomb):
+    output = {"count_in": 2, "annotated": {"type": "base64", "value": base64.b64encode(png_bomb).decode()}}
+    result = from_serialized_output(output)
+    assert result.values == {"count_in": 2} and result.frame is None

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from bot.backends.base import BackendError
-from bot.backends.direct import DirectBackend
+from bot.backends.direct.backend import DirectBackend
 from bot.backends.workflows import detection_workflow
 from tests.fixtures.common import free_port
 
@@ -46,7 +46,7 @@ async def test_undecodable_image_is_a_clear_error(direct_backend):
 
 async def test_roboflow_model_offline_fails_fast_with_hint(settings, astronaut_jpeg, monkeypatch, direct_backend):
     # Roboflow's API "moved" to a closed local port: the same refusal an offline machine gets, even in CI.
-    monkeypatch.setattr("bot.backends.runtime._api_base_url", lambda: f"https://127.0.0.1:{free_port()}")
+    monkeypatch.setattr("bot.backends.direct.engine._api_base_url", lambda: f"https://127.0.0.1:{free_port()}")
     backend = DirectBackend(settings)
     start = time.monotonic()
     with pytest.raises(BackendError) as err:
@@ -59,9 +59,10 @@ async def test_roboflow_model_offline_fails_fast_with_hint(settings, astronaut_j
 async def test_invalid_spec_gives_problems_and_corrected_spec_deploys(direct_backend, face_video):
     spec = detection_workflow("builtin/faces")
     spec["steps"][1]["detections"] = "$steps.detectr.predictions"
-    spec["steps"].append({"type": "roboflow_core/no_such_block@v9", "name": "ghost"})
     problems = await direct_backend.validate_workflow(spec)
-    assert problems and any("no_such_block" in p for p in problems) and all(len(p) < 400 for p in problems)
+    assert problems and any("detectr" in p for p in problems) and all(len(p) < 400 for p in problems)
+    ghost = {**spec, "steps": [*spec["steps"], {"type": "roboflow_core/no_such_block@v9", "name": "ghost"}]}
+    assert "not on this bot's allowlist" in (await direct_backend.validate_workflow(ghost))[0]  # before any compiler
     with pytest.raises(BackendError, match="the workflow is invalid"):
         await direct_backend.start_pipeline("bad-spec", "door", str(face_video), workflow_spec=spec)
     fixed = detection_workflow("builtin/faces")
@@ -99,7 +100,7 @@ async def test_people_builtin_runs_on_a_photo(direct_backend, astronaut_jpeg):
 
 def test_make_backend_picks_by_setting(base_env):
     from bot.backends import make_backend
-    from bot.backends.http import HttpBackend
+    from bot.backends.http.backend import HttpBackend
     from bot.config import load_settings
 
     assert isinstance(make_backend(load_settings(base_env)), DirectBackend)
@@ -110,7 +111,7 @@ def test_make_backend_picks_by_setting(base_env):
 def test_server_refuses_a_taken_port(capsys):
     import socket
 
-    from bot.backends.server import main
+    from bot.backends.http.server import main
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -122,7 +123,7 @@ def test_server_refuses_a_taken_port(capsys):
 async def test_saved_workflow_needs_a_key_then_the_network(settings, base_env, astronaut_jpeg, monkeypatch, direct_backend):
     with pytest.raises(BackendError, match="set ROBOFLOW_API_KEY"):
         await DirectBackend(settings).run_single(astronaut_jpeg, workspace_name="acme", workflow_id="count-cars")
-    monkeypatch.setattr("bot.backends.runtime._api_base_url", lambda: f"https://127.0.0.1:{free_port()}")
+    monkeypatch.setattr("bot.backends.direct.engine._api_base_url", lambda: f"https://127.0.0.1:{free_port()}")
     from bot.config import load_settings
 
     keyed = DirectBackend(load_settings({**base_env, "ROBOFLOW_API_KEY": "rf-test-key"}))

@@ -25,9 +25,26 @@ async def wait_done(backend, pipeline_id: str, timeout: float = 60.0):
     raise AssertionError(f"pipeline {pipeline_id} still {handle.status} after {timeout}s")
 
 
+_BEFORE: set[int | None] = set()
+
+
+@pytest.fixture(autouse=True)
+def _threads_before() -> None:
+    """Threads alive when a test starts are not its own (an earlier test's pipeline may still be winding down;
+    the session's leak check names such tests)."""
+    _BEFORE.clear()
+    _BEFORE.update(t.ident for t in threading.enumerate())
+
+
 def pipeline_threads() -> list[str]:
+    """This test's pipeline threads still running. A reaper sets its events as its last act, so it may take a
+    moment more to exit: it gets one second; the pipeline's own threads get none."""
+    mine = [t for t in threading.enumerate() if t.ident not in _BEFORE]
+    for t in mine:
+        if t.name.startswith("reap-"):
+            t.join(1.0)
     names = ("_execute_inference", "_dispatch_inference_results", "reap-")
-    return [t.name for t in threading.enumerate() if any(n in t.name for n in names)]
+    return [t.name for t in mine if t.is_alive() and any(n in t.name for n in names)]
 
 
 async def test_two_faces_crossing_line_count_one_in_one_out(direct_backend, face_video):
@@ -121,3 +138,14 @@ async def test_close_twice_stops_each_pipeline_once_and_leaves_no_thread(direct_
     await direct_backend.close()  # Runtime.close after PipelineManager.close: a no-op
     assert time.monotonic() - start < 1.0
     assert await direct_backend.get_pipeline_status("close-1") == stopped and pipeline_threads() == []
+
+
+async def test_sources_that_fail_at_once_never_strand_a_dispatcher_thread(direct_backend, tmp_path):
+    """A source failing instantly ended the inference thread before start() launched the dispatcher; the reaper's
+    join() then drained the end marker itself and the dispatcher waited forever (3 of 30 stranded before the fix)."""
+    bad = tmp_path / "broken.mp4"
+    bad.write_bytes(b"this is not a video")
+    for i in range(30):
+        handle = await direct_backend.start_pipeline(f"burst-{i}", "broken", str(bad), model_id="builtin/faces")
+        assert handle.status == "error"
+    assert pipeline_threads() == []

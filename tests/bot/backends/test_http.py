@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from bot.backends.base import BackendError
-from bot.backends.http import HttpBackend
+from bot.backends.http.backend import HttpBackend
 from bot.backends.workflows import detection_workflow
 from bot.config import load_settings
 from tests.fixtures.common import free_port
@@ -43,10 +43,11 @@ async def test_astronaut_face_through_server_with_annotated_frame(http_backend, 
 async def test_invalid_spec_comes_back_as_problems_and_corrected_one_runs(http_backend, astronaut_jpeg):
     spec = detection_workflow("builtin/faces", track=False)
     spec["steps"][0]["images"] = "$inputs.picture"
-    spec["steps"].append({"type": "roboflow_core/no_such_block@v9", "name": "ghost"})
     problems = await http_backend.validate_workflow(spec)
-    assert any("no_such_block" in p and "unknown block type" in p for p in problems)
-    assert all(len(p) < 400 for p in problems)
+    assert any("picture" in p for p in problems) and all(len(p) < 400 for p in problems)
+    spec["steps"].append({"type": "roboflow_core/no_such_block@v9", "name": "ghost"})
+    problems = await http_backend.validate_workflow(spec)  # refused by the block policy before the server sees it
+    assert len(problems) == 1 and "no_such_block" in problems[0] and "list_workflow_blocks" in problems[0]
     fixed = detection_workflow("builtin/faces", track=False)
     assert await http_backend.validate_workflow(fixed) == []
     result = await http_backend.run_single(astronaut_jpeg, workflow_spec=fixed)
@@ -55,7 +56,8 @@ async def test_invalid_spec_comes_back_as_problems_and_corrected_one_runs(http_b
 
 async def test_describe_blocks_lists_the_offline_detectors(http_backend):
     types = {b["manifest_type_identifier"] for b in await http_backend.describe_blocks()}
-    assert {"vision_agent/haar_face_detector@v1", "vision_agent/motion_detector@v1"} <= types
+    assert {"vision_agent/haar_face_detector@v1", "vision_agent/motion_detector@v1",
+            "vision_agent/line_counter@v1"} <= types
     assert "roboflow_core/line_counter@v2" in types
 
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.backends.http import HttpBackend
+from bot.backends.http.backend import HttpBackend
 from bot.config import load_settings
-from bot.pipelines import PipelineManager
+from bot.pipelines.manager import PipelineManager
 from tests.fixtures.inference import REPO, make_video
 
 pytestmark = pytest.mark.slow
@@ -24,9 +24,9 @@ pytestmark = pytest.mark.slow
 CRASHING_BOT = """
 import asyncio, sys
 from pathlib import Path
-from bot.backends.http import HttpBackend
+from bot.backends.http.backend import HttpBackend
 from bot.config import load_settings
-from bot.pipelines import PipelineManager
+from bot.pipelines.manager import PipelineManager
 
 async def main(workspace, url, video, state):
     settings = load_settings({"VISION_AGENT_WORKSPACE": workspace, "VISION_AGENT_HEARTBEAT_MINUTES": "0",

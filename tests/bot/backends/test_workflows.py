@@ -1,15 +1,18 @@
-"""Model id → workflow wrapping and the spec safety checks (pure functions, no inference import)."""
+"""Model id → workflow wrapping, spec hashing and description (pure functions, no inference import)."""
 
 from __future__ import annotations
 
 import pytest
 
+from bot.config.settings import InferenceConfig
+
 from bot.backends.base import BackendError
+from bot.backends.policy.check import check_spec
 from bot.backends.workflows import (
     ROBOFLOW_OD_BLOCK,
-    check_spec,
     describe_spec,
     detection_workflow,
+    label_point,
     model_block,
     roboflow_model_id,
     spec_hash,
@@ -50,23 +53,43 @@ def test_line_adds_tracker_counter_and_counts_outputs():
         detection_workflow("builtin/faces", line=[[1, 2]])
 
 
+def test_zone_times_tracked_objects_and_keeps_everyone_in_predictions():
+    spec = detection_workflow("builtin/people", track=False, zone=[[0, 0], [100, 0], [100, 80]])
+    steps = steps_by_name(spec)
+    assert steps["zone"]["type"] == "roboflow_core/time_in_zone@v3"
+    assert steps["zone"]["detections"] == "$steps.tracker.tracked_detections"  # a zone forces tracking
+    assert steps["zone"]["remove_out_of_zone_detections"] is False  # counts and alerts still see objects outside
+    outputs = {o["name"]: o["selector"] for o in spec["outputs"]}
+    assert outputs["predictions"] == "$steps.zone.timed_detections"
+    assert steps["zone_area"]["zone"] == steps["zone"]["zone"] and steps["labels"]["text"] == "Tracker Id"
+    assert check_spec(spec, InferenceConfig()) == []  # every block it uses is on the allowlist
+    for bad in ([[1, 2], [3, 4]], [[1, 1], [1, 1], [2, 2]], "0,0,1,1,2,2"):
+        with pytest.raises(BackendError, match="at least 3 different points"):
+            detection_workflow("builtin/people", zone=bad)
+
+
+@pytest.mark.parametrize(
+    ("line", "inside"),
+    [
+        ([[320, 0], [320, 480]], [320, 14]),  # line=middle: the label was centred on y=0, half cut off
+        ([[0, 240], [640, 240]], [140, 240]),  # from the left edge: moved right by half its width
+        ([[320, 100], [320, 400]], [320, 100]),  # away from the edges: stays on the first point
+    ],
+)
+def test_the_line_label_is_moved_inside_the_frame_and_the_whole_line_is_still_drawn(line, inside):
+    assert label_point(line) == inside
+    spec = detection_workflow("builtin/people", line=line)
+    drawn = [s["zone"] for s in spec["steps"] if s["type"] == "roboflow_core/line_counter_visualization@v1"]
+    assert all(segment[0] == inside for segment in drawn)  # the block centres its label on the first point
+    ends = {tuple(p) for segment in drawn for p in segment} - {tuple(inside)}
+    assert ends == {tuple(line[1])} | ({tuple(line[0])} if line[0] != inside else set())
+
+
 def test_single_image_workflow_labels_class_and_confidence():
     spec = detection_workflow("builtin/faces", track=False)
     assert "tracker" not in steps_by_name(spec)
     assert steps_by_name(spec)["labels"]["text"] == "Class and Confidence"
     assert describe_spec(spec) == "haar_face_detector → bounding_box_visualization → label_visualization"
-
-
-def test_custom_python_refused_anywhere_including_inner_workflows():
-    inner = detection_workflow("builtin/faces", track=False)
-    inner["dynamic_blocks_definitions"] = [{"manifest": {"block_type": "Sneaky"}, "code": {"run_function_code": "x"}}]
-    outer = detection_workflow("builtin/faces", track=False)
-    outer["steps"].append({"type": "roboflow_core/inner_workflow@v1", "name": "nested", "workflow_definition": inner})
-    problems = check_spec(outer, allow_custom_python=False)
-    assert len(problems) == 1 and "Sneaky" in problems[0] and "allow_custom_python: true" in problems[0]
-    assert check_spec(outer, allow_custom_python=True) == []
-    assert check_spec(detection_workflow("builtin/faces"), allow_custom_python=False) == []
-    assert check_spec(["not", "a", "spec"], allow_custom_python=True)
 
 
 def test_spec_hash_ignores_key_order():

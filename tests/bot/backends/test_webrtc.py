@@ -1,0 +1,109 @@
+"""The webrtc backend: a pipeline streamed over WebRTC to the real local inference server, end to end; a server
+without WebRTC named in one line at start; what each kind of source becomes."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from aiohttp import web
+
+from bot.backends import make_backend
+from bot.backends.base import BackendError
+from bot.backends.webrtc.backend import WebRtcBackend, webrtc_source
+from bot.backends.workflows import detection_workflow
+from bot.config import load_settings
+from tests.bot.monitor_helpers import run_to_end
+from tests.fixtures.common import free_port
+from tests.fixtures.inference import crossing_line
+
+
+@pytest.mark.slow
+async def test_webrtc_pipeline_runs_a_video_end_to_end_on_the_local_server(
+    inference_server: str, base_env: dict[str, str], face_video: Path, tmp_path: Path
+) -> None:
+    """`vision-agent inference-server` serves WebRTC offline: a pipeline started with backend=webrtc (the bot's
+    default stays direct) uploads the file, every frame comes back on the data channel with its annotated image,
+    and the line counts both crossings."""
+    from bot.pipelines.manager import PipelineManager
+
+    settings = load_settings({**base_env, "INFERENCE_SERVER_URL": inference_server})
+    assert settings.inference.backend == "direct"
+    assert isinstance(make_backend(settings.model_copy(update={"inference": settings.inference.model_copy(
+        update={"backend": "webrtc"})})), WebRtcBackend)  # VISION_AGENT_BACKEND=webrtc builds the same backend
+    state = tmp_path / "active_state.json"
+    mgr = PipelineManager(lambda: make_backend(settings), state, settings)
+    results = []
+    mgr.add_result_listener(lambda h, r: results.append(r))
+    try:
+        with pytest.raises(BackendError, match="unknown backend 'grpc': use one of direct, http, webrtc"):
+            await mgr.start(str(face_video), "door", model_id="builtin/faces", backend="grpc")
+        started = await mgr.start(str(face_video), "door", workflow_spec=detection_workflow("builtin/faces",
+                                  line=crossing_line()), backend="webrtc")
+        assert started.backend == "webrtc" and started.status in ("starting", "running")
+        assert json.loads(state.read_text())["pipelines"][0]["backend"] == "webrtc"  # restarted on webrtc too
+        await run_to_end(mgr, "door", timeout=120)
+        final = await mgr.status("door")
+    finally:
+        await mgr.stop_all()
+        await mgr.close()
+    assert final.status == "finished", final.error
+    assert len(results) == 60 == final.frames  # files are not dropped: every frame of the 60
+    last = results[-1]
+    assert (last.values.get("count_in"), last.values.get("count_out")) == (1, 1)
+    assert all(r.frame and r.frame.startswith(b"\xff\xd8") for r in results)
+    assert {d.class_name for r in results for d in r.detections} == {"face"}
+    assert [r.frame_id for r in results] == sorted(r.frame_id for r in results)
+
+
+@pytest.fixture
+async def server_without_webrtc() -> AsyncIterator[str]:
+    """An inference server of a build without the WebRTC route: it validates workflows, the rest is 404."""
+
+    async def validate(request: web.Request) -> web.Response:
+        return web.json_response({"status": "ok"})
+
+    app = web.Application()
+    app.router.add_post("/workflows/validate", validate)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    port = free_port()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        await runner.cleanup()
+
+
+async def test_a_server_without_webrtc_is_named_in_one_line_at_start(
+    server_without_webrtc: str, base_env: dict[str, str], face_video: Path
+) -> None:
+    backend = WebRtcBackend(load_settings({**base_env, "INFERENCE_SERVER_URL": server_without_webrtc}))
+    with pytest.raises(BackendError) as err:
+        await backend.start_pipeline("p1", "door", str(face_video), workflow_spec=detection_workflow("builtin/faces"))
+    line = str(err.value)
+    assert "\n" not in line and "does not serve WebRTC" in line and "VISION_AGENT_BACKEND=http" in line
+    assert await backend.list_pipelines() == []  # nothing half-started
+    unsafe = {**detection_workflow("builtin/faces"), "steps": [{"type": "roboflow_core/webhook_sink@v1", "name": "x"}]}
+    with pytest.raises(BackendError, match="refused"):  # the block policy comes first, as for every backend
+        await backend.start_pipeline("p2", "door", str(face_video), workflow_spec=unsafe)
+    await backend.close()
+
+
+def test_sources_the_server_pulls_and_sources_sent_from_here(tmp_path: Path) -> None:
+    from inference_sdk.webrtc.sources import MJPEGSource, RTSPSource, VideoFileSource, WebcamSource
+
+    video = tmp_path / "v.mp4"
+    video.write_bytes(b"not decoded here")
+    assert isinstance(webrtc_source("rtsp://user:pw@10.0.0.5/s1", None), RTSPSource)
+    assert isinstance(webrtc_source("http://10.0.0.5/mjpg", None), MJPEGSource)
+    assert isinstance(webrtc_source("0", None), WebcamSource)
+    paced = webrtc_source(str(video), 15)
+    assert isinstance(paced, VideoFileSource) and paced.realtime_processing
+    assert not webrtc_source(str(video), None).realtime_processing  # a file without max_fps: every frame, fast
+    for bad, words in (("udp://user:pw@10.0.0.5:5000", "cannot open"), (str(tmp_path / "gone.mp4"), "not found")):
+        with pytest.raises(BackendError, match=words) as err:
+            webrtc_source(bad, None)
+        assert "pw" not in str(err.value) and "\n" not in str(err.value)

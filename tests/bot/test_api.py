@@ -1,0 +1,198 @@
+"""The REST API over a real aiohttp server on 127.0.0.1: the token gate, pipelines, frames, rules, routes, events."""
+
+from __future__ import annotations
+
+import io
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+from PIL import Image
+
+from bot.api.openapi import document
+from bot.api.server import OFF, ApiServer
+from bot.backends.provider import BackendProvider
+from bot.config import load_settings
+from bot.runtime import Runtime
+from tests.tools.fake_backend import FakeBackend, result
+
+TOKEN = "api-token-0123456789abcdef"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+CAMERAS = "| Name | URL | Location |\n|---|---|---|\n| dock | rtsp://admin:hunter2@10.0.0.5/s1 | Loading dock |\n"
+
+
+def jpeg() -> bytes:
+    buf = io.BytesIO()
+    Image.new("RGB", (32, 24), (200, 10, 10)).save(buf, "JPEG")
+    return buf.getvalue()
+
+
+class Api:
+    """A runtime on the fake backend, the API server in front of it, and a client session."""
+
+    def __init__(self, rt: Runtime, backend: FakeBackend, base: str, http: aiohttp.ClientSession) -> None:
+        self.rt, self.backend, self.base, self.http = rt, backend, base, http
+
+    async def call(self, method: str, path: str, headers: dict[str, str] | None = AUTH,
+                   **kw: Any) -> tuple[int, Any]:
+        async with self.http.request(method, self.base + path, headers=headers, **kw) as resp:
+            if resp.content_type == "application/json":
+                return resp.status, await resp.json()
+            return resp.status, await resp.read()
+
+
+async def serve_api(env: dict[str, str], workspace: Path) -> AsyncIterator[Api]:
+    (workspace / "CAMERAS.md").write_text(CAMERAS)
+    backend = FakeBackend()
+    rt = Runtime(load_settings(env), background=False)
+    rt.backend = BackendProvider.of(backend)
+    await rt.start()
+    server = ApiServer(rt, "127.0.0.1", 0)
+    port = await server.start()
+    try:
+        async with aiohttp.ClientSession() as http:
+            yield Api(rt, backend, f"http://127.0.0.1:{port}", http)
+    finally:
+        await server.stop()
+        await rt.close()
+
+
+@pytest.fixture
+async def api(base_env, workspace_dir: Path) -> AsyncIterator[Api]:
+    async for a in serve_api(dict(base_env, VISION_AGENT_API_TOKEN=TOKEN), workspace_dir):
+        yield a
+
+
+def operations() -> list[tuple[str, str]]:
+    return [(method.upper(), path.replace("{id}", "x")) for path, ops in document()["paths"].items() for method in ops]
+
+
+async def test_every_endpoint_refuses_a_missing_or_wrong_token(api: Api) -> None:
+    wrong = [None, {"Authorization": "Bearer nope"}, {"Authorization": TOKEN}, {"Authorization": f"Basic {TOKEN}"},
+             {"Authorization": f"Bearer {TOKEN}x"}]
+    ops = operations() + [("GET", "/api/nothing-here")]
+    assert len(ops) >= 15
+    for method, path in ops:
+        for headers in wrong:
+            status, body = await api.call(method, path, headers=headers, json={})
+            assert status == 401, (method, path, headers)
+            assert body["status"] == "error" and "Authorization: Bearer" in body["error"]
+    assert not api.backend.calls  # nothing ran
+
+
+async def test_without_a_token_configured_the_api_is_off(base_env, workspace_dir: Path) -> None:
+    async for a in serve_api(base_env, workspace_dir):
+        status, body = await a.call("GET", "/api/pipelines")
+        assert (status, body) == (401, {"status": "error", "error": OFF})
+        status, doc = await a.call("GET", "/openapi.json", headers=None)
+        assert status == 200 and doc["openapi"].startswith("3.")
+
+
+def test_a_public_bind_without_a_token_is_refused(settings) -> None:
+    class Host:
+        pass
+
+    host: Any = Host()
+    host.settings = settings
+    with pytest.raises(ValueError, match="VISION_AGENT_API_TOKEN"):
+        ApiServer(host, "0.0.0.0", 0)
+
+
+async def test_pipelines_start_list_frame_pause_resume_stop(api: Api, workspace_dir: Path) -> None:
+    video = workspace_dir / "clip.mp4"
+    video.write_bytes(b"\x00\x00\x00\x18ftypmp42")
+    status, body = await api.call("POST", "/api/pipelines", json={"source": str(video), "name": "yard", "fps": 5})
+    assert status == 201, body
+    pid = body["pipeline"]["pipeline_id"]
+    assert body["pipeline"]["name"] == "yard" and body["pipeline"]["status"] == "running"
+    assert api.backend.calls[-1][1]["video_reference"] == str(video)
+    status, body = await api.call("GET", "/api/pipelines")
+    assert [p["pipeline_id"] for p in body["pipelines"]] == [pid]
+    status, body = await api.call("GET", "/api/pipelines/yard/frame")
+    assert status == 404 and "no frame yet" in body["error"]
+    frame = jpeg()
+    api.backend.emit(pid, result({"person": 2}, frame=frame))
+    status, data = await api.call("GET", f"/api/pipelines/{pid}/frame")
+    assert status == 200 and data == frame and Image.open(io.BytesIO(data)).format == "JPEG"
+    for verb, after in (("pause", "paused"), ("resume", "running"), ("stop", "stopped")):
+        status, body = await api.call("POST", f"/api/pipelines/{pid}/{verb}")
+        assert status == 200 and body["pipeline"]["status"] == after
+    status, body = await api.call("GET", "/api/pipelines/nope")
+    assert status == 404 and "no pipeline 'nope'" in body["error"]
+
+
+@pytest.mark.parametrize(("source", "why"), [
+    ("http://10.0.0.9/video.mp4", "local/private address"),
+    ("/etc/passwd", "outside the folders I may read"),
+    ("file:///etc/passwd", "not a supported video source"),
+])
+async def test_start_refuses_what_slack_refuses(api: Api, source: str, why: str) -> None:
+    status, body = await api.call("POST", "/api/pipelines", json={"source": source})
+    assert status == 400 and why in body["error"], body
+    assert not any(c[0] == "start_pipeline" for c in api.backend.calls)
+
+
+@pytest.mark.parametrize("payload", [{"source": ""}, {"source": "x", "fps": -1}, {"source": "x", "shell": "rm"},
+                                     {"source": "x", "name": "../../etc"}, ["source"], "null"])
+async def test_bad_bodies_are_one_json_line(api: Api, payload: Any) -> None:
+    status, body = await api.call("POST", "/api/pipelines", json=payload)
+    assert status == 400 and body["status"] == "error" and body["error"]
+
+
+async def test_broken_json_and_unknown_paths(api: Api) -> None:
+    status, body = await api.call("POST", "/api/pipelines", data=b"{not json", headers={**AUTH})
+    assert status == 400 and body["error"] == "the body must be a JSON object"
+    status, body = await api.call("GET", "/api/nothing-here")
+    assert status == 404 and body["status"] == "error"
+    status, body = await api.call("PATCH", "/api/pipelines")
+    assert status == 405 and body["status"] == "error"
+
+
+async def test_cameras_are_listed_with_credentials_masked(api: Api) -> None:
+    status, body = await api.call("GET", "/api/cameras")
+    assert status == 200 and body["cameras"] == [{"name": "dock", "source": "rtsp://admin:***@10.0.0.5/s1"}]
+    assert "hunter2" not in str(body)
+
+
+async def test_rules_add_list_remove(api: Api) -> None:
+    status, body = await api.call("POST", "/api/rules", json={"camera": "dock", "rule": "count person>3",
+                                                              "cooldown_seconds": 60})
+    assert status == 201 and body["rule"]["id"] == "count_over:person>3"
+    status, body = await api.call("GET", "/api/rules", params={"camera": "dock"})
+    assert [(r["camera"], r["id"], r["cooldown_seconds"]) for r in body["rules"]] == [
+        ("dock", "count_over:person>3", 60)]
+    status, body = await api.call("POST", "/api/rules", json={"camera": "dock", "rule": "explode"})
+    assert status == 400 and "Usage" in body["error"]
+    status, body = await api.call("DELETE", "/api/rules", params={"camera": "dock", "id": "count_over:person>3"})
+    assert status == 200
+    status, body = await api.call("DELETE", "/api/rules", params={"camera": "dock", "id": "count_over:person>3"})
+    assert status == 404
+    assert api.rt.monitor.rules() == []
+
+
+async def test_routes_set_list_remove(api: Api) -> None:
+    status, body = await api.call("PUT", "/api/routes", json={"channel": "C0ALERTS", "camera": "dock"})
+    assert status == 200 and body["routes"] == {"dock": "C0ALERTS"}
+    assert api.rt.router.channel_for("dock") == "C0ALERTS"
+    status, body = await api.call("DELETE", "/api/routes", params={"camera": "dock"})
+    assert status == 200 and body["routes"] == {}
+    status, body = await api.call("DELETE", "/api/routes", params={"camera": "dock"})
+    assert status == 404
+
+
+async def test_events_since_and_by_camera(api: Api) -> None:
+    now = time.time()
+    for camera, age, text in (("dock", 7200, "old"), ("dock", 60, "new"), ("gate", 30, "gate one")):
+        api.rt.events.append({"camera": camera, "rule": "line_crossed", "event_type": "line_crossed",
+                              "text": text, "time": now - age})
+    status, body = await api.call("GET", "/api/events", params={"since": "3600"})
+    assert status == 200 and [e["text"] for e in body["events"]] == ["new", "gate one"]
+    status, body = await api.call("GET", "/api/events", params={"since": "3600", "camera": "dock"})
+    assert [e["text"] for e in body["events"]] == ["new"]
+    status, body = await api.call("GET", "/api/events", params={"limit": "1"})
+    assert [e["text"] for e in body["events"]] == ["gate one"]
+    status, body = await api.call("GET", "/api/events", params={"since": "yesterday-ish"})
+    assert status == 400 and "since takes" in body["error"]

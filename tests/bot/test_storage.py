@@ -1,0 +1,90 @@
+"""The state stores run on the storage interface: TinyDB by default, any other backend unchanged."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.config import Settings
+from bot.monitoring.alerts import AlertRouter
+from bot.monitoring.monitor import Monitor
+from bot.monitoring.rules import Rule
+from bot.monitoring.scheduler import Scheduler
+from bot.storage import Record, Storage, Table, TinyDBStorage
+
+
+class _DictTable(Table):
+    def __init__(self) -> None:
+        self.rows: list[Record] = []
+
+    def _matches(self, row: Record, match: dict[str, Any]) -> bool:
+        return all(row.get(k) == v for k, v in match.items())
+
+    def all(self) -> list[Record]:
+        return [dict(r) for r in self.rows]
+
+    def get(self, **match: Any) -> Record | None:
+        return next((dict(r) for r in self.rows if self._matches(r, match)), None)
+
+    def upsert(self, record: Record, **match: Any) -> None:
+        hits = [r for r in self.rows if self._matches(r, match)]
+        for r in hits:
+            r.update(record)
+        if not hits:
+            self.rows.append(dict(record))
+
+    def remove(self, **match: Any) -> int:
+        before = len(self.rows)
+        self.rows = [r for r in self.rows if not self._matches(r, match)]
+        return before - len(self.rows)
+
+
+class DictStorage(Storage):
+    """A second backend, in memory: what a Redis or SQLite backend would implement."""
+
+    def __init__(self) -> None:
+        self.tables: dict[str, _DictTable] = {}
+
+    def table(self, name: str) -> Table:
+        return self.tables.setdefault(name, _DictTable())
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("make", [lambda p: TinyDBStorage(p / "s.json"), lambda p: DictStorage()], ids=["tinydb", "dict"])
+def test_table_contract(tmp_path: Path, make) -> None:
+    t = make(tmp_path).table("routes")
+    t.upsert({"camera": "a", "channel": "C1"}, camera="a")
+    t.upsert({"camera": "a", "channel": "C2"}, camera="a")  # replaced, not duplicated
+    t.upsert({"camera": "b", "channel": "C3"}, camera="b")
+    assert t.all() == [{"camera": "a", "channel": "C2"}, {"camera": "b", "channel": "C3"}]
+    assert t.get(camera="b") == {"camera": "b", "channel": "C3"} and t.get(camera="zz") is None
+    assert t.remove(camera="a") == 1 and t.remove(camera="a") == 0
+    with pytest.raises(ValueError):
+        TinyDBStorage(tmp_path / "x.json").table("t").get()  # an empty match would hit every row
+
+
+def test_tinydb_storage_survives_a_restart(tmp_path: Path) -> None:
+    TinyDBStorage(tmp_path / "s.json").table("mutes").upsert({"camera": "a", "until": 5.0}, camera="a")
+    assert TinyDBStorage(tmp_path / "s.json").table("mutes").all() == [{"camera": "a", "until": 5.0}]
+
+
+def test_router_monitor_and_scheduler_run_on_another_backend(tmp_path: Path, settings: Settings) -> None:
+    store = DictStorage()
+    router = AlertRouter(tmp_path / "unused.json", storage=store)
+    router.set_route("C_DOOR", "door")
+    router.mute("door", 60)
+    assert AlertRouter(tmp_path / "unused.json", storage=store).channel_for("door") == "C_DOOR"
+    assert router.muted_until("door") is not None
+
+    monitor = Monitor(router, None, settings, storage=store)
+    monitor.add_rule(Rule("line_crossed", "door", cooldown_seconds=60))
+    assert [r.id for r in Monitor(router, None, settings, storage=store).rules("door")] == ["line_crossed"]
+
+    sched = Scheduler(settings, storage=store)
+    sched.add_job("snap", "snapshot", camera="door", every_minutes=30)
+    assert {j.name for j in Scheduler(settings, storage=store).jobs()} >= {"snap"}
+    assert not (tmp_path / "unused.json").exists()  # nothing went to TinyDB

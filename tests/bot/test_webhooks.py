@@ -1,0 +1,303 @@
+"""Signed event webhooks against a real local receiver: signatures, retries, dedupe, throttling, dead endpoints."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import time
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+from bot.config import load_settings
+from bot.monitoring.alerts import Alert, AlertRouter
+from bot.monitoring.webhook_signing import SIGNATURE_HEADER, TIMESTAMP_HEADER, verify
+from bot.monitoring.webhooks import WebhookSender
+from tests.fixtures.common import free_port
+
+TOKEN = "hook-secret-0123456789"
+
+
+class Receiver:
+    """An aiohttp webhook receiver on 127.0.0.1; `answers` (status, headers) are used in turn, then 200."""
+
+    def __init__(self) -> None:
+        self.requests: list[tuple[dict[str, str], bytes]] = []
+        self.answers: list[tuple[int, dict[str, str]]] = []
+        self.hang = False
+        self.got = asyncio.Event()
+        self.release = asyncio.Event()
+        self.url = ""
+        self._runner: web.AppRunner | None = None
+
+    async def handle(self, request: web.Request) -> web.Response:
+        self.requests.append((dict(request.headers), await request.read()))
+        self.got.set()
+        if self.hang:
+            await self.release.wait()  # until stop(): a receiver that never answers
+        status, headers = self.answers.pop(0) if self.answers else (200, {})
+        return web.Response(status=status, headers=headers, text="ok")
+
+    async def start(self) -> Receiver:
+        app = web.Application()
+        app.router.add_post("/hook", self.handle)
+        self._runner = web.AppRunner(app, handle_signals=False)
+        await self._runner.setup()
+        port = free_port()
+        await web.TCPSite(self._runner, "127.0.0.1", port).start()
+        self.url = f"http://127.0.0.1:{port}/hook"
+        return self
+
+    def bodies(self) -> list[dict[str, Any]]:
+        return [json.loads(body) for _, body in self.requests]
+
+    async def stop(self) -> None:
+        self.release.set()
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+
+@pytest.fixture
+async def receiver() -> AsyncIterator[Receiver]:
+    rx = await Receiver().start()
+    yield rx
+    await rx.stop()
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def make_sender(base_env: dict[str, str], url: str, clock: Callable[[], float] = time.monotonic,
+                **webhook: Any) -> WebhookSender:
+    env = dict(base_env, VISION_AGENT_WEBHOOK_URL=url, VISION_AGENT_WEBHOOK_TOKEN=TOKEN)
+    opts = {"min_interval_seconds": 0, "dedupe_ttl_seconds": 60, "timeout_seconds": 2, **webhook}
+    settings = load_settings(env, webhook=opts)
+    return WebhookSender(settings.webhook, api_base="http://127.0.0.1:8081", backoff=0.05, clock=clock)
+
+
+def router(tmp_path: Path, *sinks: Any) -> AlertRouter:
+    r = AlertRouter(tmp_path / "alerts.json", default_channel="C1", cooldown_seconds=0)
+    for sink in sinks:
+        r.add_sink(sink)
+    return r
+
+
+async def until(cond: Callable[[], bool], timeout: float = 5.0) -> None:
+    end = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < end, "timed out waiting"
+        await asyncio.sleep(0.01)
+
+
+async def test_each_alert_arrives_once_signed_with_the_bearer_token(receiver: Receiver, base_env, tmp_path) -> None:
+    sender = make_sender(base_env, receiver.url)
+    r = router(tmp_path, sender)
+    try:
+        await r.dispatch(Alert("dock", "count_over:person>3", "4 people on the dock", counts={"person": 4},
+                               pipeline_id="p1", frame=b"\xff\xd8jpeg"))
+        await r.dispatch(Alert("gate", "line_crossed", "1 crossed the line", counts={"person": 1}))
+        assert await sender.drain(5)
+    finally:
+        await sender.close()
+    assert len(receiver.requests) == 2
+    for headers, body in receiver.requests:
+        assert headers["Authorization"] == f"Bearer {TOKEN}"
+        assert verify(TOKEN, headers[TIMESTAMP_HEADER], body, headers[SIGNATURE_HEADER])
+        assert not verify("other-secret", headers[TIMESTAMP_HEADER], body, headers[SIGNATURE_HEADER])
+        assert not verify(TOKEN, headers[TIMESTAMP_HEADER], body + b" ", headers[SIGNATURE_HEADER])
+    first, second = receiver.bodies()
+    assert first["source"] == "vision-agent" and first["event_type"] == "count_over"
+    assert (first["camera"], first["text"], first["counts"], first["pipeline_id"]) == (
+        "dock", "4 people on the dock", {"person": 4}, "p1")
+    assert first["frame_url"] == f"http://127.0.0.1:8081/api/alerts/{first['alert_id']}/frame"  # its own frame
+    assert second["event_type"] == "line_crossed" and second["frame_url"] is None
+
+
+async def test_a_replayed_signature_with_a_new_timestamp_fails(receiver: Receiver, base_env) -> None:
+    sender = make_sender(base_env, receiver.url)
+    try:
+        sender.offer(Alert("dock", "line_crossed", "1 crossed"))
+        assert await sender.drain(5)
+    finally:
+        await sender.close()
+    headers, body = receiver.requests[0]
+    stamp = headers[TIMESTAMP_HEADER]
+    assert not verify(TOKEN, str(int(stamp) + 1), body, headers[SIGNATURE_HEADER])
+    assert not verify(TOKEN, stamp, body, headers[SIGNATURE_HEADER], now=int(stamp) + 3600)  # too old
+
+
+async def test_a_500_is_retried_until_it_is_taken(receiver: Receiver, base_env) -> None:
+    receiver.answers = [(500, {}), (503, {})]
+    sender = make_sender(base_env, receiver.url)
+    try:
+        sender.offer(Alert("dock", "line_crossed", "1 crossed"))
+        assert await sender.drain(5)
+    finally:
+        await sender.close()
+    assert len(receiver.requests) == 3
+    assert len({h["X-Vision-Agent-Delivery"] for h, _ in receiver.requests}) == 1  # one delivery, three tries
+    assert sender.stats["sent"] == 1 and sender.stats["failed"] == 0
+
+
+async def test_429_waits_the_retry_after(receiver: Receiver, base_env) -> None:
+    receiver.answers = [(429, {"Retry-After": "1"})]
+    sender = make_sender(base_env, receiver.url)
+    times: list[float] = []
+    try:
+        sender.offer(Alert("dock", "line_crossed", "1 crossed"))
+        await until(lambda: len(receiver.requests) == 1)
+        times.append(time.monotonic())
+        await until(lambda: len(receiver.requests) == 2)
+        times.append(time.monotonic())
+    finally:
+        await sender.close()
+    assert times[1] - times[0] >= 0.9  # not the 0.05 s backoff
+
+
+async def test_a_receiver_that_keeps_failing_is_given_up_after_max_attempts(receiver: Receiver, base_env) -> None:
+    receiver.answers = [(500, {})] * 10
+    sender = make_sender(base_env, receiver.url, max_attempts=3)
+    try:
+        sender.offer(Alert("dock", "line_crossed", "1 crossed"))
+        assert await sender.drain(5)
+    finally:
+        await sender.close()
+    assert len(receiver.requests) == 3 and sender.stats["failed"] == 1
+
+
+async def test_a_4xx_is_not_retried(receiver: Receiver, base_env) -> None:
+    receiver.answers = [(401, {})]
+    sender = make_sender(base_env, receiver.url)
+    try:
+        sender.offer(Alert("dock", "line_crossed", "1 crossed"))
+        assert await sender.drain(5)
+    finally:
+        await sender.close()
+    assert len(receiver.requests) == 1 and sender.stats["failed"] == 1
+
+
+async def test_nothing_is_sent_while_throttled_and_the_next_post_counts_the_dropped(receiver: Receiver,
+                                                                                    base_env) -> None:
+    clock = Clock()
+    sender = make_sender(base_env, receiver.url, clock=clock, min_interval_seconds=10)
+    try:
+        assert sender.offer(Alert("dock", "line_crossed", "1 crossed")) == "queued"
+        clock.now += 3
+        assert sender.offer(Alert("dock", "line_crossed", "2 crossed")) == "throttled"
+        assert sender.offer(Alert("gate", "class_appears:car", "a car appears")) == "throttled"
+        assert await sender.drain(5)
+        assert [b["text"] for b in receiver.bodies()] == ["1 crossed"]
+        clock.now += 10
+        assert sender.offer(Alert("dock", "line_crossed", "3 crossed")) == "queued"
+        assert await sender.drain(5)
+    finally:
+        await sender.close()
+    assert [(b["text"], b["dropped_before"]) for b in receiver.bodies()] == [("1 crossed", 0), ("3 crossed", 2)]
+
+
+async def test_the_same_alert_within_the_ttl_is_sent_once(receiver: Receiver, base_env) -> None:
+    clock = Clock()
+    sender = make_sender(base_env, receiver.url, clock=clock, dedupe_ttl_seconds=30)
+    alert = Alert("dock", "line_crossed", "1 crossed")
+    try:
+        assert sender.offer(alert) == "queued"
+        clock.now += 29
+        assert sender.offer(alert) == "duplicate"
+        assert sender.offer(Alert("dock", "line_crossed", "2 crossed")) == "queued"  # other text: not a repeat
+        clock.now += 31
+        assert sender.offer(alert) == "queued"
+        assert await sender.drain(5)
+    finally:
+        await sender.close()
+    assert [b["text"] for b in receiver.bodies()] == ["1 crossed", "2 crossed", "1 crossed"]
+
+
+@pytest.mark.parametrize("dead", ["refused", "hanging"])
+async def test_a_dead_endpoint_does_not_delay_the_other_sink(dead: str, receiver: Receiver, base_env,
+                                                             tmp_path) -> None:
+    url = f"http://127.0.0.1:{free_port()}/hook" if dead == "refused" else receiver.url
+    receiver.hang = dead == "hanging"
+    sender = make_sender(base_env, url, timeout_seconds=30)
+    arrived: list[float] = []
+
+    async def slack_sink(alert: Alert, channel: str | None) -> None:
+        arrived.append(time.monotonic())
+
+    r = router(tmp_path, sender, slack_sink)  # the webhook sink first: it must not hold the next one
+    try:
+        for n in range(5):
+            await r.dispatch(Alert("dock", "line_crossed", f"{n} crossed"))
+            start = time.monotonic()
+            await r.dispatch(Alert("gate", "line_crossed", f"{n} crossed"))
+            assert arrived[-1] - start < 0.1
+        if dead == "hanging":
+            await asyncio.wait_for(receiver.got.wait(), 5)  # the webhook was really being tried meanwhile
+    finally:
+        await sender.close()
+    assert len(arrived) == 10
+
+
+async def test_a_redirect_into_the_local_network_is_not_followed(receiver: Receiver, base_env) -> None:
+    other = await Receiver().start()  # another local service the webhook must not be bounced to
+    receiver.answers = [(307, {"Location": other.url})]
+    sender = make_sender(base_env, receiver.url)
+    try:
+        sender.offer(Alert("dock", "line_crossed", "1 crossed"))
+        assert await sender.drain(5)
+    finally:
+        await sender.close()
+        await other.stop()
+    assert other.requests == [] and sender.stats["failed"] == 1
+
+
+async def test_a_redirect_within_the_configured_origin_is_followed(receiver: Receiver, base_env) -> None:
+    receiver.answers = [(308, {"Location": "/hook?v=2"})]
+    sender = make_sender(base_env, receiver.url)
+    try:
+        sender.offer(Alert("dock", "line_crossed", "1 crossed"))
+        assert await sender.drain(5)
+    finally:
+        await sender.close()
+    assert len(receiver.requests) == 2 and sender.stats["sent"] == 1
+
+
+async def test_inline_frames_and_redacted_text(receiver: Receiver, base_env) -> None:
+    sender = make_sender(base_env, receiver.url, inline_frames=True)
+    try:
+        sender.offer(Alert("dock", "pipeline_error", "rtsp://admin:hunter2@10.0.0.5/live dropped",
+                           frame=b"\xff\xd8frame", pipeline_id="p1"))
+        assert await sender.drain(5)
+    finally:
+        await sender.close()
+    body = receiver.bodies()[0]
+    assert "hunter2" not in json.dumps(body) and "admin:***@" in body["text"]
+    assert base64.b64decode(body["frame_base64"]) == b"\xff\xd8frame" and body["frame_url"] is None
+    assert body["event_type"] == "health"
+
+
+async def test_without_a_token_nothing_is_signed(receiver: Receiver, base_env) -> None:
+    settings = load_settings(dict(base_env, VISION_AGENT_WEBHOOK_URL=receiver.url))
+    sender = WebhookSender(settings.webhook)
+    try:
+        sender.offer(Alert("dock", "line_crossed", "1 crossed"))
+        assert await sender.drain(5)
+    finally:
+        await sender.close()
+    headers, _ = receiver.requests[0]
+    assert "Authorization" not in headers and SIGNATURE_HEADER not in headers
+
+
+def test_a_bad_webhook_url_is_one_settings_line(base_env) -> None:
+    from bot.config import SettingsError
+
+    with pytest.raises(SettingsError, match="VISION_AGENT_WEBHOOK_URL"):
+        load_settings(dict(base_env, VISION_AGENT_WEBHOOK_URL="ftp://x"))

@@ -60,11 +60,11 @@ class OnePipeline:
 
 async def simulate(root: Path, crossings_at: list[int], interval_min: float = 15.0) -> tuple[int, int, int]:
     """One day: a result every minute, crossings at the given minutes. Returns (heartbeats, gated calls, alerts)."""
-    from bot.alerts import AlertRouter
     from bot.backends.base import InferenceResult
     from bot.config import load_settings
-    from bot.heartbeat import Heartbeat
-    from bot.monitor import Monitor
+    from bot.monitoring.alerts import AlertRouter
+    from bot.monitoring.heartbeat import Heartbeat
+    from bot.monitoring.monitor import Monitor
     from workspace.memory import MemoryStore
 
     settings = load_settings({"VISION_AGENT_WORKSPACE": str(root), "VISION_AGENT_HEARTBEAT_MINUTES": str(interval_min)})

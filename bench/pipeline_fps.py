@@ -65,7 +65,7 @@ def _conversion_ms(kept: list) -> float:
 
 
 async def _main() -> None:
-    from bot.backends.direct import DirectBackend
+    from bot.backends.direct.backend import DirectBackend
     from bot.config import load_settings
     from tests.fixtures.inference import make_video
 

@@ -9,11 +9,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from bot.agent import Agent
+from bot.agent.loop import Agent
+from bot.agent.sessions import SessionStore
 from bot.config import load_settings
-from bot.llm import LLMClient
-from bot.sessions import SessionStore
-from bot.usage import cost_of
+from bot.llm.client import LLMClient
+from bot.llm.usage import cost_of
 from tests.fakes.anthropic_api import API_KEY, FakeAnthropic, Recorded, text, tool_use
 from tools import build_registry
 from workspace import Workspace

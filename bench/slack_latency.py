@@ -11,6 +11,7 @@ import sys
 import tempfile
 import time
 
+from bench._slack_answers import answer_times
 from tests.fakes.anthropic_api import API_KEY, FakeAnthropic, text
 from tests.fakes.slack_api import SlackEmulator
 from tests.fakes.slack_socket import Envelope
@@ -97,19 +98,17 @@ async def full_bot(llm: FakeAnthropic) -> dict[str, list[float]]:
         proc = await in_process([exe, "serve"], env_for(slack, llm, root), slack, "white_check_mark")
         try:
             stamps, envelopes = await burst(slack)
-            replies = await slack.await_for("chat.postMessage", lambda c: c.params.get("thread_ts") in stamps,
-                                            count=THREADS, timeout=120)
+            await slack.await_for("reactions.add", lambda c: c.params["name"] == "white_check_mark"
+                                  and c.params["timestamp"] in stamps, count=THREADS, timeout=120)
         finally:
             stop(proc)
     sent = {e.payload["event"]["ts"]: e.sent_at[0] for e in envelopes if e.payload["event"]["type"] == "app_mention"}
     feedback: dict[str, float] = {}
     for call in slack.calls_to("reactions.add", lambda c: c.params["name"] == "eyes" and c.params["timestamp"] in sent):
         feedback.setdefault(call.params["timestamp"], call.time - sent[call.params["timestamp"]])
-    reply_at: dict[str, float] = {}
-    for call in replies:
-        reply_at.setdefault(call.params["thread_ts"], call.time - sent[call.params["thread_ts"]])
+    reply_at = {ts: answer_times(slack, "C0GENERAL", ts)[1] for ts in stamps}  # streamed (stopStream) or posted
     return {"ack": [e.ack_latency for e in envelopes], "feedback": list(feedback.values()),
-            "reply": list(reply_at.values())}
+            "reply": [t - sent[ts] for ts, t in reply_at.items() if t is not None]}
 
 
 async def bare_bolt(llm: FakeAnthropic) -> dict[str, list[float]]:

@@ -47,15 +47,15 @@ def run_pipeline(video: Path, spec: dict) -> list[dict]:
 
 
 def main() -> None:
-    from bot.backends import ensure_inference_env
+    from bot.backends.environment import ensure_inference_env
 
     ensure_inference_env()
     import inference.core  # noqa: F401  installs the process-wide workflows configuration first
     from roboflow_workflows.core_steps.common.serializers import serialize_wildcard_kind
 
     from bot.backends.convert import from_workflow_output
+    from bot.backends.summary import estimate_tokens, summarize, summarize_many
     from bot.backends.workflows import detection_workflow
-    from bot.summarize import estimate_tokens, summarize, summarize_many
 
     spec = detection_workflow("builtin/faces", line=[[320, 0], [320, 480]])
     with tempfile.TemporaryDirectory() as tmp:

@@ -1,0 +1,211 @@
+"""Soak: the real bot for one hour compressed (SOAK_SECONDS, default 300) under every load at once, then the losses.
+
+`vision-agent serve` runs as its own process against the Slack and Messages API emulators, with the real in-process
+inference backend: 4 pipelines (builtin/people on a looped real street video, started with `/vision start`), alert
+rules that fire often (`/vision rule * count person>2 cooldown=5`, `/vision rule * line cooldown=2`), 20 chat
+threads asking 6 questions each (a third with a photo, a third asking for a camera's frame), the socket dropped
+every 30 s and 429 storms on every Web API method. Then it prints what was delivered against what the bot
+itself produced (its session files and event log), duplicates, order, 👀 left behind, and the bot's RSS.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import subprocess
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+from bench import _soak_bot as bot
+from bench import _soak_count as count
+from bench._soak_model import question, reply
+from tests.fakes.anthropic_api import FakeAnthropic
+from tests.fakes.slack_api import SlackEmulator
+
+DURATION = float(os.environ.get("SOAK_SECONDS", "300"))
+SCALE = 3600 / DURATION  # one simulated hour in DURATION seconds
+FPS = float(os.environ.get("SOAK_FPS", "2"))
+CAMERAS, THREADS, QUESTIONS = 4, 20, 6  # questions per thread per simulated hour
+DROP_EVERY = 30.0  # seconds of the run between socket drops
+STORM_SECONDS, STORM_RETRY_AFTER = 8.0, 2
+PHOTO = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "data" / "street.jpg"
+RULES = ("rule * count person>2 cooldown=5", "rule * line cooldown=2")
+
+
+class Load:
+    """The load generators; each runs until `end` (loop time) and records what it did."""
+
+    def __init__(self, slack: SlackEmulator, pid: int, end: float) -> None:
+        self.slack, self.pid, self.end = slack, pid, end
+        self.drops = self.storms = 0
+        self.rss: list[tuple[float, float]] = []
+        self.rng = random.Random(7)
+
+    def left(self) -> float:
+        return self.end - asyncio.get_running_loop().time()
+
+    async def sleep(self, seconds: float) -> bool:
+        """Sleep unless the run ends first; False when it has."""
+        if self.left() <= seconds:
+            return False
+        await asyncio.sleep(seconds)
+        return True
+
+    async def thread(self, n: int) -> None:
+        """One person's thread: QUESTIONS tagged questions, spread over the run, without waiting for answers."""
+        gap = DURATION / QUESTIONS
+        root = None
+        if not await self.sleep(self.rng.uniform(0, gap)):
+            return
+        for i in range(QUESTIONS):
+            q = question(n, i)
+            files = [self.slack.add_file(f"street-{q.tag}.jpg", PHOTO.read_bytes())] if q.kind == "photo" else None
+            ts, _ = self.slack.mention(q.text(CAMERAS), thread_ts=root, files=files)
+            root = root or ts
+            if not await self.sleep(gap * self.rng.uniform(0.7, 1.3)):
+                return
+
+    async def socket_drops(self) -> None:
+        while await self.sleep(DROP_EVERY / 2 if self.drops == 0 else DROP_EVERY):
+            await asyncio.to_thread(self.slack.drop)
+            self.drops += 1
+
+    async def rate_limit_storms(self) -> None:
+        """Several storms: every Web API call answered 429 + Retry-After for STORM_SECONDS."""
+        every = DURATION / max(3, round(DURATION / 60))
+        while await self.sleep(every * 0.6 if self.storms == 0 else every):
+            self.slack.rate_limit(seconds=STORM_SECONDS, retry_after=STORM_RETRY_AFTER)
+            self.storms += 1
+
+    async def sample_rss(self) -> None:
+        while True:
+            self.rss.append((time.monotonic(), bot.rss_mb(self.pid)))
+            if not await self.sleep(5.0):
+                return
+
+    async def run(self) -> None:
+        await asyncio.gather(self.sample_rss(), self.socket_drops(), self.rate_limit_storms(),
+                             *(self.thread(n) for n in range(THREADS)))
+
+
+async def set_up(slack: SlackEmulator, video: Path) -> list[str]:
+    """Rules, then the pipelines, as a user would type them; the bot's replies."""
+    said = [await bot.command(slack, r) for r in RULES]
+    for n in range(1, CAMERAS + 1):
+        said.append(await bot.command(slack, f"start {video} name=street{n} fps={FPS:g} line=middle"))
+    return said
+
+
+def slope_per_hour(samples: list[tuple[float, float]]) -> float:
+    """Least-squares RSS growth in MB per real hour over the second half of the samples (the first is warm-up:
+    inference's caches, the clip rings filling)."""
+    tail = samples[len(samples) // 2:]
+    if len(tail) < 3:
+        return 0.0
+    mx = sum(t for t, _ in tail) / len(tail)
+    my = sum(r for _, r in tail) / len(tail)
+    var = sum((t - mx) ** 2 for t, _ in tail)
+    return sum((t - mx) * (r - my) for t, r in tail) / var * 3600 if var else 0.0
+
+
+async def soak() -> None:
+    with tempfile.TemporaryDirectory() as tmp, SlackEmulator() as slack, FakeAnthropic() as llm:
+        root = Path(tmp) / "ws"
+        root.mkdir()
+        video, what = bot.footage(root, DURATION + 120, FPS)
+        llm.handler = reply
+        log = Path(tmp) / "bot.log"
+        proc = bot.start(bot.bot_env(slack, llm, root), log)
+        try:
+            await slack.await_connected(timeout=60)
+            rss_connected = bot.rss_mb(proc.pid)
+            setup = await set_up(slack, video)
+            loop = asyncio.get_running_loop()
+            load = Load(slack, proc.pid, loop.time() + DURATION)
+            started = time.monotonic()
+            await load.run()
+            ran = time.monotonic() - started
+            listing = await bot.command(slack, "list")
+            await bot.command(slack, "stop all")
+            drained = await bot.settle(slack, quiet=10, timeout=120)
+            rss_end = bot.rss_mb(proc.pid)
+            held = count.sessions_held(root)
+            tally = count.Tally()
+            count.chat(slack, root, tally)
+            count.alerts(slack, root, tally, bot.ALERTS)
+        finally:
+            code = bot.stop(proc)
+        report(what, setup, listing, load, ran, drained, tally)
+        report_faults(load, slack, llm)
+        report_process(load, (rss_connected, rss_end), held, log, code)
+
+
+def code_state() -> str:
+    """Which code ran: the commit, and how many tracked files differed from it (others edit the same tree)."""
+    here = Path(__file__).resolve().parents[1]
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=here, capture_output=True, text=True)
+        dirty = subprocess.run(["git", "diff", "--name-only", "HEAD"], cwd=here, capture_output=True, text=True)
+    except OSError:
+        return "code: unknown (no git)"
+    changed = [n for n in dirty.stdout.split() if n.endswith(".py")]
+    return f"code: commit {head.stdout.strip()}" + (f" + uncommitted edits in {', '.join(changed)}" if changed else "")
+
+
+def report(what: str, setup: list[str], listing: str, load: Load, ran: float, drained: float, t: count.Tally) -> None:
+    print(code_state())
+    print(f"{ran:.0f} s run = one simulated hour at {SCALE:.0f}x ({THREADS} threads x {QUESTIONS} questions, "
+          f"{CAMERAS} pipelines at {FPS:g} fps on {what}); drained {drained:.0f} s after `/vision stop all`")
+    for line in setup + [listing]:
+        print("  bot> " + line.replace("\n", "\n  bot> ")[:600])
+    print(f"{'':<34}{'delivered':>10}{'produced':>10}{'dups':>6}{'order':>7}")
+    print(f"{'answers (vs questions asked ' + str(t.asked) + ')':<34}{t.answers_posted:>10}{t.answers_made:>10}"
+          f"{t.answer_dups:>6}{t.out_of_order:>7}")
+    print(f"{'frames':<34}{t.frames_posted:>10}{t.frames_made:>10}{t.frame_dups:>6}{t.frames_misplaced:>7}")
+    print(f"{'alerts (event log: sent)':<34}{t.alerts_posted:>10}{t.alerts_sent:>10}{t.alert_dups:>6}"
+          f"{t.alerts_out_of_order:>7}")
+    print(f"alerts held by the bot: {dict(t.alerts_held) or 'none'}; posted alerts not in the event log: "
+          f"{t.alerts_unmatched}{'; EVENT LOG WAS TRIMMED (older entries gone)' if t.events_trimmed else ''}")
+    print(f"questions left with 👀: {t.eyes_left}; without a final ✅/⚠️: {t.no_final_reaction}")
+    if t.other_posts:
+        print(f"other bot posts in threads ({len(t.other_posts)}): " + " | ".join(sorted(set(t.other_posts))[:5]))
+
+
+def report_faults(load: Load, slack: SlackEmulator, llm: FakeAnthropic) -> None:
+    limited = Counter(c.method for c in slack.calls if c.error == "ratelimited")
+    print(f"429s injected: {sum(limited.values())} in {load.storms} storms of {STORM_SECONDS:g} s "
+          f"(Retry-After {STORM_RETRY_AFTER} s): {dict(limited.most_common(6))}")
+    failed = Counter(f"{c.method}: {c.error}" for c in slack.calls if not c.ok and c.error != "ratelimited")
+    print(f"Web API calls refused other than 429: {dict(failed.most_common(6)) or 'none'}")
+    print(f"socket drops: {load.drops} (connections opened: {slack.connections_opened}); "
+          f"Messages API calls: {len(llm.requests)} ({sum(r.status != 200 for r in llm.requests)} not 200)")
+
+
+def report_process(load: Load, rss: tuple[float, float], held: tuple[int, int, float], log: Path,
+                   code: int | None) -> None:
+    rss_connected, rss_end = rss
+    rss_start = load.rss[0][1] if load.rss else 0.0
+    growth = slope_per_hour(load.rss)
+    print(f"RSS: {rss_connected:.0f} MB connected, {rss_start:.0f} MB with pipelines running, {rss_end:.0f} MB at "
+          f"the end; trend over the second half {growth:+.0f} MB per real hour "
+          f"({growth * DURATION / 3600:+.0f} MB over this simulated hour)")
+    quarters = [load.rss[min(len(load.rss) - 1, len(load.rss) * q // 4)][1] for q in range(5)] if load.rss else []
+    print("RSS at 0, 1/4, 1/2, 3/4 and the end of the load: " + " / ".join(f"{r:.0f}" for r in quarters) + " MB")
+    print(f"sessions: {held[0]} chat threads, {held[1]} seeded by posted alerts, {held[2]:.1f} MB of session files "
+          "(each alert's session holds its frame)")
+    lines = log.read_text(errors="replace").splitlines()
+    errors = [ln for ln in lines if ln.startswith(("ERROR", "CRITICAL", "Traceback"))]
+    print(f"bot log: {len(lines)} lines, {len(errors)} errors/tracebacks; exit code {code}")
+    for line in list(dict.fromkeys(e[:200] for e in errors))[:5]:
+        print("  " + line)
+
+
+def main() -> None:
+    asyncio.run(soak())
+
+
+if __name__ == "__main__":
+    main()

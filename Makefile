@@ -9,7 +9,11 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade "pip>=24"
-	# torch first, from this machine's disk; otherwise a resolver may pull another build.
+	# torch first, pinned with its torchvision, so the resolver never picks another pair. Why 2.14.1 from the
+	# registry (CUDA build, ~5.7 GB .venv) and not the CPU 2.13.0 wheel on this machine's disk (3.0 GB): inference
+	# needs torchvision, and the registry's torchvision wheels are CUDA builds; 0.28.0 on CPU torch 2.13.0 fails
+	# at import ("operator torchvision::nms does not exist"), which breaks transformers and sentence-transformers
+	# (our memory search). The CUDA build runs on CPU here and uses a GPU where a deployment has one.
 	$(BIN)/pip install -q torch==2.14.1 torchvision==0.29.1
 	$(BIN)/pip install -q -e '.[dev]'
 	touch $(STAMP)
@@ -18,6 +22,9 @@ run: $(STAMP)
 	$(BIN)/vision-agent run
 
 test: $(STAMP)
+	# Layering first (seconds): adapters -> core -> workspace, no cycles between bot/'s folders (.importlinter).
+	$(BIN)/lint-imports
+	$(BIN)/mypy
 	env -u http_proxy -u https_proxy -u HTTP_PROXY -u HTTPS_PROXY -u ALL_PROXY -u all_proxy \
 		HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q
 

@@ -84,3 +84,27 @@ def _source_detector(step: dict[str, Any], by_name: dict[Any, Any]) -> str:
         step = by_name[m[1]]
         if not (step.get("detections") or step.get("predictions")):
             return str(step.get("type", ""))
+
+
+def _numbers(value: Any) -> list[float]:
+    if isinstance(value, bool):
+        return []
+    if isinstance(value, (int, float)):
+        return [float(value)]
+    if isinstance(value, dict):
+        return [n for v in value.values() for n in _numbers(v)]
+    if isinstance(value, (list, tuple)):
+        return [n for v in value for n in _numbers(v)]
+    return []
+
+
+def line_totals(values: dict[str, Any]) -> dict[str, float]:
+    """count_in / count_out totals, whatever the line counter step is called (e.g. 'line_counter_count_in')."""
+    out: dict[str, float] = {}
+    for key, val in values.items():
+        for side in ("count_in", "count_out"):
+            if key == side or key.endswith("_" + side) or key.endswith("." + side):
+                nums = _numbers(val)
+                if nums:
+                    out[side] = out.get(side, 0.0) + sum(nums)
+    return out

@@ -82,21 +82,10 @@ def parse_rule(args: list[str], camera: str, cooldown: float | None) -> Rule:
     raise ValueError(RULE_USAGE)
 
 
-def _describe(rule: Rule) -> str:
-    what = rule.class_name or "an object"
-    text = {
-        "line_crossed": "something crosses the line",
-        "class_appears": f"{what} appears",
-        "count_over": f"more than {rule.threshold:g} {rule.class_name or 'objects'} are in view",
-        "time_in_zone": f"{what} stays in the zone over {rule.threshold:g} s (needs a pipeline started with zone=)",
-    }[rule.kind]
-    return f"alerts when {text}"
-
-
 def _rule_line(rule: Rule, default: float) -> str:
     cooldown = default if rule.cooldown_seconds is None else rule.cooldown_seconds
     off = "" if rule.enabled else ", disabled"
-    return f"`{rule.id}` ({_describe(rule)}; cooldown {cooldown:g} s{off})"
+    return f"`{rule.id}` ({rule.describe()}; cooldown {cooldown:g} s{off})"
 
 
 async def add_rule(tokens: list[str], ctx: CommandContext) -> CommandReply:

@@ -6,7 +6,7 @@ import logging
 import re
 from collections import Counter
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from bot.events import EventType
 from bot.monitoring.alerts import DEFAULT_CAMERA, Alert
@@ -25,10 +25,6 @@ log = logging.getLogger(__name__)
 
 _ALERT = re.compile(r"^\d{2}:\d{2}:\d{2} (?:HEARTBEAT )?ALERT(?: ([\w:.>*-]+))?:")
 MAX_LOG_CHARS = 8000  # of the day's log shown to the model; the counts above it are exact regardless
-_WHEN = re.compile(
-    r"^\s*(?:(?:daily\s+)?at\s+(?P<at>\d{1,2}:\d{2})|every\s+(?P<n>\d+(?:\.\d+)?)?\s*(?P<unit>minutes?|mins?|m|hours?|h|days?|d))\s*$",
-    re.I,
-)
 
 
 @dataclass(frozen=True)
@@ -52,23 +48,6 @@ class CronJob:
     def describe(self) -> str:
         when = f"daily at {self.at}" if self.at else f"every {self.every_minutes:g} min"
         return f"{self.name}: {self.action}{' of ' + self.camera if self.camera else ''}, {when}"
-
-
-def parse_when(text: str) -> dict[str, Any]:
-    """'at 18:00' / 'daily at 6:30' / 'every hour' / 'every 15 minutes' -> CronJob fields; ValueError otherwise."""
-    m = _WHEN.match(text)
-    if not m:
-        raise ValueError(f"cannot read the schedule {text!r}; say 'at 18:00' or 'every 30 minutes' or 'every hour'")
-    if m.group("at"):
-        hh, mm = (int(x) for x in m.group("at").split(":"))
-        if hh > 23 or mm > 59:
-            raise ValueError(f"{m.group('at')} is not a time of day; use HH:MM between 00:00 and 23:59")
-        return {"at": f"{hh:02d}:{mm:02d}"}
-    n, unit = float(m.group("n") or 1), m.group("unit").lower()
-    minutes = n * (1440 if unit.startswith("d") else 60 if unit.startswith("h") else 1)
-    if minutes <= 0:
-        raise ValueError("the interval must be more than zero minutes")
-    return {"every_minutes": minutes}
 
 
 def day_counts(by_camera: dict[str, list[str]]) -> dict[str, tuple[int, Counter[str]]]:

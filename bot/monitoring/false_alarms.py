@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
 from bot.monitoring.rules import Rule
-from bot.monitoring.wording import plural
 
 if TYPE_CHECKING:
     from bot.config import Settings
@@ -40,18 +39,8 @@ class FalseAlarm:
 
 
 def tightened(rule: Rule, default_cooldown: float) -> tuple[Rule, str]:
-    """The rule one step less eager, and what changed in words. Counts and stays need more; the others wait longer."""
-    if rule.kind == "count_over":
-        new = replace(rule, threshold=rule.threshold + 1)
-        what = plural(rule.class_name, int(new.threshold)) if rule.class_name else f"{new.threshold:g} objects"
-        return new, f"now alerts only above {what}"
-    if rule.kind == "time_in_zone":
-        new = replace(rule, threshold=round(rule.threshold * 1.5))
-        return new, f"now alerts only after {new.threshold:g} s in the zone"
-    cooldown = 2 * (default_cooldown if rule.cooldown_seconds is None else rule.cooldown_seconds) or 60.0
-    new = replace(rule, cooldown_seconds=cooldown)
-    minutes = f"{cooldown / 60:g} min" if cooldown >= 60 else f"{cooldown:g} s"
-    return new, f"now waits {minutes} between alerts"
+    """The rule one step less eager, and what changed in words (each kind decides: bot.monitoring.rules)."""
+    return rule.kind_of.tightened(rule, default_cooldown)
 
 
 class FalseAlarms:

@@ -16,8 +16,9 @@ from bot.backends.base import InferenceResult, PipelineHandle
 from bot.config import Settings
 from bot.monitoring.alerts import Alert, AlertRouter
 from bot.monitoring.news import MonitorEvent, News
-from bot.monitoring.rules import ANY, Rule, RuleState, default_rules, evaluate, health_problems
+from bot.monitoring.rules import ANY, Rule, RuleState, default_rules, evaluate
 from bot.monitoring.timeline import Timeline
+from bot.pipelines.status import health_problems
 from bot.storage import Storage, open_storage
 
 if TYPE_CHECKING:

@@ -1,16 +1,19 @@
-"""Tier-1 rules: what a pipeline result must show for an event, evaluated edge-triggered per camera."""
+"""Tier-1 rules: what a pipeline result must show for an event, evaluated edge-triggered per camera.
+
+`Rule` is the stored record (kind, camera, class, threshold, cooldown); each kind is one class below
+(ClassAppears, CountOver, LineCrossed, TimeInZone) that owns its id, evaluation, wording and tightening.
+"""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
-from bot.backends.base import Detection, InferenceResult, PipelineHandle
-from bot.media.sources import is_live
+from bot.backends.base import Detection, InferenceResult
+from bot.backends.counting import line_totals
 from bot.monitoring.wording import classes, describe_counts, object_name, plural
 
 RuleKind = Literal["class_appears", "count_over", "line_crossed", "time_in_zone"]
-KINDS: tuple[str, ...] = ("class_appears", "count_over", "line_crossed", "time_in_zone")
 ANY = "*"
 
 
@@ -27,15 +30,18 @@ class Rule:
     enabled: bool = True
 
     @property
+    def kind_of(self) -> RuleKindBase:
+        """The class that owns this kind's id, evaluation, wording and tightening."""
+        return RULE_KINDS[self.kind]
+
+    @property
     def id(self) -> str:
         """Stable name used in alerts and cooldowns, e.g. 'count_over:person>3'."""
-        if self.kind == "class_appears":
-            return f"class_appears:{self.class_name or ANY}"
-        if self.kind == "count_over":
-            return f"count_over:{self.class_name or ANY}>{self.threshold:g}"
-        if self.kind == "time_in_zone":
-            return f"time_in_zone>{self.threshold:g}s"
-        return "line_crossed"
+        return self.kind_of.id(self)
+
+    def describe(self) -> str:
+        """What makes it fire, for people: 'alerts when more than 3 person are in view'."""
+        return f"alerts when {self.kind_of.describe(self)}"
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -65,30 +71,6 @@ class Firing:
     counts: dict[str, int]
 
 
-def _numbers(value: Any) -> list[float]:
-    if isinstance(value, bool):
-        return []
-    if isinstance(value, (int, float)):
-        return [float(value)]
-    if isinstance(value, dict):
-        return [n for v in value.values() for n in _numbers(v)]
-    if isinstance(value, (list, tuple)):
-        return [n for v in value for n in _numbers(v)]
-    return []
-
-
-def line_totals(values: dict[str, Any]) -> dict[str, float]:
-    """count_in / count_out totals, whatever the line counter step is called (e.g. 'line_counter_count_in')."""
-    out: dict[str, float] = {}
-    for key, val in values.items():
-        for side in ("count_in", "count_out"):
-            if key == side or key.endswith("_" + side) or key.endswith("." + side):
-                nums = _numbers(val)
-                if nums:
-                    out[side] = out.get(side, 0.0) + sum(nums)
-    return out
-
-
 def has_zone(result: InferenceResult) -> bool:
     """The result comes from a workflow with a time_in_zone step (its detections carry seconds in zone)."""
     return any(d.time_in_zone is not None for d in result.detections)
@@ -114,8 +96,104 @@ def default_rules(result: InferenceResult) -> list[Rule]:
 
 def evaluate(rule: Rule, state: RuleState, result: InferenceResult, now: float) -> Firing | None:
     """Update the rule's state with a result; a Firing when the rule goes from quiet to triggered."""
-    counts = result.counts()
-    if rule.kind == "line_crossed":
+    return rule.kind_of.evaluate(rule, state, result, now)
+
+
+class RuleKindBase:
+    """One kind of tier-1 rule: its id, when it fires (edge-triggered per camera), how it reads, and one step
+    less eager after repeated false alarms (by default: twice the wait between alerts)."""
+
+    kind: str
+
+    def id(self, rule: Rule) -> str:
+        return self.kind
+
+    def describe(self, rule: Rule) -> str:
+        raise NotImplementedError
+
+    def evaluate(self, rule: Rule, state: RuleState, result: InferenceResult, now: float) -> Firing | None:
+        raise NotImplementedError
+
+    def tightened(self, rule: Rule, default_cooldown: float) -> tuple[Rule, str]:
+        cooldown = 2 * (default_cooldown if rule.cooldown_seconds is None else rule.cooldown_seconds) or 60.0
+        minutes = f"{cooldown / 60:g} min" if cooldown >= 60 else f"{cooldown:g} s"
+        return replace(rule, cooldown_seconds=cooldown), f"now waits {minutes} between alerts"
+
+
+class _Counted(RuleKindBase):
+    """A rule on how many objects (of its class) are in view; fires when that turns true, re-arms after
+    `clear_seconds` without it (a brief miss, detector flicker, must not make one visitor fire on every blink)."""
+
+    def triggered(self, rule: Rule, n: int) -> bool:
+        raise NotImplementedError
+
+    def firing(self, rule: Rule, shown: dict[str, int], counts: dict[str, int]) -> Firing:
+        raise NotImplementedError
+
+    def evaluate(self, rule: Rule, state: RuleState, result: InferenceResult, now: float) -> Firing | None:
+        counts = result.counts()
+        if rule.class_name in (None, ANY):
+            n, shown = sum(counts.values()), counts
+        else:
+            n = counts.get(rule.class_name, 0)
+            shown = {rule.class_name: n}
+        if self.triggered(rule, n):
+            state.last_seen = now
+            if state.active:
+                return None
+            state.active = True
+            return self.firing(rule, shown, counts)
+        if state.active and now - state.last_seen >= rule.clear_seconds:
+            state.active = False
+        return None
+
+
+class ClassAppears(_Counted):
+    kind = "class_appears"
+
+    def id(self, rule: Rule) -> str:
+        return f"class_appears:{rule.class_name or ANY}"
+
+    def describe(self, rule: Rule) -> str:
+        return f"{rule.class_name or 'an object'} appears"
+
+    def triggered(self, rule: Rule, n: int) -> bool:
+        return n > 0
+
+    def firing(self, rule: Rule, shown: dict[str, int], counts: dict[str, int]) -> Firing:
+        return Firing(f"{classes(shown)} appeared ({describe_counts(shown)} in view)", counts)
+
+
+class CountOver(_Counted):
+    kind = "count_over"
+
+    def id(self, rule: Rule) -> str:
+        return f"count_over:{rule.class_name or ANY}>{rule.threshold:g}"
+
+    def describe(self, rule: Rule) -> str:
+        return f"more than {rule.threshold:g} {rule.class_name or 'objects'} are in view"
+
+    def triggered(self, rule: Rule, n: int) -> bool:
+        return n > rule.threshold
+
+    def firing(self, rule: Rule, shown: dict[str, int], counts: dict[str, int]) -> Firing:
+        n, cls = sum(shown.values()), rule.class_name
+        what = plural(cls, n) if cls and cls != ANY else f"{n} objects ({describe_counts(shown)})"
+        return Firing(f"{what} in view, over {rule.threshold:g}", counts)
+
+    def tightened(self, rule: Rule, default_cooldown: float) -> tuple[Rule, str]:
+        new = replace(rule, threshold=rule.threshold + 1)
+        what = plural(rule.class_name, int(new.threshold)) if rule.class_name else f"{new.threshold:g} objects"
+        return new, f"now alerts only above {what}"
+
+
+class LineCrossed(RuleKindBase):
+    kind = "line_crossed"
+
+    def describe(self, rule: Rule) -> str:
+        return "something crosses the line"
+
+    def evaluate(self, rule: Rule, state: RuleState, result: InferenceResult, now: float) -> Firing | None:
         totals = line_totals(result.values)
         if not totals:
             return None
@@ -129,79 +207,46 @@ def evaluate(rule: Rule, state: RuleState, result: InferenceResult, now: float) 
         tot = {k: int(v) for k, v in totals.items()}
         return Firing(
             f"line crossed ({moves}; totals in {tot.get('count_in', 0)} / out {tot.get('count_out', 0)})",
-            {**counts, **tot},
+            {**result.counts(), **tot},
         )
-    if rule.kind == "time_in_zone":
-        return _dwell(rule, state, result, now)
-    if rule.class_name in (None, ANY):
-        n, shown = sum(counts.values()), counts
-    else:
-        n = counts.get(rule.class_name, 0)
-        shown = {rule.class_name: n}
-    triggered = n > 0 if rule.kind == "class_appears" else n > rule.threshold
-    return _edge(rule, state, triggered, shown, counts, now)
 
 
-def _dwell(rule: Rule, state: RuleState, result: InferenceResult, now: float) -> Firing | None:
+class TimeInZone(RuleKindBase):
     """Fires once per object that stays in the zone past the threshold: 'person #12 in the zone for 34 s'."""
-    for d in result.detections:  # back under the threshold (left and re-entered): may fire again later
-        if d.time_in_zone is not None and d.time_in_zone <= rule.threshold:
-            state.dwellers.pop(_key(d), None)
-    over = [d for d in in_zone_over(result, rule.threshold)
-            if rule.class_name in (None, ANY) or d.class_name == rule.class_name]
-    new = [d for d in over if _key(d) not in state.dwellers]
-    state.dwellers.update({_key(d): now for d in over})
-    state.dwellers = {k: t for k, t in state.dwellers.items() if now - t < DWELLER_MEMORY_SECONDS}
-    if not new:
-        return None
-    first = new[0]
-    more = f" (and {len(new) - 1} more)" if len(new) > 1 else ""
-    text = f"{object_name(first)} in the zone for {first.time_in_zone:.0f} s{more}, over {rule.threshold:g} s"
-    return Firing(text, {**result.counts(), "in_zone_over": len(over)})
+
+    kind = "time_in_zone"
+
+    def id(self, rule: Rule) -> str:
+        return f"time_in_zone>{rule.threshold:g}s"
+
+    def describe(self, rule: Rule) -> str:
+        what = rule.class_name or "an object"
+        return f"{what} stays in the zone over {rule.threshold:g} s (needs a pipeline started with zone=)"
+
+    def evaluate(self, rule: Rule, state: RuleState, result: InferenceResult, now: float) -> Firing | None:
+        for d in result.detections:  # back under the threshold (left and re-entered): may fire again later
+            if d.time_in_zone is not None and d.time_in_zone <= rule.threshold:
+                state.dwellers.pop(_key(d), None)
+        over = [d for d in in_zone_over(result, rule.threshold)
+                if rule.class_name in (None, ANY) or d.class_name == rule.class_name]
+        new = [d for d in over if _key(d) not in state.dwellers]
+        state.dwellers.update({_key(d): now for d in over})
+        state.dwellers = {k: t for k, t in state.dwellers.items() if now - t < DWELLER_MEMORY_SECONDS}
+        if not new:
+            return None
+        first = new[0]
+        more = f" (and {len(new) - 1} more)" if len(new) > 1 else ""
+        text = f"{object_name(first)} in the zone for {first.time_in_zone:.0f} s{more}, over {rule.threshold:g} s"
+        return Firing(text, {**result.counts(), "in_zone_over": len(over)})
+
+    def tightened(self, rule: Rule, default_cooldown: float) -> tuple[Rule, str]:
+        new = replace(rule, threshold=round(rule.threshold * 1.5))
+        return new, f"now alerts only after {new.threshold:g} s in the zone"
 
 
 def _key(d: Detection) -> Any:
     return d.tracker_id if d.tracker_id is not None else d.class_name
 
 
-def _edge(
-    rule: Rule, state: RuleState, triggered: bool, shown: dict[str, int], counts: dict[str, int], now: float
-) -> Firing | None:
-    if triggered:
-        state.last_seen = now
-        if state.active:
-            return None
-        state.active = True
-        if rule.kind == "class_appears":
-            return Firing(f"{classes(shown)} appeared ({describe_counts(shown)} in view)", counts)
-        n = sum(shown.values())
-        cls = rule.class_name
-        what = plural(cls, n) if cls and cls != ANY else f"{n} objects ({describe_counts(shown)})"
-        return Firing(f"{what} in view, over {rule.threshold:g}", counts)
-    # a brief miss (detector flicker) must not re-arm the rule, or one visitor would fire on every blink
-    if state.active and now - state.last_seen >= rule.clear_seconds:
-        state.active = False
-    return None
-
-
-def health_problems(
-    h: PipelineHandle, now: float, last_result: float, stall_seconds: float, min_fps: float
-) -> dict[str, str]:
-    """What is wrong with a pipeline right now (rule -> one line saying what to do), from its handle."""
-    live = is_live(h.video_reference)
-    if h.status == "error":
-        return {
-            "pipeline_error": f"pipeline {h.name} failed: {h.error or 'unknown error'}. Check the source, then restart it."
-        }
-    if h.status == "finished" and live:  # a file that ends is done; a stream that ends has dropped
-        return {
-            "source_dropped": f"the stream of {h.name} ended ({h.video_reference}). Check the camera, then restart the pipeline."
-        }
-    if h.status != "running":
-        return {}
-    since = max(last_result, h.started_at)
-    if now - since > stall_seconds:
-        return {"stalled": f"no frames from {h.name} for {int(now - since)}s. Check the camera connection."}
-    if h.fps is not None and h.fps < min_fps and now - h.started_at > stall_seconds:
-        return {"low_fps": f"{h.name} is running at {h.fps:.2f} fps (under {min_fps:g})."}
-    return {}
+RULE_KINDS: dict[str, RuleKindBase] = {k.kind: k for k in (ClassAppears(), CountOver(), LineCrossed(), TimeInZone())}
+KINDS: tuple[str, ...] = tuple(RULE_KINDS)

@@ -19,8 +19,9 @@ import schedule
 
 from bot.monitoring import cron_jobs
 from bot.monitoring.alerts import in_window
-from bot.monitoring.cron_jobs import CronJob, parse_when
+from bot.monitoring.cron_jobs import CronJob
 from bot.monitoring.heartbeat import Heartbeat
+from bot.monitoring.when import parse_when
 from bot.storage import Storage, open_storage
 
 if TYPE_CHECKING:

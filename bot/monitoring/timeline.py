@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from bot.backends.base import InferenceResult
-from bot.monitoring.rules import line_totals
+from bot.backends.counting import line_totals
 from bot.monitoring.wording import class_of, describe_counts, object_name
 
 if TYPE_CHECKING:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from bot.backends.base import InferenceResult, PipelineHandle
 from bot.media.redaction import redact
+from bot.media.sources import is_live
 
 
 def status_line(h: PipelineHandle, *, markdown: bool = False, latest: InferenceResult | None = None) -> str:
@@ -19,3 +20,26 @@ def status_line(h: PipelineHandle, *, markdown: bool = False, latest: InferenceR
     now = f"; now: {seen}" if seen else ""
     head = f"*{h.name}* `{h.pipeline_id}`" if markdown else f"{h.name} (id {h.pipeline_id})"
     return f"{head}: {h.status}, {h.frames} frames{fps}, source {redact(h.video_reference)}{what}{err}{now}"
+
+
+def health_problems(
+    h: PipelineHandle, now: float, last_result: float, stall_seconds: float, min_fps: float
+) -> dict[str, str]:
+    """What is wrong with a pipeline right now (rule -> one line saying what to do), from its handle."""
+    live = is_live(h.video_reference)
+    if h.status == "error":
+        return {
+            "pipeline_error": f"pipeline {h.name} failed: {h.error or 'unknown error'}. Check the source, then restart it."
+        }
+    if h.status == "finished" and live:  # a file that ends is done; a stream that ends has dropped
+        return {
+            "source_dropped": f"the stream of {h.name} ended ({h.video_reference}). Check the camera, then restart the pipeline."
+        }
+    if h.status != "running":
+        return {}
+    since = max(last_result, h.started_at)
+    if now - since > stall_seconds:
+        return {"stalled": f"no frames from {h.name} for {int(now - since)}s. Check the camera connection."}
+    if h.fps is not None and h.fps < min_fps and now - h.started_at > stall_seconds:
+        return {"low_fps": f"{h.name} is running at {h.fps:.2f} fps (under {min_fps:g})."}
+    return {}

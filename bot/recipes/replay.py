@@ -10,7 +10,7 @@ from typing import Any
 from bot.agent.registry import ToolRegistry
 from bot.agent.tools import ToolContext
 from bot.backends.base import InferenceResult, PipelineHandle
-from bot.monitoring.rules import line_totals
+from bot.backends.counting import line_totals
 from bot.pipelines.manager import PipelineManager
 from bot.recipes.model import REPLAYABLE, substitute
 from bot.services import need

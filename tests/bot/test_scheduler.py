@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from bot.config import Settings
+from bot.monitoring.heartbeat.checklist import scheduled_items
 from bot.monitoring.scheduler import Scheduler, parse_when
 from tests.bot.monitor_helpers import JPEG, Clock, FakePipelines, make_router, result
 from workspace.memory import MemoryStore
@@ -145,6 +146,19 @@ def test_parse_when() -> None:
     for bad in ("tomorrow-ish", "at 25:00", "every 0 minutes"):
         with pytest.raises(ValueError):
             parse_when(bad)
+
+
+def test_heartbeat_tags_and_cron_jobs_read_the_same_phrases() -> None:
+    """One parser: what `/vision schedule` accepts, a HEARTBEAT.md tag accepts too, with the same meaning."""
+    phrases = ["at 18:00", "daily at 6:30", "every hour", "every 15 minutes", "every 2h", "every 30 min"]
+    items = scheduled_items("\n".join(f"- check {i} [{p}]" for i, p in enumerate(phrases)))
+    assert [i.text for i in items] == [f"check {i}" for i in range(len(phrases))]
+    for item, phrase in zip(items, phrases, strict=True):
+        want = parse_when(phrase)
+        got = {"at": item.at} if item.at else {"every_minutes": item.every.total_seconds() / 60}
+        assert got == want, phrase
+    # an impossible time is no schedule: the line stays an ordinary (untagged) item
+    assert scheduled_items("- look at the gate [at 25:00]\n- count [every 0 minutes]") == []
 
 
 async def test_snapshot_job_posts_the_latest_frame_of_the_camera(settings: Settings, tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
 from bot.backends.base import InferenceResult
-from bot.monitoring.checklist import ChecklistItem
+from bot.monitoring.heartbeat.checklist import ChecklistItem
 from bot.monitoring.news import MonitorEvent
 from bot.pipelines.status import status_line
 

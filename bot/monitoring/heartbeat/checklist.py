@@ -1,4 +1,4 @@
-"""HEARTBEAT.md items with a schedule tag ('[every 2h]', '[at 18:00]') and when each one is due."""
+"""HEARTBEAT.md items with a schedule tag ('[every 2h]', '[at 18:00]': bot.monitoring.when) and when each is due."""
 
 from __future__ import annotations
 
@@ -7,13 +7,10 @@ import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from bot.monitoring.when import TAG, from_match
+
 _COMMENT = re.compile(r"<!--.*?-->", re.S)
 _ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(.*)$")
-_TAG = re.compile(
-    r"\[\s*(?:every\s+(?P<n>\d+(?:\.\d+)?)\s*(?P<unit>m|min|mins|minutes?|h|hrs?|hours?)"
-    r"|(?:at|daily(?:\s+at)?)\s+(?P<at>[01]?\d:[0-5]\d|2[0-3]:[0-5]\d))\s*\]",
-    re.I,
-)
 
 
 @dataclass(frozen=True)
@@ -44,15 +41,16 @@ def scheduled_items(checklist: str) -> list[ChecklistItem]:
     items: list[ChecklistItem] = []
     for line in _COMMENT.sub("", checklist).splitlines():
         m = _ITEM.match(line)
-        tag = _TAG.search(m.group(1)) if m else None
+        tag = TAG.search(m.group(1)) if m else None
         if not m or not tag:
             continue
-        text = _TAG.sub("", m.group(1)).strip()
-        if tag.group("at"):
-            items.append(ChecklistItem(text, at=tag.group("at")))
+        try:
+            when = from_match(tag)
+        except ValueError:  # '[at 25:00]': not a schedule, so the line stays an ordinary item
+            continue
+        text = TAG.sub("", m.group(1)).strip()
+        if "at" in when:
+            items.append(ChecklistItem(text, at=when["at"]))
         else:
-            n, unit = float(tag.group("n")), tag.group("unit").lower()
-            items.append(
-                ChecklistItem(text, every=timedelta(hours=n) if unit.startswith("h") else timedelta(minutes=n))
-            )
+            items.append(ChecklistItem(text, every=timedelta(minutes=when["every_minutes"])))
     return items

@@ -24,12 +24,12 @@ import aiohttp
 
 from bot.media.reach import ReachError, check_reach, origin
 from bot.media.redaction import redact
-from bot.monitoring.alerts import Alert
 from bot.monitoring.events_log import SOURCE, event_type_of
-from bot.monitoring.webhook_signing import signed_headers
+from bot.monitoring.webhooks.signing import signed_headers
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # annotations only: alerts imports webhooks.frames, so a runtime import would be a cycle
     from bot.config.settings import Settings, WebhookConfig
+    from bot.monitoring.alerts import Alert
 
 log = logging.getLogger(__name__)
 

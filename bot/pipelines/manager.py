@@ -92,7 +92,13 @@ class PipelineManager(PipelineTable):
         return cfg.workflow_spec
 
     async def _workflow_for(self, cfg: PipelineConfig) -> dict | None:
-        """The spec to deploy; an inline spec is validated first (the backend's safety check, then its compiler)."""
+        """The spec to deploy; an inline spec is validated first by the backend (its block policy, then its compiler).
+
+        An early answer the model can act on, not the enforcement point: every backend applies the policy itself
+        where its start_pipeline / run_single / adopt_pipeline resolve a spec, whoever calls them. The direct backend
+        remembers the exact spec it validated here, so a start from an inline spec is checked and compiled once
+        (tests/bot/backends/test_direct_checks.py).
+        """
         if cfg.workflow_spec is None:
             return self.spec_of(cfg)
         problems = list(await self.backends.named(cfg.backend).validate_workflow(cfg.workflow_spec) or [])

@@ -3,20 +3,33 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import threading
 from collections import OrderedDict
+from dataclasses import dataclass
 from typing import Any
 
 from bot.backends.base import BackendError, InferenceResult, PipelineHandle, ResultListener
 from bot.backends.convert import from_workflow_output
+from bot.backends.counting import with_counting_defaults
 from bot.backends.direct.engine import InferenceRuntime, SpecSource, resolve_spec
 from bot.backends.environment import ensure_inference_env
 from bot.backends.errors import translate, workflow_problems
 from bot.backends.policy import check_spec
 from bot.backends.shared import BackendBase, WorkflowRef
+from bot.backends.workflows import spec_hash
 from bot.config import Settings
 
 MAX_CACHED_ENGINES = 16
+
+
+@dataclass(frozen=True)
+class _Engine:
+    """A compiled spec: only ever made for a spec that passed the block policy in this backend (see _vetted)."""
+
+    spec: dict[str, Any]  # a private copy of the spec it was compiled from, compared whole on every look-up
+    engine: Any
+    lock: threading.Lock
 
 
 class DirectBackend(BackendBase):
@@ -29,7 +42,9 @@ class DirectBackend(BackendBase):
         ensure_inference_env(settings.inference)
         self._runtime: InferenceRuntime | None = None
         self._runtime_lock = threading.Lock()
-        self._engines: OrderedDict[str, tuple[Any, threading.Lock]] = OrderedDict()
+        # Compiled engines by spec_hash, most recently used last. An entry is also this backend's record that the spec
+        # passed its block policy and compiled: validate_workflow and the start that follows check and compile once.
+        self._engines: OrderedDict[str, _Engine] = OrderedDict()
         self._engines_lock = threading.Lock()
 
     # --- shared plumbing -----------------------------------------------------------------------------------------
@@ -41,19 +56,37 @@ class DirectBackend(BackendBase):
                 self._runtime = InferenceRuntime(self._settings)
             return self._runtime
 
-    def _engine(self, source: SpecSource) -> tuple[Any, threading.Lock]:
+    def _engine(self, spec: dict[str, Any]) -> _Engine:
+        """spec's compiled engine, compiled now unless cached (raises the compiler's errors).
+
+        Only for a spec that passed the block policy here: resolve_spec (or fetch_saved_workflow) or validate_workflow
+        checked it, since a cached engine is what _vetted takes as proof of that check.
+        """
+        key = spec_hash(spec)
         with self._engines_lock:
-            cached = self._engines.pop(source.key, None)
-            if cached is None:
-                cached = (self.runtime().compile(source.spec), threading.Lock())
-            self._engines[source.key] = cached  # most recently used last
+            cached = self._engines.pop(key, None)
+            if cached is None or cached.spec != spec:  # the whole spec, not only its hash, must be the one compiled
+                cached = _Engine(copy.deepcopy(spec), self.runtime().compile(spec), threading.Lock())
+            self._engines[key] = cached  # most recently used last
             while len(self._engines) > MAX_CACHED_ENGINES:
                 self._engines.popitem(last=False)
             return cached
 
+    def _vetted(self, spec: Any) -> bool:
+        """True when this very spec (equal in every value) already passed the block policy here and compiled.
+
+        The policy itself runs in one place per spec: resolve_spec (every start and image, whoever calls) or
+        validate_workflow (the manager's check before a start); an engine evicted from the cache is checked again.
+        """
+        if not isinstance(spec, dict):
+            return False
+        with self._engines_lock:
+            cached = self._engines.get(spec_hash(spec))
+            return cached is not None and cached.spec == spec
+
     async def _source(self, ref: WorkflowRef, video: bool) -> SpecSource:
         rt = await asyncio.to_thread(self.runtime)
-        return await asyncio.to_thread(resolve_spec, rt, self._settings, ref, video)
+        return await asyncio.to_thread(resolve_spec, rt, self._settings, ref, video, self._vetted)
 
     # --- single images -------------------------------------------------------------------------------------------
 
@@ -63,9 +96,9 @@ class DirectBackend(BackendBase):
 
     def _run_single_sync(self, source: SpecSource, frame: Any, parameters: dict) -> InferenceResult:
         try:
-            engine, lock = self._engine(source)
-            with lock:  # stateful blocks (trackers, counters) are not safe to run concurrently
-                outputs = engine.run(runtime_parameters={**parameters, source.image_input: frame})
+            compiled = self._engine(source.spec)
+            with compiled.lock:  # stateful blocks (trackers, counters) are not safe to run concurrently
+                outputs = compiled.engine.run(runtime_parameters={**parameters, source.image_input: frame})
         except Exception as exc:  # noqa: BLE001 - converted into a one-line BackendError
             raise translate(exc, source.what) from exc
         if not outputs:
@@ -81,12 +114,20 @@ class DirectBackend(BackendBase):
         return await asyncio.to_thread(rt.describe_blocks)
 
     async def validate_workflow(self, spec: dict) -> list[str]:
+        """The block policy, then the compiler, on the spec as a start would run it (with the counting defaults).
+
+        A spec that passes is remembered with its engine, so starting it next is neither checked nor compiled again.
+        """
+        spec = with_counting_defaults(spec)
+        if self._vetted(spec):
+            return []
         return check_spec(spec, self._settings.inference) or await self._compile_problems(spec)
 
     async def _compile_problems(self, spec: dict) -> list[str]:
-        rt = await asyncio.to_thread(self.runtime)
+        """Why spec does not compile (empty: it did, and its engine is cached). Only for a policy-checked spec."""
+        await asyncio.to_thread(self.runtime)
         try:
-            await asyncio.to_thread(rt.compile, spec)
+            await asyncio.to_thread(self._engine, spec)
         except Exception as exc:  # noqa: BLE001 - compile errors are the answer
             return workflow_problems(exc)
         return []
@@ -99,8 +140,8 @@ class DirectBackend(BackendBase):
     ) -> PipelineHandle:
         from bot.backends.direct.pipeline import DirectPipeline
 
-        source = await self._source(ref, video=True)  # safety-checked there, once
-        problems = await self._compile_problems(source.spec)
+        source = await self._source(ref, video=True)  # policy-checked there, unless validate_workflow just did
+        problems = await self._compile_problems(source.spec)  # a cached engine when validate_workflow compiled it
         if problems:  # compile once here so a bad spec is an error the model can fix, not a dead pipeline
             raise BackendError("the workflow is invalid: " + "; ".join(problems))
         pipe = DirectPipeline(

@@ -6,6 +6,7 @@ import os
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlparse
@@ -149,14 +150,21 @@ def _model_ids(spec: dict[str, Any]) -> list[str]:
     return ids
 
 
-def resolve_spec(rt: InferenceRuntime, settings: Settings, ref: WorkflowRef, video: bool = False) -> SpecSource:
-    """Turn the three ways of naming work (spec, saved workflow, model id) into a checked SpecSource."""
+def resolve_spec(
+    rt: InferenceRuntime, settings: Settings, ref: WorkflowRef, video: bool = False,
+    vetted: Callable[[dict[str, Any]], bool] = lambda spec: False,
+) -> SpecSource:
+    """Turn the three ways of naming work (spec, saved workflow, model id) into a checked SpecSource.
+
+    The direct backend's block-policy check of every spec it runs (inline, composed or a model's); `vetted(spec)`
+    is the backend's word that this very spec already passed it there (validate_workflow), so it is not run twice.
+    """
     spec, what = ref.inline(video)
     if spec is None:
         if not (ref.workspace_name and ref.workflow_id):
             raise BackendError("give model_id, workflow_spec, or workspace_name + workflow_id.")
         spec = rt.fetch_workflow(ref.workspace_name, ref.workflow_id)  # policy-checked there
-    else:
+    elif not vetted(spec):
         refuse_unsafe(spec, settings)
     remote_models = _model_ids(spec)
     if remote_models:

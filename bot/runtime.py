@@ -19,12 +19,12 @@ from bot.config import Settings
 from bot.llm.client import LLMClient
 from bot.llm.errors import NO_KEY
 from bot.media.redaction import add_secrets, redact
-from bot.monitoring.alert_frames import AlertFrames
 from bot.monitoring.alerts import AlertRouter
 from bot.monitoring.events_log import EventLog
 from bot.monitoring.monitor import Monitor
 from bot.monitoring.scheduler import Scheduler
-from bot.monitoring.webhooks import WebhookSender, from_settings
+from bot.monitoring.webhooks.frames import AlertFrames
+from bot.monitoring.webhooks.sender import WebhookSender, from_settings
 from bot.pipelines.manager import PipelineManager
 from bot.pipelines.restore import BackgroundRestore
 from bot.pipelines.status import status_line

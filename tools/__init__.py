@@ -31,7 +31,7 @@ TOOL_NAMES = [
 
 
 def build_registry() -> ToolRegistry:
-    """A registry holding every tool of seed 5.1, in TOOL_NAMES order."""
+    """A registry holding every tool named in TOOL_NAMES, in that order."""
     reg = ToolRegistry()
     for family in (inference, pipelines, clips, recipes, discovery, memory, event_tools, reasoning):
         family.register(reg)

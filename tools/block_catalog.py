@@ -11,7 +11,7 @@ CATEGORIES = (
     "model", "analytics", "visualization", "transformation", "sink",
     "flow_control", "classical_cv", "fusion", "tracking",
 )
-# describe's block_type / ui_manifest.section -> the seed's categories
+# describe's block_type / ui_manifest.section -> one of CATEGORIES
 _TYPE_MAP = {
     "classical_computer_vision": "classical_cv", "formatter": "transformation", "math": "transformation",
     "video": "analytics", "secrets_provider": "sink", "classical_cv": "classical_cv", "data_storage": "sink",
@@ -70,7 +70,7 @@ def input_description(block: dict[str, Any], name: str, prop: dict[str, Any]) ->
 
 
 def categories(block: dict[str, Any]) -> set[str]:
-    """Seed categories of a block: from its block_type, its UI section, and 'tracking' for trackers."""
+    """The CATEGORIES of a block: from its block_type, its UI section, and 'tracking' for trackers."""
     schema = _schema(block)
     raw = [schema.get("block_type") or block.get("block_type") or block.get("category"),
            (schema.get("ui_manifest") or {}).get("section")]

@@ -11,6 +11,7 @@ from bot.agent.registry import ToolRegistry
 from bot.agent.tools import ToolArgs, ToolContext, ToolResult
 from bot.backends.base import BackendError, InferenceResult
 from bot.backends.summary import summarize
+from bot.media.images import resize_jpeg
 from bot.media.redaction import redact
 from bot.media.resolve import MediaError, resolve_image
 from bot.services import need
@@ -166,8 +167,6 @@ def _answer_text(values: dict[str, Any]) -> str | None:
 
 
 def _own_vision(image: bytes, question: str, reason: str, ctx: ToolContext) -> ToolResult:
-    from bot.media.images import resize_jpeg
-
     try:
         jpeg = resize_jpeg(image, ctx.settings.monitoring.result_image_max_dimension)
     except ValueError:

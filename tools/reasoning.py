@@ -1,4 +1,4 @@
-"""The think tool: a scratchpad with no side effects (seed 7.4)."""
+"""The think tool: a scratchpad with no side effects (the thought is only recorded in the history)."""
 
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ from bot.media.redaction import redact
 log = logging.getLogger(__name__)
 
 USER_IMAGE_MAX = 1568  # larger images are downscaled by the API anyway; sending them only costs upload time
-RESULT_IMAGE_MAX = 640  # seed 7.2: frames in tool results
+RESULT_IMAGE_MAX = 640  # images we add ourselves (tool results, heartbeat frames, alert seeds): longest side
 
 
 def _text(text: str) -> dict[str, Any]:

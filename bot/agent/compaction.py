@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from workspace.memory import MemoryStore
 
 log = logging.getLogger(__name__)
-COMPACT_AT = 0.8  # of the context window (seed 7.5)
+COMPACT_AT = 0.8  # share of the context window past which maybe_compact summarises older turns
 KEEP_RECENT = 0.5  # recent turns kept verbatim may fill up to this share of the window
 
 SUMMARY_SYSTEM = (

@@ -206,7 +206,7 @@ class Agent:
 
     def _record(self, key: str, who: Requester, steps: list[tuple[ToolCall, ToolResult]], final: AgentEvent,
                 mode: str) -> None:
-        """A conversation turn that ended with a reply is offered to the recipes' trajectory log (seed 001)."""
+        """A conversation turn that ended with a reply is offered to the recipes' trajectory log (RecipeService.record)."""
         recipes = self.services.recipes
         if recipes is None or mode != "full" or not steps or final.type is EventType.ERROR:
             return

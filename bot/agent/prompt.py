@@ -126,8 +126,8 @@ def turn_context(
     """The per-turn context (time, active pipelines, skills matched this turn) as one text for the user message.
 
     It opens the turn's user message instead of closing the system prompt, so the system prompt stays
-    byte-identical and the history before this turn stays a cached prefix (seed 7.1). Skills named in
-    loaded_before (see `skills_in`) are only pointed to, not repeated.
+    byte-identical and the history before this turn stays a cached prefix (`bot/llm/client.py` places the cache
+    markers). Skills named in loaded_before (see `skills_in`) are only pointed to, not repeated.
     """
     now = (now or datetime.now()).astimezone()
     parts = [f"Current time: {now.strftime('%A %Y-%m-%d %H:%M %Z')}",

@@ -1,4 +1,4 @@
-"""The fixed prompt texts: core identity (seed 6.2, adapted), workflow format, heartbeat instructions."""
+"""The fixed prompt texts: core identity (CORE_IDENTITY), workflow format, heartbeat instructions."""
 
 from __future__ import annotations
 

@@ -31,7 +31,7 @@ OFF = "the REST API is off: set VISION_AGENT_API_TOKEN (a long random string) an
 
 
 def error(status: int, message: str, headers: dict[str, str] | None = None) -> web.Response:
-    """Seed 002's error shape: {"status": "error", "error": "..."}."""
+    """The shape of every API error (README.md, docs/architecture.md): {"status": "error", "error": "..."}."""
     return web.json_response({"status": "error", "error": redact(message)}, status=status, headers=headers)
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from bot.backends.base import BackendError, InferenceResult, PipelineHandle, ResultListener
 from bot.backends.counting import with_counting_defaults
+from bot.backends.environment import ensure_inference_env
 from bot.backends.errors import translate
 from bot.backends.imaging import decode_image
 from bot.backends.policy import check_spec
@@ -49,8 +50,6 @@ def refuse_unsafe(spec: dict, settings: Settings) -> None:
 
 def fetch_saved_workflow(settings: Settings, workspace_name: str, workflow_id: str) -> dict:
     """A saved workflow's spec (Roboflow, or inference's local cache), fetched here so it passes refuse_unsafe too."""
-    from bot.backends.environment import ensure_inference_env
-
     what = f"workflow {workspace_name}/{workflow_id}"
     key = settings.inference.api_key
     if key is None:

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bot.agent.tools import Attachment
 from bot.cli.render import save_frame
 from bot.events import EventType
 from bot.llm.errors import NO_KEY
@@ -16,7 +17,6 @@ from bot.media.sniff import CHAT_TYPES, DEFAULT_MAX_PIXELS, check_image
 from bot.rights import OPERATOR
 
 if TYPE_CHECKING:
-    from bot.agent.tools import Attachment
     from bot.config import Settings
     from bot.runtime import Runtime
 
@@ -33,8 +33,6 @@ def attachment_for(path_text: str, max_pixels: int = DEFAULT_MAX_PIXELS) -> Atta
 
     Only the header is read: an image over max_pixels is refused before anything decodes it.
     """
-    from bot.agent.tools import Attachment
-
     path = Path(path_text).expanduser()
     try:
         media = check_image(path, max_pixels, f"image {path_text}").media_type
@@ -64,6 +62,8 @@ def one_shot(settings: Settings, text: str, images: list[str], session: str) -> 
 
 
 async def _one_shot(settings: Settings, text: str, attachments: list[Attachment], session: str) -> int:
+    # Here, not at the top: the runtime loads the LLM SDK, the backends and monitoring, and one_shot's usage errors
+    # (no key, empty message, bad image) answer without it.
     from bot.runtime import Runtime
 
     async with Runtime(settings, background=False) as rt:  # one question: no pipeline restore, no heartbeat

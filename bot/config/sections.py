@@ -165,7 +165,7 @@ class MediaConfig(_Section):
 
 
 class WebhookConfig(_Section):
-    """Where alerts are POSTed (bot/monitoring/webhooks.py); the operator's URL, so it may be on the local network."""
+    """Where alerts are POSTed (bot/monitoring/webhooks/sender.py); the operator's URL, so it may be on the local network."""
 
     url: str | None = None
     token: SecretStr | None = None  # env only: the Bearer token and the HMAC key of the signature

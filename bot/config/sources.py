@@ -117,7 +117,7 @@ def gather(environ: Mapping[str, str]) -> dict[str, Any]:
     if cfg_file.is_file():
         data = _resolve(_read_yaml(cfg_file), environ)
         ws_section = data.pop("workspace", None) or {}
-        data.pop("interface", None)  # seed App. C key; the adapter is chosen by the command
+        data.pop("interface", None)  # accepted and ignored: the adapter (Slack, CLI, MCP) is chosen by the command
         ws_path = ws_section.get("path") if isinstance(ws_section, dict) else ws_section
         if ws_path and not environ.get("VISION_AGENT_WORKSPACE"):
             ws = Path(_expand_user(str(ws_path), environ))

@@ -52,7 +52,7 @@ class LLMResponse:
 
 
 def with_last_tool_cached(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """A copy of the tool definitions with cache_control on the last one (seed 7.1); the input is untouched."""
+    """A copy of the tool definitions with cache_control on the last one (they open the cached prefix); input untouched."""
     out = [dict(t) for t in tools]
     if out:
         out[-1]["cache_control"] = {"type": "ephemeral"}

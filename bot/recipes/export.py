@@ -1,4 +1,4 @@
-"""A recipe → a standalone Python script (seed 004's code generation): the spec embedded, parameters as options."""
+"""A recipe → a standalone Python script (script_template.py filled in): the spec embedded, parameters as options."""
 
 from __future__ import annotations
 

@@ -39,7 +39,11 @@ def _lift_thresholds(spec: dict[str, Any], params: dict[str, Any]) -> dict[str, 
 
 
 def parameterize(calls: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Steps with holes for the values that differ per use, and those values as defaults (seed 001)."""
+    """Steps with holes for the values that differ per use, and those values as defaults.
+
+    Only successful REPLAYABLE calls become steps; their START_PARAMS arguments, workflow `parameters` and spec
+    thresholds become `{"$param": NAME}` holes.
+    """
     steps: list[dict[str, Any]] = []
     params: dict[str, Any] = {}
     for call in calls:

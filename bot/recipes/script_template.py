@@ -26,8 +26,9 @@ DEFAULTS: dict[str, Any] = {}  # source, fps, line, zone, confidence: the recipe
 BUILTIN_MODEL = ""  # a builtin/* detector: vision-agent's OpenCV blocks, loaded as an inference plugin
 # --- END RECIPE ---
 PLUGIN = "bot.backends.builtin_blocks"
-NEEDS_PLUGIN = ("vision-agent's builtin/* OpenCV detectors and line counter, a workflows plugin: install "
-                "vision-agent next to inference (pip install vision-agent)")
+NEEDS_PLUGIN = ("vision-agent's builtin/* OpenCV detectors and line counter, a workflows plugin: install the "
+                "Vision Agent repository next to inference (pip install -e PATH/TO/vision-agent-checkout; the "
+                "PyPI package called vision-agent is an unrelated project)")
 
 
 def options(argv: list[str] | None = None) -> argparse.Namespace:

@@ -1,4 +1,4 @@
-"""When a recipe stops being trusted (seed 001): a step failing again and again, a high failure rate, old age."""
+"""When a recipe stops being trusted: a step failing again and again, a high failure rate, old age (DEFAULT_VALIDATORS)."""
 
 from __future__ import annotations
 

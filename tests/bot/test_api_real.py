@@ -15,7 +15,7 @@ from PIL import Image
 from bot.api.server import ApiServer
 from bot.backends.provider import BackendProvider
 from bot.config import load_settings
-from bot.monitoring.webhook_signing import SIGNATURE_HEADER, TIMESTAMP_HEADER, verify
+from bot.monitoring.webhooks.signing import SIGNATURE_HEADER, TIMESTAMP_HEADER, verify
 from bot.runtime import Runtime
 from tests.bot.test_webhooks import Receiver
 

@@ -15,8 +15,8 @@ from aiohttp import web
 
 from bot.config import load_settings
 from bot.monitoring.alerts import Alert, AlertRouter
-from bot.monitoring.webhook_signing import SIGNATURE_HEADER, TIMESTAMP_HEADER, verify
-from bot.monitoring.webhooks import WebhookSender
+from bot.monitoring.webhooks.sender import WebhookSender
+from bot.monitoring.webhooks.signing import SIGNATURE_HEADER, TIMESTAMP_HEADER, verify
 from tests.fixtures.common import free_port
 
 TOKEN = "hook-secret-0123456789"

@@ -11,7 +11,7 @@ import aiohttp
 from PIL import Image
 
 from bot.monitoring.alerts import Alert
-from bot.monitoring.webhook_signing import SIGNATURE_HEADER, TIMESTAMP_HEADER, verify
+from bot.monitoring.webhooks.signing import SIGNATURE_HEADER, TIMESTAMP_HEADER, verify
 from tests.bot.test_webhooks import Receiver
 from tests.fakes.slack_api import SlackEmulator
 from tests.fixtures.common import free_port

@@ -10,6 +10,7 @@ from urllib.parse import quote, urlparse
 from bot.backends.base import BackendError, InferenceResult, PipelineHandle, ResultListener
 from bot.backends.convert import from_model_response, from_serialized_output
 from bot.backends.errors import OFFLINE_HINT, problems_from_block_errors, shorten_problem
+from bot.backends.http.pipeline import HostedPipeline
 from bot.backends.policy import check_spec
 from bot.backends.shared import BackendBase, WorkflowRef, fetch_saved_workflow, refuse_unsafe
 from bot.backends.workflows import describe_spec, is_builtin, roboflow_model_id
@@ -152,8 +153,6 @@ class HttpBackend(BackendBase):
         self, pipeline_id: str, name: str, reference: str, named: dict, what: str, on_result: ResultListener | None
     ) -> Any:
         """A new HostedPipeline in the table, described by its spec (or by the saved workflow's name)."""
-        from bot.backends.http.pipeline import HostedPipeline
-
         description = describe_spec(named["specification"]) if "specification" in named else what
         pipe = HostedPipeline(self, pipeline_id, name, reference, description, on_result)
         self._pipelines[pipeline_id] = pipe

@@ -12,9 +12,9 @@ import supervision as sv
 
 from bot.backends.convert import (
     detections_from_sv,
-    from_workflow_output,
     from_model_response,
     from_serialized_output,
+    from_workflow_output,
 )
 from bot.media.redaction import redact
 

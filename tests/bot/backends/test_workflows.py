@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from bot.config.settings import InferenceConfig
-
 from bot.backends.base import BackendError
 from bot.backends.policy.check import check_spec
 from bot.backends.workflows import (
@@ -17,6 +15,7 @@ from bot.backends.workflows import (
     roboflow_model_id,
     spec_hash,
 )
+from bot.config.settings import InferenceConfig
 
 
 def steps_by_name(spec):

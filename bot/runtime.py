@@ -108,7 +108,9 @@ class Runtime:
         )
         self.webhooks = from_settings(s)
         if self.webhooks is not None:  # it only queues: a dead endpoint never delays the other sinks
+            self.webhooks.bind(asyncio.get_running_loop())
             self.router.add_sink(self.webhooks)
+            self.router.observe_held(self.webhooks.held)  # every tier-1 event, also the ones Slack does not get
         self.pipelines = PipelineManager(self.backend, ws.active_state_path, s)
         self.monitor = Monitor(
             settings=s, router=self.router, memory=self.memory, pipelines=self.pipelines, clock=self.clock,

@@ -1,5 +1,6 @@
-"""The REST API's JPEG answers: a pipeline's latest frame, and the frame an alert was sent with (a webhook's
-frame_url, which must show the alert's moment, not whatever the camera sees when the receiver gets to it)."""
+"""The REST API's media answers: a pipeline's latest frame, the frame an alert was sent with (a webhook's
+frame_url, which must show the alert's moment, not whatever the camera sees when the receiver gets to it), and an
+alert's clip (a webhook's clip_url)."""
 
 from __future__ import annotations
 
@@ -29,3 +30,12 @@ async def alert_frame(request: web.Request) -> web.Response:
         raise UserError(f"no frame for that alert: it had none, or it is older than {kept}; set "
                         "webhook.inline_frames: true to get each frame inside the webhook itself", 404)
     return web.Response(body=frame, content_type="image/jpeg", headers={"Cache-Control": "private, max-age=86400"})
+
+
+async def alert_clip(request: web.Request) -> web.StreamResponse:
+    """An alert's MP4 by clip id (the file stem; only plain names inside the clips folder: ClipRecorder.find)."""
+    clips = need(request.app[HOST_KEY].services.pipelines, "pipelines").clips
+    clip = clips.find(request.match_info["id"]) if clips is not None else None
+    if clip is None:
+        raise UserError("no such clip: it was never cut, or it is older than the newest clips.keep clips kept", 404)
+    return web.FileResponse(clip.path, headers={"Content-Type": "video/mp4", "Cache-Control": "private, max-age=86400"})

@@ -21,11 +21,12 @@ def _json(description: str) -> dict[str, Any]:
 
 
 def _op(summary: str, ok: str = "200", body: type[BaseModel] | None = None, query: str | None = None,
-        path_id: bool = False, jpeg: bool = False, id_of: str = "pipeline id or name") -> dict[str, Any]:
+        path_id: bool = False, jpeg: bool = False, id_of: str = "pipeline id or name",
+        media: str | None = None) -> dict[str, Any]:
+    media = media or ("image/jpeg" if jpeg else None)
     op: dict[str, Any] = {"summary": summary, "responses": {
-        ok: {"description": "image/jpeg frame", "content": {"image/jpeg": {"schema": {"type": "string",
-                                                                                       "format": "binary"}}}}
-        if jpeg else _json("ok"),
+        ok: {"description": media, "content": {media: {"schema": {"type": "string", "format": "binary"}}}}
+        if media else _json("ok"),
         "400": _ERR, "401": _ERR, "404": _ERR, "503": _ERR}}
     params = [{**_ID, "description": id_of}] if path_id else []
     if query:
@@ -77,6 +78,8 @@ def document() -> dict[str, Any]:
         "/api/pipelines/{id}/frame": {"get": _op("The latest annotated frame", path_id=True, jpeg=True)},
         "/api/alerts/{id}/frame": {"get": _op("The frame an alert was sent with (a webhook's frame_url)",
                                               path_id=True, jpeg=True, id_of="the webhook's alert_id")},
+        "/api/clips/{id}": {"get": _op("An alert's MP4 clip (a webhook's clip_url)", path_id=True,
+                                       media="video/mp4", id_of="the clip id (the last part of clip_url)")},
         "/api/rules": {"get": _op("Tier-1 alert rules", query="CameraQuery"),
                        "post": _op("Add a rule (as /vision rule)", "201", AddRule),
                        "delete": _op("Remove a rule (as /vision unrule)", query="RuleQuery")},

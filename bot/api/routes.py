@@ -12,7 +12,7 @@ from aiohttp import web
 from pydantic import BaseModel
 
 from bot.api.errors import UserError, user_errors
-from bot.api.frames import alert_frame, pipeline_frame
+from bot.api.frames import alert_clip, alert_frame, pipeline_frame
 from bot.api.hosting import HOST_KEY, ApiHost
 from bot.api.models import AddRule, CameraQuery, EventsQuery, RuleQuery, SetRoute, StartPipeline
 from bot.backends.base import PipelineHandle
@@ -200,6 +200,7 @@ ROUTES: list[tuple[str, str, Any]] = [
     ("POST", "/api/pipelines/{id}/{verb:stop|pause|resume}", control_pipeline),
     ("GET", "/api/pipelines/{id}/frame", pipeline_frame),
     ("GET", "/api/alerts/{id}/frame", alert_frame),
+    ("GET", "/api/clips/{id}", alert_clip),
     ("GET", "/api/rules", list_rules),
     ("POST", "/api/rules", add_rule),
     ("DELETE", "/api/rules", remove_rule),

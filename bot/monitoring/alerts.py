@@ -97,6 +97,7 @@ class AlertRouter:
         self._suppressed: dict[tuple[str, str], int] = {}
         self._cool_lock = threading.Lock()  # admit() runs on pipeline threads, dispatch() on the loop
         self._sinks: list[AlertSink] = []
+        self._observers: list[Callable[[Alert, str], None]] = []
         self._lock = asyncio.Lock()
 
     # routes -------------------------------------------------------------
@@ -164,15 +165,27 @@ class AlertRouter:
         return None
 
     def record(self, alert: Alert, held: str | None = None) -> None:
-        """Put the alert in the event log (without its frame); `held` says why it was not sent."""
-        if self.events is None:
+        """Put the alert in the event log (without its frame); `held` says why it was not sent. A held event is
+        also shown to the observers (the webhook wants every tier-1 event). Any thread (the monitor's cooldown)."""
+        if self.events is not None:
+            ev = alert.as_dict(with_frame=False)
+            ev.pop("cooldown_seconds", None)
+            ev.update(event_type=event_type_of(alert.rule), has_frame=alert.frame is not None)
+            if held:
+                ev["held"] = held
+            self.events.append(ev)
+        if not held:
             return
-        ev = alert.as_dict(with_frame=False)
-        ev.pop("cooldown_seconds", None)
-        ev.update(event_type=event_type_of(alert.rule), has_frame=alert.frame is not None)
-        if held:
-            ev["held"] = held
-        self.events.append(ev)
+        for observe in list(self._observers):
+            try:
+                observe(alert, held)
+            except Exception:  # an observer never costs the event log or the alert
+                log.exception("held-event observer failed")
+
+    def observe_held(self, observer: Callable[[Alert, str], None]) -> None:
+        """`observer(alert, reason)` for every event held back (muted, quiet hours, cooldown); it must not block."""
+        if observer not in self._observers:
+            self._observers.append(observer)
 
     async def dispatch(self, alert: Alert, admitted: bool = False) -> str | None:
         """Send the alert to every sink unless muted / cooling down / quiet. Returns the reason if held.

@@ -8,7 +8,7 @@ from tests.bot.test_agent import collect, make_agent, ws  # noqa: F401 - the wor
 from tests.fakes.anthropic_api import text, tool_use
 
 
-async def test_text_deltas_add_up_to_the_answer_and_come_before_it(anthropic_api, llm_settings, ws):
+async def test_text_deltas_add_up_to_the_answer_and_come_before_it(anthropic_api, llm_settings, ws):  # noqa: F811 - the imported fixture
     answer = "Two cameras are online: the dock and the gate. " * 4
     anthropic_api.enqueue(tool_use(("think", {"thought": "plan"})), text(answer))
     events = await collect(make_agent(llm_settings, ws).process_message("cli:s", "what cameras?"))

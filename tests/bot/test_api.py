@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -196,3 +197,22 @@ async def test_events_since_and_by_camera(api: Api) -> None:
     assert [e["text"] for e in body["events"]] == ["gate one"]
     status, body = await api.call("GET", "/api/events", params={"since": "yesterday-ish"})
     assert status == 400 and "since takes" in body["error"]
+
+
+async def test_an_alert_clip_is_served_by_its_id_and_nothing_else_is(api: Api) -> None:
+    clips = api.rt.pipelines.clips
+    clips.directory.mkdir(parents=True, exist_ok=True)
+    (clips.directory / "dock-20261123-101500-ab12cd.mp4").write_bytes(b"\x00\x00\x00\x18ftypmp42 clip")
+    (clips.directory / "dock-20261123-101500-ab12cd.json").write_text(json.dumps(
+        {"camera": "dock", "rule": "line_crossed", "event_at": 2.0, "seconds": 5.0, "fps": 5.0, "frames": 25,
+         "codec": "h264", "bytes": 20}))
+    status, body = await api.call("GET", "/api/clips/dock-20261123-101500-ab12cd")
+    assert status == 200 and body.startswith(b"\x00\x00\x00\x18ftyp")
+    (api.rt.settings.workspace / "secret.mp4").write_bytes(b"not yours")
+    status, body = await api.call("GET", "/api/clips/nope")
+    assert status == 404 and "no such clip" in body["error"]
+    for bad in ("..%2Fsecret", "..", "dock-20261123-101500-ab12cd.json", "%2E%2E%2Fsecret"):
+        status, body = await api.call("GET", f"/api/clips/{bad}")
+        assert status == 404 and body["status"] == "error", bad
+    status, _ = await api.call("GET", "/api/clips/dock-20261123-101500-ab12cd", headers=None)
+    assert status == 401

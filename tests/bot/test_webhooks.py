@@ -122,6 +122,37 @@ async def test_each_alert_arrives_once_signed_with_the_bearer_token(receiver: Re
     assert second["event_type"] == "line_crossed" and second["frame_url"] is None
 
 
+async def test_held_events_reach_the_webhook_marked_held_also_from_a_pipeline_thread(
+    receiver: Receiver, base_env, tmp_path
+) -> None:
+    """Every tier-1 event is POSTed: a muted one (dispatch) and a cooling-down one (recorded on a pipeline thread,
+    as the monitor does) arrive marked `held`, without a frame link (their frames are not kept); a sent alert's
+    clip has a clip_url."""
+    sender = make_sender(base_env, receiver.url)
+    sender.bind(asyncio.get_running_loop())
+    r = AlertRouter(tmp_path / "alerts.json", default_channel="C1", cooldown_seconds=300)
+    r.add_sink(sender)
+    r.observe_held(sender.held)
+    try:
+        await r.dispatch(Alert("dock", "line_crossed", "in +1", frame=b"\xff\xd8jpeg",
+                               clip_path=str(tmp_path / "clips" / "dock-20261123-101500-ab12cd.mp4")))
+        r.mute("gate", 600)
+        assert await r.dispatch(Alert("gate", "class_appears:person", "person appeared")) == "muted"
+        held = Alert("dock", "line_crossed", "in +2", frame=b"\xff\xd8jpeg")
+        await asyncio.to_thread(r.record, held, "cooldown")  # the monitor's cooldown path, off the loop
+        await until(lambda: len(receiver.requests) == 3)
+        assert await sender.drain(5)
+    finally:
+        await sender.close()
+    sent, muted, cooling = receiver.bodies()
+    assert (sent["text"], sent["held"]) == ("in +1", None)
+    assert sent["clip_url"] == "http://127.0.0.1:8081/api/clips/dock-20261123-101500-ab12cd"
+    assert (muted["camera"], muted["held"], muted["frame_url"]) == ("gate", "muted", None)
+    assert (cooling["text"], cooling["held"], cooling["frame_url"]) == ("in +2", "cooldown", None)
+    for headers, body in receiver.requests:
+        assert verify(TOKEN, headers[TIMESTAMP_HEADER], body, headers[SIGNATURE_HEADER])
+
+
 async def test_a_replayed_signature_with_a_new_timestamp_fails(receiver: Receiver, base_env) -> None:
     sender = make_sender(base_env, receiver.url)
     try:

@@ -1,4 +1,7 @@
-"""Signed event webhooks: an AlertRouter sink that POSTs each alert as JSON to the operator's URL, off the alert path.
+"""Signed event webhooks: every tier-1 event POSTed as JSON to the operator's URL, off the alert path.
+
+Sent alerts arrive as an AlertRouter sink; events the router held back (muted, quiet hours, cooldown) through
+`held()` (router.observe_held), from any thread, marked with `held`: a receiver sees every event.
 
 The sink only queues (bounded): a slow or dead endpoint never delays the other sinks (Slack, the CLI). One worker
 posts in order, signed (`webhook_signing.py`), retrying 5xx, 429 (Retry-After honoured), timeouts and connection
@@ -17,6 +20,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from email.utils import parsedate_to_datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
 
@@ -67,13 +71,32 @@ class WebhookSender:
         self._dropped = 0  # throttled since the last post; the next post carries it
         self._queue: asyncio.Queue[dict[str, Any]] | None = None
         self._worker: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self.stats = {"sent": 0, "failed": 0, "duplicate": 0, "throttled": 0, "queue_full": 0, "attempts": 0}
 
     async def __call__(self, alert: Alert, channel: str | None) -> None:
         self.offer(alert)
 
+    def bind(self, loop: asyncio.AbstractEventLoop) -> None:
+        """The loop the worker runs on; held events from pipeline threads are handed to it."""
+        self._loop = loop
+
+    def held(self, alert: Alert, reason: str) -> None:
+        """A held event (router.observe_held): queued like a sent one, marked `held`; callable from any thread."""
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            return
+        try:
+            here = asyncio.get_running_loop()
+        except RuntimeError:
+            here = None
+        if here is loop:
+            self.offer(alert, reason)
+        else:
+            loop.call_soon_threadsafe(self.offer, alert, reason)
+
     # admission (on the loop, never waits) ---------------------------------
-    def offer(self, alert: Alert) -> str:
+    def offer(self, alert: Alert, held: str | None = None) -> str:
         """Queue the alert unless duplicate / throttled / queue full; returns which ('queued' when queued)."""
         now = self._clock()
         key = (alert.camera, alert.rule, alert.text)
@@ -88,7 +111,7 @@ class WebhookSender:
             self._dropped += 1
             return "throttled"
         queue = self._ensure_worker()
-        payload = self.payload(alert)
+        payload = self.payload(alert, held)
         try:
             queue.put_nowait(payload)
         except asyncio.QueueFull:
@@ -99,19 +122,22 @@ class WebhookSender:
         self._seen[key], self._last_accepted, self._dropped = now, now, 0
         return "queued"
 
-    def payload(self, alert: Alert) -> dict[str, Any]:
-        """The JSON body (credentials redacted from every text field)."""
+    def payload(self, alert: Alert, held: str | None = None) -> dict[str, Any]:
+        """The JSON body (credentials redacted from every text field). `held`: why the event was not sent to
+        Slack (its frame was not kept: inline only); null for a sent alert."""
         body: dict[str, Any] = {
             "source": SOURCE, "event_type": event_type_of(alert.rule), "camera": redact(alert.camera),
             "rule": redact(alert.rule), "text": redact(alert.text), "counts": dict(alert.counts),
             "time": alert.time, "pipeline_id": alert.pipeline_id,
             "summary": redact(alert.summary) if alert.summary else None, "dropped_before": self._dropped,
-            "alert_id": alert.alert_id, "frame_url": None,
+            "alert_id": alert.alert_id, "held": held, "frame_url": None, "clip_url": None,
         }
         if alert.frame and self.config.inline_frames:
             body["frame_base64"], body["frame_type"] = base64.b64encode(alert.frame).decode(), "image/jpeg"
-        elif alert.frame and self.api_base:  # this alert's own frame (the router stored it), not the latest one
+        elif alert.frame and self.api_base and not held:  # this alert's own frame (the router kept it)
             body["frame_url"] = f"{self.api_base}/api/alerts/{alert.alert_id}/frame"
+        if alert.clip_path and self.api_base:  # the MP4 around the event (bot/api/frames.py clip)
+            body["clip_url"] = f"{self.api_base}/api/clips/{Path(alert.clip_path).stem}"
         return body
 
     def _ensure_worker(self) -> asyncio.Queue[dict[str, Any]]:

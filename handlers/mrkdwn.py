@@ -13,7 +13,8 @@ MESSAGE_LIMIT = 12_000  # characters per message we post (Slack's hard cap is 40
 
 _FENCE = re.compile(r"```.*?(?:```|\Z)", re.S)
 _INLINE_CODE = re.compile(r"`[^`\n]+`")
-_SLACK_REF = re.compile(r"<(?:[@#!][^<>\s|]+|(?:https?|mailto):[^<>\s|]+)(?:\|[^<>]*)?>")
+# Kept as Slack references: user and channel links, URLs. Never <!channel>/<!here>/<!everyone>: escaped like text.
+_SLACK_REF = re.compile(r"<(?:[@#][^<>\s|]+|(?:https?|mailto):[^<>\s|]+)(?:\|[^<>]*)?>")
 _IMAGE = re.compile(r"!\[([^\]]*)\]\(([^)\s]+)\)")
 _LINK = re.compile(r"\[([^\]]+)\]\(([^)\s]+)\)")
 _HEADING = re.compile(r"^[ \t]*#{1,6}[ \t]+(.+?)[ \t]*#*[ \t]*$", re.M)
@@ -27,7 +28,7 @@ _BOLD_MARK = "\x02"
 
 def escape(text: str) -> str:
     """Text made safe to post: credentials masked (the one redactor), then &, <, > escaped as Slack requires,
-    leaving Slack's own references (<@U1>, <#C1>, <http://x|y>) intact."""
+    leaving Slack's own references (<@U1>, <#C1>, <http://x|y>) intact; a broadcast (<!channel>) is escaped."""
     return _escape_outside_refs(redact(text))
 
 

@@ -13,7 +13,8 @@ from bot.agent.steps import label
 from bot.events import AgentEvent, EventType
 from bot.media.redaction import redact
 from handlers.feedback import feedback_blocks
-from handlers.mrkdwn import escape, fallback_text, to_messages
+from handlers.mrkdwn import escape, fallback_text
+from handlers.stream_text import for_slack, markdown_pieces
 from handlers.threads import Conversation
 
 log = logging.getLogger(__name__)
@@ -41,18 +42,24 @@ async def react(client: Any, channel: str, ts: str, add: str | None = None, remo
 
 async def post_markdown(client: Any, channel: str, thread_ts: str | None, markdown: str,
                         tail: list[dict[str, Any]] | None = None) -> list[str]:
-    """Post Claude's markdown as mrkdwn sections, split to Slack's limits; returns the message timestamps.
+    """Post Claude's markdown as Slack renders it natively (one markdown block per message, split on clean
+    boundaries at Slack's 12,000 characters), redacted and with broadcasts defused; returns the timestamps.
     `tail` blocks (the feedback row) go under the last message."""
     posted = []
-    messages = to_messages(markdown)
-    for n, sections in enumerate(messages, 1):
-        blocks = [{"type": "section", "text": {"type": "mrkdwn", "text": s}} for s in sections]
-        if n == len(messages) and tail:
+    pieces = markdown_pieces(for_slack(markdown))
+    for n, piece in enumerate(pieces, 1):
+        blocks: list[dict[str, Any]] = [{"type": "markdown", "text": piece}]
+        if n == len(pieces) and tail:
             blocks += tail
-        resp = await client.chat_postMessage(channel=channel, thread_ts=thread_ts, text=fallback_text(sections),
+        resp = await client.chat_postMessage(channel=channel, thread_ts=thread_ts, text=fallback_text([_plain(piece)]),
                                              blocks=blocks, unfurl_links=False, unfurl_media=False)
         posted.append(resp["ts"])
     return posted
+
+
+def _plain(text: str) -> str:
+    """A message's notification text: &, <, > escaped as Slack requires (already redacted and defused)."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 async def upload_frame(client: Any, channel: str, thread_ts: str | None, image: bytes, caption: str,

@@ -16,14 +16,13 @@ from typing import Any
 
 from slack_sdk.errors import SlackApiError
 
-from bot.media.redaction import redact
-from handlers.stream_text import clean_head, unshown
+from handlers.stream_text import MAX_MARKDOWN, clean_head, for_slack, unshown
 from handlers.threads import Conversation
 
 log = logging.getLogger(__name__)
 
 FLUSH_INTERVAL = 1.0
-MAX_APPEND = 12_000  # docs.slack.dev: markdown_text "Limit this field to 12,000 characters"
+MAX_APPEND = MAX_MARKDOWN  # docs.slack.dev: markdown_text "Limit this field to 12,000 characters"
 # Slack cuts a message's text at 40,000 characters; 36k leaves room for the task cards and the feedback row, and
 # three full appends is already a long read. Past it the answer continues in a new streamed message.
 MESSAGE_BUDGET = 36_000
@@ -99,7 +98,7 @@ class AnswerStream:
             self._buffer = ""
             if self.broken:
                 raise self.broken
-            await self._send_text(unshown(redact(final), self.shown))
+            await self._send_text(unshown(for_slack(final), self.shown))
 
     async def stop(self, blocks: list[dict[str, Any]] | None = None) -> None:
         """Send what is queued and stop the stream (`blocks` under the message); nothing if it never started."""
@@ -142,14 +141,14 @@ class AnswerStream:
             self._flushing = False
 
     async def _send_buffer(self, whole: bool) -> None:
-        """Send the queued text, redacted. While the model still writes (`whole` False) the last word waits:
+        """Send the queued text, redacted and defused (for_slack). While the model still writes (`whole` False) the last word waits:
         a credential cut in two between pieces would pass the redactor, and none contains whitespace."""
         if self.broken:
             raise self.broken
         text = self._buffer
         cut = len(text) if whole else max(text.rfind(" "), text.rfind("\n")) + 1
         self._buffer = text[cut:]
-        await self._send_text(redact(text[:cut]))
+        await self._send_text(for_slack(text[:cut]))
 
     async def _send_text(self, text: str) -> None:
         while text:

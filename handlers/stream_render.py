@@ -25,7 +25,7 @@ from handlers.alerts import upload_unshared
 from handlers.feedback import feedback_blocks
 from handlers.render import TurnRenderer
 from handlers.stream import AnswerStream, StreamFailed
-from handlers.stream_text import unshown
+from handlers.stream_text import for_slack, unshown
 from handlers.threads import Conversation
 
 log = logging.getLogger(__name__)
@@ -124,7 +124,7 @@ class StreamRenderer(TurnRenderer):
                 self.replied = True
                 return
         shown = self.stream.shown if self.stream is not None else ""
-        await super().reply(unshown(redact(markdown), shown))  # what the stream did not show, posted at the end
+        await super().reply(unshown(for_slack(markdown), shown))  # what the stream did not show, posted at the end
 
     async def error(self, text: str) -> None:
         await self._close()

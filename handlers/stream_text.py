@@ -1,6 +1,36 @@
-"""The text of a streamed answer: where a full message may end, and what of the final answer is not shown yet."""
+"""The markdown of an answer as Slack gets it: broadcasts defused, where a full message may end (streamed or
+posted), and what of the final answer a stream has not shown yet."""
 
 from __future__ import annotations
+
+import re
+
+from bot.media.redaction import redact
+
+MAX_MARKDOWN = 12_000  # docs.slack.dev: a markdown block's text, and one appendStream's markdown_text, <= 12,000
+# `<!channel>`, `<!here>`, `<!everyone>`, `<!subteam^…>` and the bare words notify a whole channel or team. The
+# model's text is untrusted (anyone can ask it to write them): a word joiner after `<` / `@` keeps them readable
+# and stops Slack from reading them as a broadcast.
+_BROADCAST = re.compile(r"<(?=!)|@(?=(?:channel|here|everyone)\b)", re.I)
+
+
+def for_slack(text: str) -> str:
+    """Model text made safe to send as markdown: credentials masked (the one redactor), broadcasts defused."""
+    return _BROADCAST.sub(lambda m: m.group(0) + "\u2060", redact(text))
+
+
+def markdown_pieces(text: str, limit: int = MAX_MARKDOWN) -> list[str]:
+    """`text` in pieces of at most `limit` characters, each ending on a paragraph, line or word boundary; a code
+    block cut in two is closed at the end of one piece and opened again at the start of the next."""
+    pieces: list[str] = []
+    while len(text) > limit:
+        head = clean_head(text, limit - 8)  # room to close a code block
+        rest = text[len(head):].lstrip("\n")
+        if head.count("```") % 2:
+            head, rest = head + "\n```", "```\n" + rest
+        pieces.append(head)
+        text = rest
+    return [*pieces, text] if text.strip() or not pieces else pieces
 
 
 def clean_head(text: str, room: int) -> str:

@@ -7,6 +7,7 @@ from typing import Any
 MAX_TEXT = 40_000
 MAX_SECTION = 3_000
 MAX_BLOCKS = 50
+MAX_MARKDOWN = 12_000  # docs.slack.dev markdown block: "The standard markdown-formatted text. Limit 12,000 characters"
 
 
 class SlackError(Exception):
@@ -24,10 +25,15 @@ def _require(params: dict[str, Any], *names: str) -> None:
 
 
 def check_blocks(blocks: Any) -> None:
-    """Slack's block limits: <= 50 blocks, section text <= 3,000 chars, header <= 150; image blocks' shape."""
+    """Slack's block limits: <= 50 blocks, section text <= 3,000 chars, header <= 150, markdown <= 12,000; image
+    blocks' shape."""
     if not isinstance(blocks, list) or len(blocks) > MAX_BLOCKS:
         raise SlackError("invalid_blocks")
     for block in blocks:
+        if isinstance(block, dict) and block.get("type") == "markdown":  # its text is a string, not a text object
+            if not isinstance(block.get("text"), str) or not block["text"] or len(block["text"]) > MAX_MARKDOWN:
+                raise SlackError("invalid_blocks")
+            continue
         text = (block.get("text") or {}).get("text", "") if isinstance(block, dict) else None
         if text is None or (block.get("type") == "section" and len(text) > MAX_SECTION):
             raise SlackError("invalid_blocks")

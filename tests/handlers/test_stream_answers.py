@@ -175,3 +175,23 @@ async def test_a_model_call_retried_mid_stream_says_so_and_the_answer_follows_wh
     before, marker, after = reply.partition("starting the answer again")
     assert marker and before.startswith("The yard") and after.strip(" _)\n") == answer
     assert reply.count(answer) == 1 and len(anthropic_api.ok_requests) == 2
+
+
+async def test_a_broadcast_the_model_writes_notifies_nobody_streamed_or_posted(
+    slack_env: dict[str, str], slack_api: SlackEmulator, anthropic_api: FakeAnthropic
+) -> None:
+    """Anyone can ask the model to write <!channel>: neither path may hand Slack a broadcast."""
+    hostile = "Attention <!channel> and <!everyone>: @here the door is open."
+    for stream in (True, False):
+        anthropic_api.enqueue(text(hostile))
+        running = await start_bot(slack_env, slack_api, slack={"stream_answers": stream})
+        try:
+            ts, _ = slack_api.mention(f"say exactly: {hostile}")
+            [reply] = await await_answers(slack_api, "C0GENERAL", ts)
+        finally:
+            await stop_bot(running)
+        sent = " ".join(str(c.params) for c in slack_api.calls if c.method.startswith("chat."))
+        assert "<!channel>" not in sent and "<!everyone>" not in sent and "@here" not in sent, stream
+        assert reply.replace("\u2060", "").strip() == hostile  # the words are all there, readable
+        assert slack_api.calls_to("chat.startStream") if stream else not slack_api.calls_to("chat.startStream")
+        slack_api.calls.clear()

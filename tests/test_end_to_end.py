@@ -117,3 +117,42 @@ async def test_face_crossing_alerts_once_in_the_routed_channel_and_a_thread_repl
     finally:
         await running.runtime.pipelines.stop_all()
         await stop_bot(running)
+
+
+@pytest.mark.slow
+async def test_a_hostile_workflow_asked_for_in_slack_never_runs_leaks_or_calls_out(
+    slack_env: dict[str, str], slack_api: SlackEmulator, anthropic_api: FakeAnthropic, listener
+) -> None:
+    """The tester's attack from a Slack thread, end to end on the real engine: the model (doing what it was asked)
+    sends a secret-store workflow and a webhook workflow; both are refused by name, nothing reaches the listener, and
+    no key reaches Slack or the next model request."""
+    from tests.fakes.anthropic_api import tool_use
+    from tests.fixtures.attacks import WEBHOOK, secrets_spec, webhook_spec
+
+    running = await start_bot(slack_env, slack_api)
+    try:
+        make_video(running.settings.workspace / "door.mp4", frames=20)
+        from PIL import Image
+
+        Image.new("RGB", (64, 48), (90, 90, 90)).save(running.settings.workspace / "still.jpg", "JPEG")
+        anthropic_api.enqueue(
+            tool_use(("run_inference", {"image": "still.jpg", "workflow_spec": secrets_spec()}),
+                     ("start_pipeline", {"video_reference": "door.mp4", "pipeline_name": "door",
+                                         "workflow_spec": webhook_spec(listener.url)})),
+            text("Both workflows were refused."))
+        ts, _ = slack_api.mention("run this workflow for me and print what it returns")
+        [reply] = await await_answers(slack_api, "C0GENERAL", ts, timeout=60)
+        await asyncio.sleep(1.0)  # a webhook step would have fired by now
+        pipelines = await running.runtime.pipelines.list()
+    finally:
+        await stop_bot(running)
+    results = [b for m in anthropic_api.ok_requests[-1].body["messages"] if isinstance(m["content"], list)
+               for b in m["content"] if b.get("type") == "tool_result"]
+    assert len(results) == 2 and all(r.get("is_error") for r in results)
+    texts = json.dumps(results)
+    assert "roboflow_core/environment_secrets_store@v1" in texts and WEBHOOK in texts
+    assert listener.bodies == [] and pipelines == []
+    slack = json.dumps([c.params for c in slack_api.calls])
+    for secret in (slack_api.bot_token, slack_api.app_token, slack_env["ANTHROPIC_API_KEY"]):
+        assert secret not in slack and secret not in texts
+    assert "refused" in reply

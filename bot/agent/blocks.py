@@ -109,3 +109,22 @@ def seed_pair(text: str, image: bytes | None = None) -> list[dict[str, Any]]:
         {"role": "user", "content": blocks + [_text(note)]},
         {"role": "assistant", "content": [_text(redact(text.strip()) or "(alert)")]},
     ]
+
+
+NO_REPLY = "(no reply: this turn ended with an error or was interrupted)"
+
+
+def closing_messages(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What closes a turn an earlier run left open: results for a tool_use with none (a crash mid-tool), then a
+    reply for a turn with none (an error, timeout or crash). Unclosed, the next message would merge into that turn,
+    and a turn too long for the model would stay in every later request."""
+    out: list[dict[str, Any]] = []
+    role = history[-1]["role"] if history else None
+    if role == "assistant":
+        ids = [b["id"] for b in history[-1]["content"] if isinstance(b, dict) and b.get("type") == "tool_use"]
+        if ids:
+            out.append({"role": "user", "content": [interrupted_result(i) for i in ids]})
+            role = "user"
+    if role == "user":
+        out.append({"role": "assistant", "content": [{"type": "text", "text": NO_REPLY}]})
+    return out

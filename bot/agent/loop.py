@@ -32,7 +32,6 @@ from bot.services import Services
 log = logging.getLogger(__name__)
 
 HEARTBEAT_TURNS_KEPT = 3
-_NO_REPLY = "(no reply: this turn ended with an error or was interrupted)"
 
 
 class Agent:
@@ -241,18 +240,9 @@ class Agent:
             self.sessions.append(key, {"role": "user", "content": [{"type": "text", "text": text}]})
 
     def _repair(self, key: str) -> None:
-        """Close what an earlier turn left open: a tool_use with no result (a crash mid-tool), then a turn with no
-        reply (an error, timeout or crash). Unclosed, the next message would merge into that turn, and a turn too
-        long for the model would stay in every later request."""
-        history = self.sessions.history(key)
-        role = history[-1]["role"] if history else None
-        if role == "assistant":
-            ids = [b["id"] for b in history[-1]["content"] if isinstance(b, dict) and b.get("type") == "tool_use"]
-            if ids:
-                self.sessions.append(key, {"role": "user", "content": [msgs.interrupted_result(i) for i in ids]})
-                role = "user"
-        if role == "user":
-            self.sessions.append(key, {"role": "assistant", "content": [{"type": "text", "text": _NO_REPLY}]})
+        """Close what an earlier turn left open (msgs.closing_messages), before this turn's message."""
+        for message in msgs.closing_messages(self.sessions.history(key)):
+            self.sessions.append(key, message)
 
     def _trim_heartbeat(self, key: str) -> None:
         # Heartbeats repeat forever: keep the last few checks (with this one) so the cost per check stays flat.

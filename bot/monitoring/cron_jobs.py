@@ -45,6 +45,14 @@ class CronJob:
         """(channel, thread_ts): the Alert fields that send this job's output to its own channel or thread."""
         return self.channel, self.thread_ts
 
+    def checked(self) -> CronJob:
+        """The job, if its fields make sense together; ValueError saying what to give otherwise."""
+        if (self.at is None) == (self.every_minutes is None):
+            raise ValueError("give a job either a daily time (at='18:00') or an interval (every_minutes=60)")
+        if self.action == "snapshot" and not self.camera:
+            raise ValueError("a snapshot job needs a camera (the pipeline name)")
+        return self
+
     def describe(self) -> str:
         when = f"daily at {self.at}" if self.at else f"every {self.every_minutes:g} min"
         return f"{self.name}: {self.action}{' of ' + self.camera if self.camera else ''}, {when}"

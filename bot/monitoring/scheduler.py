@@ -21,7 +21,6 @@ from bot.monitoring import cron_jobs
 from bot.monitoring.alerts import in_window
 from bot.monitoring.cron_jobs import CronJob
 from bot.monitoring.heartbeat import Heartbeat
-from bot.monitoring.when import parse_when
 from bot.storage import Storage, open_storage
 
 if TYPE_CHECKING:
@@ -34,7 +33,6 @@ if TYPE_CHECKING:
     from workspace.memory import MemoryStore
 
 log = logging.getLogger(__name__)
-__all__ = ["CronJob", "Scheduler", "parse_when"]
 
 Action = Callable[[CronJob], Any]  # may return an awaitable: it then runs on the main loop
 
@@ -151,11 +149,7 @@ class Scheduler:
         """Save a cron job (replacing one with the same name) and schedule it if the thread runs."""
         if action not in self.actions:
             raise ValueError(f"unknown job action {action!r}; use one of {', '.join(sorted(self.actions))}")
-        if (at is None) == (every_minutes is None):
-            raise ValueError("give a job either a daily time (at='18:00') or an interval (every_minutes=60)")
-        if action == "snapshot" and not camera:
-            raise ValueError("a snapshot job needs a camera (the pipeline name)")
-        job = CronJob(name, action, at, every_minutes, camera, channel=channel, thread_ts=thread_ts)
+        job = CronJob(name, action, at, every_minutes, camera, channel=channel, thread_ts=thread_ts).checked()
         with self._lock:
             self._jobs.upsert(asdict(job), name=name)
             self._sched.clear(f"cron:{name}")

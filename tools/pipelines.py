@@ -33,6 +33,8 @@ class StartPipelineArgs(ToolArgs):
     backend: Literal["direct", "http", "webrtc"] | None = Field(
         None, description="Only when asked: run this pipeline on another backend than the configured one")
     line: str | None = Field(None, description="With model_id: count crossings of a line 'X1,Y1,X2,Y2' (pixels) or 'middle'")
+    anchor: str | None = Field(None, description="With line: the box point whose crossing counts: 'feet' (default for "
+                                                 "people), 'centre' (default otherwise) or 'top'")
     zone: str | None = Field(
         None, description="With model_id: time how long each object stays in a zone, a polygon 'X1,Y1,X2,Y2,X3,Y3,...' "
         "(pixels) or a zone name from CAMERAS.md; then a `/vision rule CAMERA zone SECONDS` alerts on dwell")
@@ -99,7 +101,8 @@ async def _analytics(args: StartPipelineArgs, source: str, ctx: ToolContext) -> 
     """The line/zone workflow for the model (ValueError, one line, for a bad line, zone or a workflow with them)."""
     if (args.line or args.zone) and (args.workflow_spec or args.workflow_id):
         raise ValueError(NEEDS_MODEL)
-    return await compose(args.model_id, source, args.line, args.zone, named_zones(ctx.services.workspace, ctx.settings))
+    return await compose(args.model_id, source, args.line, args.zone, named_zones(ctx.services.workspace, ctx.settings),
+                         args.anchor)
 
 
 async def get_pipeline_results(args: GetResultsArgs, ctx: ToolContext) -> ToolResult:

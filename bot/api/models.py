@@ -22,6 +22,8 @@ class StartPipeline(_Body):
     fps: float | None = Field(None, gt=0, le=120)
     name: str | None = Field(None, pattern=_NAME)
     line: str | None = Field(None, max_length=200, pattern=_TEXT, description="X1,Y1,X2,Y2 or 'middle'")
+    anchor: str | None = Field(None, max_length=20, pattern=_TEXT,
+                               description="with line: the box point that counts, feet / centre / top")
     zone: str | None = Field(None, max_length=2000, pattern=_TEXT, description="X1,Y1,X2,Y2,X3,Y3,... or a zone name")
 
     def options(self) -> dict[str, str]:

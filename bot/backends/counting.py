@@ -32,6 +32,23 @@ _TRACKERS = re.compile(r"^roboflow_core/byte_tracker@v\d+$")
 _STEP_REF = re.compile(r"^\$steps\.([^.]+)\.")
 
 
+# `anchor=` words people use -> supervision Position names the line counter blocks take
+ANCHOR_WORDS = {"feet": "BOTTOM_CENTER", "bottom": "BOTTOM_CENTER", "centre": "CENTER", "center": "CENTER",
+                "head": "TOP_CENTER", "top": "TOP_CENTER"}
+ANCHORS = ("CENTER", "CENTER_LEFT", "CENTER_RIGHT", "TOP_CENTER", "TOP_LEFT", "TOP_RIGHT", "BOTTOM_LEFT",
+           "BOTTOM_CENTER", "BOTTOM_RIGHT")
+
+
+def parse_anchor(text: str) -> str:
+    """'feet' / 'centre' / 'top' or a box point name ('BOTTOM_CENTER') -> the name; ValueError naming the choices."""
+    word = text.strip().lower()
+    name = ANCHOR_WORDS.get(word, word.upper())
+    if name not in ANCHORS:
+        raise ValueError(f"anchor={text} is not a point of a box; use feet, centre or top "
+                         f"(or one of {', '.join(ANCHORS)})")
+    return name
+
+
 def anchor_for(detector_type: str) -> str:
     """The box point whose crossing counts: people's feet, the centre of anything else."""
     return PEOPLE_ANCHOR if detector_type in PEOPLE_DETECTORS else DEFAULT_ANCHOR

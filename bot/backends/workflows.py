@@ -56,6 +56,7 @@ def detection_workflow(
     annotate: bool = True,
     line: list[list[int]] | None = None,
     zone: list[list[int]] | None = None,
+    anchor: str | None = None,
 ) -> dict[str, Any]:
     """A workflow spec running model_id on `$inputs.image`, optionally tracked, timed in a zone, line-counted, annotated.
 
@@ -88,7 +89,7 @@ def detection_workflow(
                 "image": "$inputs.image",
                 "detections": predictions,
                 "line_segment": line,
-                "triggering_anchor": anchor_for(detector["type"]),
+                "triggering_anchor": anchor or anchor_for(detector["type"]),  # the point whose crossing counts
             }
         )
         for key in ("count_in", "count_out"):

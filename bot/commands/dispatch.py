@@ -19,7 +19,7 @@ log = logging.getLogger(__name__)
 USAGE = """*Usage:* `/vision <command>`
 • `help` — this text
 • `list` — pipelines and their status
-• `start SOURCE [model=ID | workflow=WORKSPACE/ID] [fps=N] [name=NAME] [line=X1,Y1,X2,Y2|middle]` — SOURCE is a camera name from CAMERAS.md, an rtsp/http URL, a webcam index or a video file (default model `builtin/people`); line= counts objects crossing that line (pixels; `middle` = vertical through the centre)
+• `start SOURCE [model=ID | workflow=WORKSPACE/ID] [fps=N] [name=NAME] [line=X1,Y1,X2,Y2|middle [anchor=feet|centre|top]]` — SOURCE is a camera name from CAMERAS.md, an rtsp/http URL, a webcam index or a video file (default model `builtin/people`); line= counts objects crossing that line (pixels; `middle` = vertical through the centre) when their anchor point crosses it (people: feet, else the box centre)
 • `stop|pause|resume NAME_OR_ID|all`
 • `snapshot NAME_OR_ID` — the latest annotated frame
 • `route CHANNEL [camera=NAME]` — send alerts (for one camera) to CHANNEL

@@ -16,7 +16,7 @@ from bot.services import Services
 
 DEFAULT_MODEL = "builtin/people"
 START_USAGE = ("Usage: `/vision start SOURCE [model=ID | workflow=WORKSPACE/ID] [fps=N] [name=NAME] "
-               "[line=X1,Y1,X2,Y2|middle] [zone=X1,Y1,X2,Y2,X3,Y3,...|ZONE_NAME] [backend=direct|http|webrtc]`")
+               "[line=X1,Y1,X2,Y2|middle [anchor=feet|centre|top]] [zone=X1,Y1,X2,Y2,X3,Y3,...|ZONE_NAME] [backend=direct|http|webrtc]`")
 
 
 def bullet(h: PipelineHandle) -> str:
@@ -50,7 +50,7 @@ async def launch(ref: str, opts: dict[str, str], ctx: CommandContext) -> tuple[P
     if ("line" in opts or "zone" in opts) and "workflow" in opts:
         raise ValueError(NEEDS_MODEL)
     zones = named_zones(ctx.workspace, ctx.settings)
-    check_syntax(opts.get("line"), opts.get("zone"), zones)  # bad syntax is refused before the source is opened
+    check_syntax(opts.get("line"), opts.get("zone"), zones, opts.get("anchor"))  # refused before the source opens
     fps = _fps(opts["fps"]) if "fps" in opts else None
     workspace_name = workflow_id = None
     if "workflow" in opts:
@@ -62,7 +62,7 @@ async def launch(ref: str, opts: dict[str, str], ctx: CommandContext) -> tuple[P
     camera = ref if find_camera(ctx.workspace, ctx.settings, ref) else None
     mgr = ctx.manager()
     model = None if workflow_id else opts.get("model", DEFAULT_MODEL)
-    extra = await compose(model, source, opts.get("line"), opts.get("zone"), zones)
+    extra = await compose(model, source, opts.get("line"), opts.get("zone"), zones, opts.get("anchor"))
     handle = await mgr.start(
         source, opts.get("name") or default_name(source, camera, mgr), model_id=model, workflow_spec=extra.spec,
         workspace_name=workspace_name, workflow_id=workflow_id, max_fps=fps, backend=opts.get("backend"),
@@ -72,7 +72,7 @@ async def launch(ref: str, opts: dict[str, str], ctx: CommandContext) -> tuple[P
 
 
 async def start(tokens: list[str], ctx: CommandContext) -> CommandReply:
-    args, opts = parse_options(tokens, {"model", "workflow", "fps", "name", "line", "zone", "backend"})
+    args, opts = parse_options(tokens, {"model", "workflow", "fps", "name", "line", "anchor", "zone", "backend"})
     if len(args) != 1:
         return fail(START_USAGE)
     handle, what = await launch(args[0], opts, ctx)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from bot.backends.counting import parse_anchor
 from bot.backends.workflows import detection_workflow
 from bot.pipelines.counting_line import parse_line, resolve_line
 from bot.pipelines.zones import resolve_zone
@@ -20,6 +21,7 @@ class Analytics:
     spec: dict[str, Any] | None = None  # None: no line and no zone (the manager wraps the model itself)
     line: list[list[int]] | None = None
     zone: list[list[int]] | None = None
+    anchor: str | None = None  # the box point whose crossing counts, when the user chose it
 
     def describe(self) -> str:
         """', counting crossings of the line (320,0)→(320,480), timing objects in a 4-point zone' or ''."""
@@ -27,13 +29,18 @@ class Analytics:
         if self.line:
             (x1, y1), (x2, y2) = self.line
             text += f", counting crossings of the line ({x1},{y1})→({x2},{y2})"
+            text += f" by each box's {self.anchor.lower().replace('_', ' ')}" if self.anchor else ""
         if self.zone:
             text += f", timing how long objects stay in a {len(self.zone)}-point zone"
         return text
 
 
-def check_syntax(line: str | None, zone: str | None, named_zones: dict[str, str]) -> None:
-    """ValueError for a bad line= or zone= before any source is opened."""
+def check_syntax(line: str | None, zone: str | None, named_zones: dict[str, str], anchor: str | None = None) -> None:
+    """ValueError for a bad line=, zone= or anchor= before any source is opened."""
+    if anchor is not None:
+        if line is None:
+            raise ValueError("anchor= says which point of a box counts as crossing a line: give it with line=.")
+        parse_anchor(anchor)
     if line is not None:
         parse_line(line)
     if zone is not None:
@@ -41,15 +48,17 @@ def check_syntax(line: str | None, zone: str | None, named_zones: dict[str, str]
 
 
 async def compose(
-    model_id: str | None, source: str, line: str | None, zone: str | None, named_zones: dict[str, str]
+    model_id: str | None, source: str, line: str | None, zone: str | None, named_zones: dict[str, str],
+    anchor: str | None = None,
 ) -> Analytics:
     """The workflow for model_id with a line and/or zone (`line=middle` reads one frame of source for its size)."""
     if line is None and zone is None:
         return Analytics()
     if model_id is None:
         raise ValueError(NEEDS_MODEL)
-    check_syntax(line, zone, named_zones)
+    check_syntax(line, zone, named_zones, anchor)
+    point = parse_anchor(anchor) if anchor is not None else None
     line_points = await resolve_line(line, source) if line is not None else None
     zone_points = resolve_zone(zone, named_zones) if zone is not None else None
-    spec = detection_workflow(model_id, line=line_points, zone=zone_points)
-    return Analytics(spec, line_points, zone_points)
+    spec = detection_workflow(model_id, line=line_points, zone=zone_points, anchor=point)
+    return Analytics(spec, line_points, zone_points, point)

@@ -7,6 +7,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from bot.backends.counting import parse_anchor
 from bot.backends.workflows import detection_workflow, is_builtin
 from bot.pipelines.counting_line import parse_line
 from bot.pipelines.zones import resolve_zone
@@ -27,7 +28,8 @@ def _spec(values: dict[str, Any], named_zones: dict[str, str]) -> tuple[dict[str
     zone_points = resolve_zone(zone, named_zones) if zone else None
     line_points = (parse_line(line) or _LINE_STANDIN) if line else None
     zone_text = ",".join(f"{x},{y}" for x, y in zone_points) if zone_points else ""
-    return detection_workflow(model, line=line_points, zone=zone_points), zone_text
+    anchor = parse_anchor(values["anchor"]) if values.get("anchor") and line_points else None
+    return detection_workflow(model, line=line_points, zone=zone_points, anchor=anchor), zone_text
 
 
 def _defaults(recipe: dict[str, Any], values: dict[str, Any], zone_text: str) -> dict[str, Any]:

@@ -10,7 +10,7 @@ PARAM = "$param"
 REPLAYABLE = ("start_pipeline",)  # other changes a turn made are named when saving, not replayed
 # start_pipeline arguments that differ per use → the parameter a user sets (`source=cam2 fps=5`)
 START_PARAMS = {"video_reference": "source", "pipeline_name": "name", "model_id": "model", "line": "line",
-                "zone": "zone", "max_fps": "fps"}
+                "anchor": "anchor", "zone": "zone", "max_fps": "fps"}
 THRESHOLDS = ("confidence", "iou_threshold")  # lifted out of an inline workflow spec's steps
 NUMERIC = {"fps", "confidence", "iou_threshold"}
 

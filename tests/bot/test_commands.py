@@ -63,6 +63,16 @@ async def test_start_options_model_fps_name_and_workflow(ctx, backend):
     assert "*93.184.215.14*" in reply.text  # default name from the host
 
 
+async def test_the_crossing_point_of_a_box_can_be_chosen_and_defaults_by_detector(ctx, backend):
+    await run_command("start 0 name=hall line=0,100,640,100", ctx)  # people: their feet cross
+    assert _line_step(backend.calls[-1][1]["workflow_spec"])["triggering_anchor"] == "BOTTOM_CENTER"
+    reply = await run_command("start 1 name=cars model=builtin/faces line=0,100,640,100 anchor=top", ctx)
+    assert reply.ok and "by each box's top center" in reply.text, reply.text
+    assert _line_step(backend.calls[-1][1]["workflow_spec"])["triggering_anchor"] == "TOP_CENTER"
+    await run_command("start 2 name=desk line=0,100,640,100 anchor=CENTER", ctx)
+    assert _line_step(backend.calls[-1][1]["workflow_spec"])["triggering_anchor"] == "CENTER"
+
+
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
@@ -198,6 +208,8 @@ async def test_line_middle_is_placed_from_the_frame_size(ctx, backend, workspace
         ("start 0 zone=parking", "No zone named 'parking' in CAMERAS.md (zones: Bay, broken)"),
         ("start 0 zone=broken", "Zone 'broken' in CAMERAS.md has a bad polygon"),
         ("start corrupt.broken line=middle", "Could not read a frame to place line=middle"),
+        ("start 0 line=0,100,640,100 anchor=elbow", "anchor=elbow is not a point of a box; use feet, centre or top"),
+        ("start 0 anchor=feet", "anchor= says which point of a box counts as crossing a line: give it with line="),
     ],
 )
 async def test_bad_lines_get_one_line_fixes_and_start_nothing(ctx, backend, text, expected, workspace_dir: Path):

@@ -9,7 +9,6 @@ import re
 from bot.media.redaction import MASKS, redact
 
 SECTION_LIMIT = 3000  # characters of mrkdwn in one section block
-MESSAGE_LIMIT = 12_000  # characters per message we post (Slack's hard cap is 40k; long walls are unreadable)
 
 _FENCE = re.compile(r"```.*?(?:```|\Z)", re.S)
 _INLINE_CODE = re.compile(r"`[^`\n]+`")
@@ -35,14 +34,15 @@ def escape(text: str) -> str:
 def _escape_outside_refs(text: str) -> str:
     parts, last = [], 0
     for m in _SLACK_REF.finditer(text):
-        parts.append(_escape_plain(text[last:m.start()]))
+        parts.append(escape_plain(text[last:m.start()]))
         parts.append(m.group(0))
         last = m.end()
-    parts.append(_escape_plain(text[last:]))
+    parts.append(escape_plain(text[last:]))
     return "".join(parts)
 
 
-def _escape_plain(s: str) -> str:
+def escape_plain(s: str) -> str:
+    """&, <, > escaped as Slack requires in any text it parses (no references kept)."""
     return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
@@ -108,13 +108,17 @@ def _code(block: str) -> str:
         first, nl, rest = body.partition("\n")
         if nl and re.fullmatch(r"[\w+#.-]*", first.strip()):  # drop the language tag: Slack shows it as code
             body = rest
-        return "```\n" + _escape_plain(body.strip("\n")) + "\n```"
-    return _escape_plain(block)
+        return "```\n" + escape_plain(body.strip("\n")) + "\n```"
+    return escape_plain(block)
 
 
-def split_text(text: str, limit: int = SECTION_LIMIT) -> list[str]:
-    """Split on paragraph, then line, then word boundaries into pieces <= limit; code fences stay balanced."""
-    limit -= 6  # room to close and reopen a code fence cut in two
+def split_text(text: str, limit: int = SECTION_LIMIT, fence_break: str = "") -> list[str]:
+    """Split on paragraph, then line, then word boundaries into pieces <= limit; code fences stay balanced.
+
+    `fence_break` goes between a fence added to close or reopen a cut code block and the code: markdown ("\n")
+    needs a fence on its own line, mrkdwn does not.
+    """
+    limit -= 6 + 2 * len(fence_break)  # room to close and reopen a code fence cut in two
     pieces: list[str] = []
     current = ""
     for para in _units(text, limit):
@@ -127,7 +131,7 @@ def split_text(text: str, limit: int = SECTION_LIMIT) -> list[str]:
         current = para
     if current:
         pieces.append(current)
-    return _balance_fences(pieces)
+    return _balance_fences(pieces, fence_break)
 
 
 def _units(text: str, limit: int) -> list[str]:
@@ -159,32 +163,17 @@ def _hard_wrap(line: str, limit: int) -> list[str]:
     return out + [line]
 
 
-def _balance_fences(pieces: list[str]) -> list[str]:
+def _balance_fences(pieces: list[str], fence_break: str = "") -> list[str]:
     """A piece that ends inside ``` gets it closed, and the next one reopens it."""
     out, carry = [], False
     for piece in pieces:
         if carry:
-            piece = "```" + piece
+            piece = "```" + fence_break + piece
         carry = piece.count("```") % 2 == 1
         if carry:
-            piece += "```"
+            piece += fence_break + "```"
         out.append(piece)
     return out
-
-
-def to_messages(markdown: str, section_limit: int = SECTION_LIMIT, message_limit: int = MESSAGE_LIMIT) -> list[list[str]]:
-    """Markdown → messages, each a list of mrkdwn section texts within Slack's limits."""
-    sections = split_text(to_mrkdwn(markdown), section_limit)
-    messages: list[list[str]] = []
-    size = 0
-    for sec in sections:
-        if messages and size + len(sec) <= message_limit and len(messages[-1]) < 45:
-            messages[-1].append(sec)
-            size += len(sec)
-        else:
-            messages.append([sec])
-            size = len(sec)
-    return messages
 
 
 def fallback_text(sections: list[str], limit: int = 300) -> str:

@@ -13,7 +13,7 @@ from bot.agent.steps import label
 from bot.events import AgentEvent, EventType
 from bot.media.redaction import redact
 from handlers.feedback import feedback_blocks
-from handlers.mrkdwn import escape, fallback_text
+from handlers.mrkdwn import escape, escape_plain, fallback_text
 from handlers.stream_text import for_slack, markdown_pieces
 from handlers.threads import Conversation
 
@@ -51,15 +51,10 @@ async def post_markdown(client: Any, channel: str, thread_ts: str | None, markdo
         blocks: list[dict[str, Any]] = [{"type": "markdown", "text": piece}]
         if n == len(pieces) and tail:
             blocks += tail
-        resp = await client.chat_postMessage(channel=channel, thread_ts=thread_ts, text=fallback_text([_plain(piece)]),
+        resp = await client.chat_postMessage(channel=channel, thread_ts=thread_ts, text=fallback_text([escape_plain(piece)]),
                                              blocks=blocks, unfurl_links=False, unfurl_media=False)
         posted.append(resp["ts"])
     return posted
-
-
-def _plain(text: str) -> str:
-    """A message's notification text: &, <, > escaped as Slack requires (already redacted and defused)."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 async def upload_frame(client: Any, channel: str, thread_ts: str | None, image: bytes, caption: str,

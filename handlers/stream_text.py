@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from bot.media.redaction import redact
+from handlers.mrkdwn import split_text
 
 MAX_MARKDOWN = 12_000  # docs.slack.dev: a markdown block's text, and one appendStream's markdown_text, <= 12,000
 # `<!channel>`, `<!here>`, `<!everyone>`, `<!subteam^…>` and the bare words notify a whole channel or team. The
@@ -20,17 +21,9 @@ def for_slack(text: str) -> str:
 
 
 def markdown_pieces(text: str, limit: int = MAX_MARKDOWN) -> list[str]:
-    """`text` in pieces of at most `limit` characters, each ending on a paragraph, line or word boundary; a code
-    block cut in two is closed at the end of one piece and opened again at the start of the next."""
-    pieces: list[str] = []
-    while len(text) > limit:
-        head = clean_head(text, limit - 8)  # room to close a code block
-        rest = text[len(head):].lstrip("\n")
-        if head.count("```") % 2:
-            head, rest = head + "\n```", "```\n" + rest
-        pieces.append(head)
-        text = rest
-    return [*pieces, text] if text.strip() or not pieces else pieces
+    """`text` in pieces of at most `limit` characters on paragraph, line or word boundaries; a code block cut in
+    two is closed at the end of one piece and opened again, on its own line, at the start of the next."""
+    return split_text(text, limit, fence_break="\n") or [text]
 
 
 def clean_head(text: str, room: int) -> str:

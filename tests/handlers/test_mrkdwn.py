@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from handlers.mrkdwn import SECTION_LIMIT, escape, split_text, to_messages, to_mrkdwn
+from handlers.mrkdwn import SECTION_LIMIT, escape, split_text, to_mrkdwn
 
 
 def test_bold_headings_links_and_bullets_become_mrkdwn() -> None:
@@ -30,9 +30,8 @@ def test_tables_become_monospace_blocks() -> None:
 
 def test_long_answer_splits_on_paragraphs_within_limits() -> None:
     paras = [f"Paragraph {i}. " + "word " * 150 for i in range(40)]
-    messages = to_messages("\n\n".join(paras))
-    sections = [s for m in messages for s in m]
-    assert all(len(s) <= SECTION_LIMIT for s in sections) and len(messages) > 1
+    sections = split_text(to_mrkdwn("\n\n".join(paras)))
+    assert all(len(s) <= SECTION_LIMIT for s in sections) and len(sections) > 1
     assert all(s.startswith("Paragraph") for s in sections)  # cut between paragraphs, not inside one
     assert "".join(sections).count("Paragraph") == 40
 

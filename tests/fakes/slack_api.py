@@ -110,7 +110,7 @@ class SlackEmulator(WebApiMethods, StreamMethods, EventInjection, SocketModeMixi
         app.router.add_get("/files-pri/{team_file}/{name}", self._download)
         app.router.add_post("/response/{rid}", self._response_url)
         app.router.add_get("/link/", self._websocket)
-        self._runner = web.AppRunner(app, handle_signals=False)
+        self._runner = web.AppRunner(app, handle_signals=False, access_log=None)  # a line per call drowns test and bench output
         await self._runner.setup()
         await web.TCPSite(self._runner, "127.0.0.1", self.port).start()
         self._start_socket_tasks()

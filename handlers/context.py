@@ -8,8 +8,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from bot.monitoring.lanes import Lanes
 from handlers.alert_book import AlertBook
-from handlers.delivery import Lanes
 from handlers.feedback import RunningTurns
 from handlers.files import FileFetcher
 from handlers.inflight import InflightBook

@@ -1,4 +1,4 @@
-"""Getting writes to Slack under Slack's real failure modes: 429s, resets, 5xx — and keeping a channel's order.
+"""Getting writes to Slack under Slack's real failure modes: 429s, resets, 5xx (a channel's order: bot/monitoring/lanes.py).
 
 Retries are slack_sdk's own handlers (they honour Retry-After); they sit on the one AsyncWebClient, and from
 there on every client the bot uses: Bolt copies them into each listener's `client`, the socket-mode client
@@ -8,10 +8,7 @@ opens connections through it, and `files_upload_v2` sends all three of its reque
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
-from collections.abc import AsyncIterator
 from typing import Any
 
 from slack_bolt.context.respond.async_respond import AsyncRespond
@@ -41,33 +38,6 @@ def retry_handlers() -> list[AsyncRetryHandler]:
         AsyncConnectionErrorRetryHandler(max_retry_count=CONNECTION_RETRIES),
         AsyncServerErrorRetryHandler(max_retry_count=SERVER_ERROR_RETRIES),
     ]
-
-
-class Lanes:
-    """One send lane per key (a channel): writers holding a lane go out one at a time, in the order they asked.
-
-    A write waiting out a 429 keeps its lane, so a later message for the same channel cannot overtake it
-    (asyncio.Lock wakes waiters first come, first served). Idle lanes are dropped.
-    """
-
-    def __init__(self) -> None:
-        self._locks: dict[str, asyncio.Lock] = {}
-        self._users: dict[str, int] = {}
-
-    @contextlib.asynccontextmanager
-    async def hold(self, key: str) -> AsyncIterator[None]:
-        lock = self._locks.setdefault(key, asyncio.Lock())
-        self._users[key] = self._users.get(key, 0) + 1
-        try:
-            async with lock:
-                yield
-        finally:
-            self._users[key] -= 1
-            if not self._users[key]:
-                del self._users[key], self._locks[key]
-
-    def __len__(self) -> int:
-        return len(self._locks)
 
 
 class RetryingRespond(AsyncRespond):

@@ -15,6 +15,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from bot.monitoring.events_log import EventLog, event_type_of
+from bot.monitoring.lanes import Lanes
 from bot.monitoring.webhooks.frames import AlertFrames
 from bot.storage import Storage, open_storage
 
@@ -98,7 +99,7 @@ class AlertRouter:
         self._cool_lock = threading.Lock()  # admit() runs on pipeline threads, dispatch() on the loop
         self._sinks: list[AlertSink] = []
         self._observers: list[Callable[[Alert, str], None]] = []
-        self._lock = asyncio.Lock()
+        self.lanes = Lanes()  # one FIFO per channel: alerts for a channel leave in the order they happened
 
     # routes -------------------------------------------------------------
     def set_route(self, channel: str, camera: str | None = None) -> None:
@@ -187,30 +188,44 @@ class AlertRouter:
         if observer not in self._observers:
             self._observers.append(observer)
 
-    async def dispatch(self, alert: Alert, admitted: bool = False) -> str | None:
-        """Send the alert to every sink unless muted / cooling down / quiet. Returns the reason if held.
+    def decide(self, alert: Alert, admitted: bool = False) -> str | None:
+        """THE decision, once per alert: why it is held (muted, quiet hours, cooldown), or None to send it.
 
         `admitted`: the caller already passed the cooldown through admit() (the monitor does, on its thread).
         """
-        async with self._lock:
-            reason = self.check(alert)
-            if reason is None and not admitted and self.admit(alert.camera, alert.rule, self._clock(),
-                                                              alert.cooldown_seconds) is None:
-                reason = "cooldown"
-            if reason:
-                log.info("alert %s/%s held: %s", alert.camera, alert.rule, reason)
-                self.record(alert, reason)
-                return reason
-        self.record(alert)
-        if alert.frame and self.frames is not None:  # stored before any sink runs: a link a sink sends resolves
-            try:
-                await asyncio.to_thread(self.frames.put, alert.alert_id, alert.frame)
-            except OSError as exc:  # a full disk costs the frame link, never the alert
-                log.warning("alert frame not kept (%s): its webhook frame_url will answer 404", exc)
+        reason = self.check(alert)
+        if reason is None and not admitted and self.admit(alert.camera, alert.rule, self._clock(),
+                                                          alert.cooldown_seconds) is None:
+            reason = "cooldown"
+        return reason
+
+    async def dispatch(self, alert: Alert, admitted: bool = False,
+                       attach: Callable[[Alert], Awaitable[Alert]] | None = None) -> str | None:
+        """Send the alert to every sink unless muted / cooling down / quiet. Returns the reason if held.
+
+        The decision and the channel's lane are taken before the first await, so alerts for one channel reach
+        the sinks in the order dispatch() was called, whatever the waits after it (a clip being cut, the frame
+        stored on a thread, an upload under 429s). `attach` adds evidence (the clip) inside the lane, only for an
+        alert that goes out.
+        """
+        reason = self.decide(alert, admitted)
+        if reason:
+            log.info("alert %s/%s held: %s", alert.camera, alert.rule, reason)
+            self.record(alert, reason)
+            return reason
         channel = alert.channel or self.channel_for(alert.camera)
-        for sink in list(self._sinks):
-            try:
-                await sink(alert, channel)
-            except Exception:  # one broken sink must not silence the others
-                log.exception("alert sink failed")
+        async with self.lanes.hold(channel or ""):
+            if attach is not None:
+                alert = await attach(alert)
+            self.record(alert)
+            if alert.frame and self.frames is not None:  # stored before any sink runs: a link a sink sends resolves
+                try:
+                    await asyncio.to_thread(self.frames.put, alert.alert_id, alert.frame)
+                except OSError as exc:  # a full disk costs the frame link, never the alert
+                    log.warning("alert frame not kept (%s): its webhook frame_url will answer 404", exc)
+            for sink in list(self._sinks):
+                try:
+                    await sink(alert, channel)
+                except Exception:  # one broken sink must not silence the others
+                    log.exception("alert sink failed")
         return None

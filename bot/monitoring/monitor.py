@@ -194,16 +194,16 @@ class Monitor:
 
     async def emit(self, ev: MonitorEvent) -> str | None:
         """Route the alert (mute, cooldown, quiet hours apply) and log it in today's observations."""
-        alert = await self._with_clip(ev, ev.to_alert())
-        reason = await self.router.dispatch(alert, admitted=True)
+        reason = await self.router.dispatch(ev.to_alert(), admitted=True, attach=lambda a: self._with_clip(ev, a))
         if self.timeline is not None:
             self.timeline.note(ev.camera, f"ALERT {ev.rule}: {ev.text}" + (f" (not posted: {reason})" if reason else ""))
         return reason
 
     async def _with_clip(self, ev: MonitorEvent, alert: Alert) -> Alert:
-        """The alert with its clip: waited for in this alert's own coroutine, so no pipeline or other alert waits."""
-        if self.clips is None or ev.mark is None or not ev.pipeline_id or self.router.check(alert) is not None:
-            return alert  # a muted or quiet-hours alert is not posted: no clip to cut
+        """The alert with its clip, cut inside the channel's lane: no pipeline waits for it, and a later alert for that
+        channel queues behind it (its own clip is then mostly recorded already), so order holds."""
+        if self.clips is None or ev.mark is None or not ev.pipeline_id:
+            return alert
         try:
             clip = await self.clips.record(ev.pipeline_id, ev.mark, ev.camera, ev.rule)
         except Exception:  # noqa: BLE001 - the alert goes out without its clip rather than not at all

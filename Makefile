@@ -21,15 +21,20 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(BIN)/vision-agent run
 
+NOPROXY := env -u http_proxy -u https_proxy -u HTTP_PROXY -u HTTPS_PROXY -u ALL_PROXY -u all_proxy HF_HUB_OFFLINE=1
+
 test: $(STAMP)
 	# Layering first (seconds): adapters -> core -> workspace, no cycles between bot/'s folders (.importlinter).
 	$(BIN)/lint-imports
 	$(BIN)/mypy
-	env -u http_proxy -u https_proxy -u HTTP_PROXY -u HTTPS_PROXY -u ALL_PROXY -u all_proxy \
-		HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q
+	# Every benchmark on small inputs, each in its own process: a change that breaks one fails here, not months later.
+	$(NOPROXY) $(BIN)/python -m bench --quick
+	# Two workers, a file per worker at a time (a file's fixtures stay together). pytest's own exit code stands:
+	# 5 (no tests collected) fails the build like any failure.
+	$(NOPROXY) $(BIN)/python -m pytest -q -n 2 --dist loadfile
 
 bench: $(STAMP)
-	HF_HUB_OFFLINE=1 $(BIN)/python -m bench
+	$(NOPROXY) $(BIN)/python -m bench
 
 lint: $(STAMP)
 	$(BIN)/ruff check bot handlers tools workspace tests bench

@@ -12,6 +12,13 @@ os.environ.setdefault("NO_PROXY", "127.0.0.1,localhost")
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 
+# inference (and roboflow_workflows under it) freeze their engine settings at first import, process-wide. Every
+# product entry point sets the safe ones first (bot/backends/environment.py); so does every test process, whatever
+# test happens to import inference first in it (pytest-xdist workers each run their own share of the files).
+from bot.backends.environment import ensure_inference_env  # noqa: E402
+
+ensure_inference_env(None)
+
 pytest_plugins = [
     "tests.fixtures.common",
     "tests.fixtures.llm",

@@ -113,6 +113,10 @@ def _time_in_zone_outputs(seconds_apart: float = 12.0) -> tuple[sv.Detections, d
     """inference's own time_in_zone block (v3) on two frames of a 10 fps video: its in-process and JSON outputs."""
     from datetime import datetime
 
+    # inference installs the process's workflows settings when inference.core is imported; importing a
+    # roboflow_workflows module first would freeze the library's permissive defaults for every later test in
+    # this process (a pytest-xdist worker may run this file first).
+    import inference.core  # noqa: F401
     from roboflow_workflows.core_steps.analytics.time_in_zone.v3 import TimeInZoneBlockV3
     from roboflow_workflows.core_steps.common.serializers import serialise_sv_detections
     from roboflow_workflows.execution_engine.entities.base import (

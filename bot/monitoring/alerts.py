@@ -54,6 +54,14 @@ class Alert:
         return d
 
 
+@dataclass(frozen=True)
+class Verdict:
+    """The router's decision on one alert: why it is held (None: send it), and what the cooldown held before it."""
+
+    held: str | None
+    suppressed: int = 0
+
+
 AlertSink = Callable[[Alert, str | None], Awaitable[None]]  # (alert, channel or None for the CLI)
 
 
@@ -188,31 +196,32 @@ class AlertRouter:
         if observer not in self._observers:
             self._observers.append(observer)
 
-    def decide(self, alert: Alert, admitted: bool = False) -> str | None:
-        """THE decision, once per alert: why it is held (muted, quiet hours, cooldown), or None to send it.
-
-        `admitted`: the caller already passed the cooldown through admit() (the monitor does, on its thread).
-        """
+    def decide(self, alert: Alert, now: float | None = None) -> Verdict:
+        """THE decision, once per alert, on any thread: held (muted, quiet hours, cooldown) or sent, and how many
+        events the cooldown held since the last one sent. A muted or quiet alert does not start the cooldown."""
         reason = self.check(alert)
-        if reason is None and not admitted and self.admit(alert.camera, alert.rule, self._clock(),
-                                                          alert.cooldown_seconds) is None:
-            reason = "cooldown"
-        return reason
-
-    async def dispatch(self, alert: Alert, admitted: bool = False,
-                       attach: Callable[[Alert], Awaitable[Alert]] | None = None) -> str | None:
-        """Send the alert to every sink unless muted / cooling down / quiet. Returns the reason if held.
-
-        The decision and the channel's lane are taken before the first await, so alerts for one channel reach
-        the sinks in the order dispatch() was called, whatever the waits after it (a clip being cut, the frame
-        stored on a thread, an upload under 429s). `attach` adds evidence (the clip) inside the lane, only for an
-        alert that goes out.
-        """
-        reason = self.decide(alert, admitted)
         if reason:
-            log.info("alert %s/%s held: %s", alert.camera, alert.rule, reason)
-            self.record(alert, reason)
-            return reason
+            return Verdict(reason)
+        suppressed = self.admit(alert.camera, alert.rule, self._clock() if now is None else now, alert.cooldown_seconds)
+        return Verdict("cooldown") if suppressed is None else Verdict(None, suppressed)
+
+    async def dispatch(self, alert: Alert, attach: Callable[[Alert], Awaitable[Alert]] | None = None) -> str | None:
+        """Decide, then deliver: the alert to every sink unless muted / cooling down / quiet. The reason if held."""
+        held = self.decide(alert).held
+        if held:
+            log.info("alert %s/%s held: %s", alert.camera, alert.rule, held)
+            self.record(alert, held)
+            return held
+        await self.deliver(alert, attach)
+        return None
+
+    async def deliver(self, alert: Alert, attach: Callable[[Alert], Awaitable[Alert]] | None = None) -> None:
+        """Send an alert decide() let through to every sink, in the channel's order.
+
+        The channel's lane is taken before the first await, so alerts for one channel reach the sinks in the order
+        deliver() was called, whatever the waits after it (a clip being cut, the frame stored on a thread, an
+        upload under 429s). `attach` adds evidence (the clip) inside the lane.
+        """
         channel = alert.channel or self.channel_for(alert.camera)
         async with self.lanes.hold(channel or ""):
             if attach is not None:
@@ -228,4 +237,3 @@ class AlertRouter:
                     await sink(alert, channel)
                 except Exception:  # one broken sink must not silence the others
                     log.exception("alert sink failed")
-        return None

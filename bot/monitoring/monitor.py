@@ -130,13 +130,20 @@ class Monitor:
         return self.router.cooldown_seconds
 
     def _admit(self, ev: MonitorEvent, cooldown: float | None) -> MonitorEvent | None:  # holding self._lock
-        """The router's cooldown: within it the event is only counted, then mentioned by the next one."""
-        suppressed = self.router.admit(ev.camera, ev.rule, ev.time, cooldown)
-        if suppressed is None:
-            self.router.record(ev.to_alert(), "cooldown")  # still counted in the event log (crossings add up)
+        """The router's one decision, here on the pipeline thread: a held event is only recorded (within the
+        cooldown it is counted, then mentioned by the next one sent); one let through is delivered by emit()."""
+        alert = replace(ev.to_alert(), cooldown_seconds=cooldown)
+        verdict = self.router.decide(alert, now=ev.time)
+        if verdict.held == "cooldown":
+            self.router.record(alert, "cooldown")  # still counted in the event log (crossings add up)
             return None
-        ev = replace(ev, suppressed=suppressed)
-        self.news.add(ev)
+        ev = replace(ev, suppressed=verdict.suppressed)
+        self.news.add(ev)  # muted or quiet, it still happened: the heartbeat may mention it
+        if verdict.held:
+            self.router.record(alert, verdict.held)
+            if self.timeline is not None:
+                self.timeline.note(ev.camera, f"ALERT {ev.rule}: {ev.text} (not posted: {verdict.held})")
+            return None
         return ev
 
     # tier 1 health ----------------------------------------------------------
@@ -192,12 +199,11 @@ class Monitor:
             self._inflight.add(fut)
         fut.add_done_callback(self._inflight.discard)
 
-    async def emit(self, ev: MonitorEvent) -> str | None:
-        """Route the alert (mute, cooldown, quiet hours apply) and log it in today's observations."""
-        reason = await self.router.dispatch(ev.to_alert(), admitted=True, attach=lambda a: self._with_clip(ev, a))
+    async def emit(self, ev: MonitorEvent) -> None:
+        """Deliver an event _admit() let through (with its clip) and log it in today's observations."""
+        await self.router.deliver(ev.to_alert(), attach=lambda a: self._with_clip(ev, a))
         if self.timeline is not None:
-            self.timeline.note(ev.camera, f"ALERT {ev.rule}: {ev.text}" + (f" (not posted: {reason})" if reason else ""))
-        return reason
+            self.timeline.note(ev.camera, f"ALERT {ev.rule}: {ev.text}")
 
     async def _with_clip(self, ev: MonitorEvent, alert: Alert) -> Alert:
         """The alert with its clip, cut inside the channel's lane: no pipeline waits for it, and a later alert for that

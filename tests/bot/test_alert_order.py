@@ -116,3 +116,16 @@ async def test_a_held_alert_is_decided_at_once_and_never_queues_behind_a_deliver
     assert await router.dispatch(Alert("dock", "line_crossed", "2 crossed")) == "cooldown"
     release.set()
     assert await first is None
+
+
+def test_one_decision_a_muted_alert_is_held_without_starting_the_cooldown(tmp_path: Path) -> None:
+    now = [1000.0]
+    router = AlertRouter(tmp_path / "alerts.json", default_channel="C1", cooldown_seconds=300, clock=lambda: now[0])
+    router.mute("dock", 60)
+    assert router.decide(Alert("dock", "line_crossed", "1 crossed")).held == "muted"
+    now[0] += 61  # the mute ran out: the next crossing goes out at once, no cooldown was started while muted
+    first = router.decide(Alert("dock", "line_crossed", "2 crossed"))
+    assert first.held is None and first.suppressed == 0
+    assert router.decide(Alert("dock", "line_crossed", "3 crossed")).held == "cooldown"
+    now[0] += 301
+    assert router.decide(Alert("dock", "line_crossed", "4 crossed")).suppressed == 1  # the next one says what was held

@@ -47,7 +47,7 @@ def test_help_is_fast_and_lists_the_commands() -> None:
             "print([m for m in ('torch', 'inference', 'anthropic', 'slack_bolt', 'cv2') if m in sys.modules])"
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=30, cwd=ROOT)
     assert loaded.stdout.strip().splitlines()[-1] == "[]", loaded.stdout[-300:]
-    assert elapsed < 3.0, f"--help took {elapsed:.2f}s"  # ~0.3 s idle; only a pathological start fails this
+    assert elapsed < 10.0, f"--help took {elapsed:.2f}s"  # ~0.3 s idle; only a pathological start fails this
 
 
 def test_cli_module_imports_nothing_heavy() -> None:

@@ -210,7 +210,7 @@ async def test_a_stream_that_stalls_mid_way_times_out_and_is_retried(anthropic_a
     anthropic_api.enqueue(stalled(text("an answer that stops half-way " * 5), events=4), text("second try"))
     start = time.monotonic()
     resp = await client(tuned(llm_settings, request_timeout=1, max_retries=1)).chat(HELLO, TOOLS, SYSTEM)
-    assert resp.text == "second try" and 1 <= time.monotonic() - start < 5
+    assert resp.text == "second try" and 1 <= time.monotonic() - start < 15
     assert anthropic_api.requests[0].body["stream"] is True  # it had started streaming, then went silent
     anthropic_api.enqueue(stalled(text("stops again " * 5), events=4))
     with pytest.raises(LLMTimeout, match=r"^Claude did not answer within 1 s; try again in a minute$"):

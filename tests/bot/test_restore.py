@@ -44,15 +44,15 @@ def save_dead_cameras(path: Path, failures: int = 0) -> None:
 
 async def test_runtime_start_does_not_wait_for_three_dead_cameras(settings: Settings) -> None:
     rt = Runtime(settings)
-    rt.backend = BackendProvider.of(DeadCameras(hang=1.5))
+    rt.backend = BackendProvider.of(DeadCameras(hang=3.0))
     save_dead_cameras(rt.workspace.active_state_path)
     began = time.monotonic()
     await rt.start()
     try:
-        assert time.monotonic() - began < 1.0  # restoring 3 × 1.5 s in line took 4.5 s before
+        assert time.monotonic() - began < 3.0  # restoring 3 × 3 s in line took 9 s; waiting for even one, 3 s
         listing = await run_command("list", rt.command_context())
         assert all(f"*cam{i}*" in listing.text for i in range(3)) and "starting" in listing.text
-        for _ in range(200):  # the first round: 3 × 1.5 s, in the background
+        for _ in range(400):  # the first round: 3 × 3 s at worst, in the background
             restored = rt.pipelines.snapshot()
             if all(h.status == "error" for h in restored):
                 break

@@ -43,7 +43,7 @@ async def test_mention_gets_status_quickly_then_reply_in_its_thread(
     assert [(c["title"], c["status"]) for c in start.params["chunks"]] == [("Thinking it through", "in_progress")]
     done = await slack_api.await_for("reactions.add", lambda c: c.params["name"] == "white_check_mark")
     assert done[0].params["timestamp"] == ts
-    assert [e.ack_latency is not None and e.ack_latency < 0.5 for e in envelopes] == [True, True]
+    assert [e.ack_latency is not None and e.ack_latency < 3.0 for e in envelopes] == [True, True]
     # the mention arrived twice (app_mention + message.channels) and was answered once
     await asyncio.sleep(0.2)
     assert answers(slack_api, "C0GENERAL", ts) == [reply] and len(slack_api.calls_to("chat.startStream")) == 1

@@ -51,7 +51,7 @@ async def test_roboflow_model_offline_fails_fast_with_hint(settings, astronaut_j
     start = time.monotonic()
     with pytest.raises(BackendError) as err:
         await backend.run_single(astronaut_jpeg, model_id="my-ws/cars/3")
-    assert time.monotonic() - start < 8
+    assert time.monotonic() - start < 20  # fast: no minute of retries against an unreachable host
     msg = str(err.value)
     assert "my-ws/cars/3" in msg and "ROBOFLOW_API_KEY" in msg and "builtin/faces" in msg
 
@@ -130,4 +130,4 @@ async def test_saved_workflow_needs_a_key_then_the_network(settings, base_env, a
     start = time.monotonic()
     with pytest.raises(BackendError, match="could not reach Roboflow to load workflow acme/count-cars"):
         await keyed.start_pipeline("saved-1", "cars", "/nonexistent.mp4", workspace_name="acme", workflow_id="count-cars")
-    assert time.monotonic() - start < 8
+    assert time.monotonic() - start < 20  # fast: no minute of retries against an unreachable host

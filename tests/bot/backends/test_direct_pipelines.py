@@ -74,8 +74,12 @@ async def test_model_id_pipeline_pause_resume_stop(direct_backend, tmp_path):
     await asyncio.sleep(1.0)
     paused = await direct_backend.pause_pipeline("pr-1")
     assert paused.status == "paused"
-    await asyncio.sleep(0.5)
-    frames = (await direct_backend.get_pipeline_status("pr-1")).frames
+    frames = -1  # a frame already in inference when the pause came may still land: wait until the count settles
+    for _ in range(40):
+        before, frames = frames, (await direct_backend.get_pipeline_status("pr-1")).frames
+        if frames == before:
+            break
+        await asyncio.sleep(0.5)
     await asyncio.sleep(1.0)
     assert (await direct_backend.get_pipeline_status("pr-1")).frames == frames  # nothing new while paused
     assert (await direct_backend.resume_pipeline("pr-1")).status == "running"
@@ -136,7 +140,7 @@ async def test_close_twice_stops_each_pipeline_once_and_leaves_no_thread(direct_
     assert stopped.status == "stopped" and pipeline_threads() == []
     start = time.monotonic()
     await direct_backend.close()  # Runtime.close after PipelineManager.close: a no-op
-    assert time.monotonic() - start < 1.0
+    assert time.monotonic() - start < 5.0  # a second real stop would join the pipeline's threads again
     assert await direct_backend.get_pipeline_status("close-1") == stopped and pipeline_threads() == []
 
 

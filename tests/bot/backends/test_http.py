@@ -73,7 +73,7 @@ async def test_roboflow_model_offline_fails_fast(http_backend, astronaut_jpeg):
     start = time.monotonic()
     with pytest.raises(BackendError, match="could not reach Roboflow to load model coco/3"):
         await http_backend.run_single(astronaut_jpeg, model_id="coco/3")
-    assert time.monotonic() - start < 10
+    assert time.monotonic() - start < 20  # fast: no minute of retries against an unreachable host
 
 
 async def test_unreachable_server_says_how_to_start_it(base_env, astronaut_jpeg):

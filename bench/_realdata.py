@@ -33,6 +33,9 @@ def examples_dir() -> Path:
     CACHE.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         got = subprocess.run(["apt-get", "download", "opencv-doc"], cwd=tmp, capture_output=True, text=True)
+        if got.returncode != 0 and os.geteuid() == 0:  # a fresh machine has no package lists yet: fetch them once
+            subprocess.run(["apt-get", "update", "-q"], capture_output=True, text=True)
+            got = subprocess.run(["apt-get", "download", "opencv-doc"], cwd=tmp, capture_output=True, text=True)
         debs = list(Path(tmp).glob("opencv-doc_*.deb"))
         if got.returncode != 0 or not debs:
             raise DataUnavailable(f"`apt-get download opencv-doc` failed ({got.stderr.strip()[-200:]}); "

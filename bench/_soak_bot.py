@@ -27,25 +27,53 @@ def looped_video(src: Path, dst: Path, seconds: float, fps: float) -> Path:
         ins = inp.streams.video[0]
         loops = max(2, math.ceil(seconds * fps * 4 / max(ins.frames or 1, 1)))
         outs = out.add_stream_from_template(ins)
-        outs.time_base = ins.time_base
+        time_base = ins.time_base
+        assert time_base is not None, f"{src} has no video time base"
+        outs.time_base = time_base
         offset = 0
         for _ in range(loops):
             inp.seek(0)
             last = offset
             for packet in inp.demux(ins):
-                if packet.dts is None:
+                if packet.dts is None or packet.pts is None:
                     continue
                 packet.pts += offset
                 packet.dts += offset
-                packet.stream, packet.time_base = outs, ins.time_base
+                packet.stream, packet.time_base = outs, time_base
                 last = max(last, packet.pts)
                 out.mux(packet)
             offset = last + 1
     return dst
 
 
-def footage(workspace: Path, seconds: float, fps: float) -> tuple[Path, str]:
-    """A looped street video in the workspace (where `/vision start` may read it) and what it is."""
+def as_avi(src: Path, dst: Path) -> Path:
+    """`src` re-encoded as MPEG-4 Part 2 in AVI, as vtest.avi is: `looped_video` copies packets, which an H.264 MP4
+    with B-frames does not survive (its reordered timestamps and decoder config). A short clip takes a fraction of a
+    second."""
+    from fractions import Fraction
+
+    import av
+
+    with av.open(str(src)) as inp, av.open(str(dst), "w", format="avi") as out:
+        ins = inp.streams.video[0]
+        rate = Fraction(ins.average_rate or 10)
+        outs = out.add_stream("mpeg4", rate=rate)
+        outs.width, outs.height, outs.pix_fmt = ins.codec_context.width, ins.codec_context.height, "yuv420p"
+        outs.bit_rate = 2_000_000
+        for n, frame in enumerate(inp.decode(ins)):
+            frame = frame.reformat(format="yuv420p")
+            frame.pts, frame.time_base = n, 1 / rate
+            out.mux(outs.encode(frame))
+        out.mux(outs.encode(None))
+    return dst
+
+
+def footage(workspace: Path, seconds: float, fps: float, src: Path | None = None) -> tuple[Path, str]:
+    """A looped street video in the workspace (where `/vision start` may read it) and what it is: OpenCV's vtest.avi
+    (bench/_realdata fetches it once), or `src` looped (then nothing is downloaded)."""
+    if src is not None:
+        clip = src if src.suffix == ".avi" else as_avi(src, workspace / f"{src.stem}.avi")
+        return looped_video(clip, workspace / "street_loop.avi", seconds, fps), f"{src.name} looped"
     from bench._realdata import DataUnavailable, examples_dir
 
     try:

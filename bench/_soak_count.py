@@ -179,15 +179,24 @@ def alerts(slack: SlackEmulator, root: Path, t: Tally, channel: str) -> None:
     t.alerts_out_of_order = sum(1 for i, x in enumerate(seen) if x < max(seen[:i], default=-1))
 
 
+def _texts(content: Any) -> str:
+    """The text of a message's content (a string or blocks), without its images: a question with a photo has the
+    image block first, so its tag is not in the first few thousand characters of the record."""
+    if isinstance(content, str):
+        return content
+    return " ".join(b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text") \
+        if isinstance(content, list) else ""
+
+
 def sessions_held(root: Path) -> tuple[int, int, float]:
     """(chat sessions, alert-seeded sessions, MB of session files): the bot keeps every session it loaded in memory."""
     chat = seeded = 0
     size = 0
     for path in (root / "sessions").glob("*.jsonl"):
         size += path.stat().st_size
-        first_user = next((json.loads(ln) for ln in path.read_text(encoding="utf-8").splitlines()
-                           if '"role": "user"' in ln), {})
-        if TAG.search(json.dumps(first_user.get("content", ""))[:4000]):
+        first_user: dict[str, Any] = next((json.loads(ln) for ln in path.read_text(encoding="utf-8").splitlines()
+                                           if '"role": "user"' in ln), {})
+        if TAG.search(_texts(first_user.get("content", ""))):
             chat += 1
         else:
             seeded += 1

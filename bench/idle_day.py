@@ -9,7 +9,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench import Headline  # noqa: E402
+
 DAY = 24 * 3600
+QUICK_MINUTES = 4 * 60  # quick: the first four hours of each day instead of all 24
 COST_PER_CALL = 0.01  # USD, the seed's estimate for a cached heartbeat turn
 
 
@@ -58,8 +61,10 @@ class OnePipeline:
         return None
 
 
-async def simulate(root: Path, crossings_at: list[int], interval_min: float = 15.0) -> tuple[int, int, int]:
-    """One day: a result every minute, crossings at the given minutes. Returns (heartbeats, gated calls, alerts)."""
+async def simulate(root: Path, crossings_at: list[int], interval_min: float = 15.0,
+                   minutes: int = 24 * 60) -> tuple[int, int, int]:
+    """One day (its first `minutes`): a result every minute, crossings at the given minutes. Returns (heartbeats,
+    gated calls, alerts)."""
     from bot.backends.base import InferenceResult
     from bot.config import load_settings
     from bot.monitoring.alerts import AlertRouter
@@ -83,7 +88,7 @@ async def simulate(root: Path, crossings_at: list[int], interval_min: float = 15
     hb = Heartbeat(agent, monitor, router, settings, None, pipes, None, clock=clock)
     beat_every, beats, count_in = int(interval_min * 60), 0, 0
     events = set(crossings_at)
-    for minute in range(24 * 60):
+    for minute in range(minutes):
         clock.now += 60
         if minute in events:
             count_in += 1
@@ -96,20 +101,38 @@ async def simulate(root: Path, crossings_at: list[int], interval_min: float = 15
     return beats, agent.calls, len(alerts)
 
 
-def main() -> None:
-    scenarios = [
-        ("idle day", []),
-        ("quiet day (6 crossings)", [8 * 60 + 5, 9 * 60 + 40, 12 * 60, 12 * 60 + 3, 17 * 60 + 30, 18 * 60 + 2]),
-        ("busy day (a crossing every 7 min)", list(range(0, 24 * 60, 7))),
-    ]
-    print(f"{'scenario':<36}{'heartbeats':>11}{'naive calls':>12}{'gated calls':>12}{'gated/naive':>12}{'$/day':>14}")
+def main(quick: bool = False) -> Headline:
+    """Full: three simulated days. Quick: the same three scenarios over four hours each (same monitor, router and
+    heartbeat; the quiet day's six crossings fall in those hours)."""
+    if quick:
+        minutes = QUICK_MINUTES
+        scenarios = [
+            ("idle 4 h", []),
+            ("quiet 4 h (6 crossings)", [5, 40, 60, 63, 150, 182]),
+            ("busy 4 h (a crossing every 7 min)", list(range(0, minutes, 7))),
+        ]
+    else:
+        minutes = 24 * 60
+        scenarios = [
+            ("idle day", []),
+            ("quiet day (6 crossings)", [8 * 60 + 5, 9 * 60 + 40, 12 * 60, 12 * 60 + 3, 17 * 60 + 30, 18 * 60 + 2]),
+            ("busy day (a crossing every 7 min)", list(range(0, 24 * 60, 7))),
+        ]
+    rows: dict[str, tuple[int, int]] = {}
+    per = "$/day" if minutes == 24 * 60 else f"$/{minutes // 60} h"
+    print(f"{'scenario':<36}{'heartbeats':>11}{'naive calls':>12}{'gated calls':>12}{'gated/naive':>12}{per:>14}")
     for label, crossings in scenarios:
         with tempfile.TemporaryDirectory() as tmp:
-            beats, calls, _alerts = asyncio.run(simulate(Path(tmp), crossings))
+            beats, calls, _alerts = asyncio.run(simulate(Path(tmp), crossings, minutes=minutes))
+        rows[label] = beats, calls
         naive = beats  # the always-call heartbeat asks the model on every beat
         cost = f"{naive * COST_PER_CALL:.2f} -> {calls * COST_PER_CALL:.2f}"
         print(f"{label:<36}{beats:>11}{naive:>12}{calls:>12}{calls / naive:>12.2f}{cost:>14}")
+    # naive = one call per heartbeat; the figure is gated calls / naive calls per scenario
+    idle, quiet, busy = (f"{calls}/{beats}" for beats, calls in rows.values())
+    return Headline(figure=f"gated/naive LLM calls over {per[2:]}: idle {idle}, quiet {quiet}, busy {busy}",
+                    goal="no goal (gated vs naive)", met=None)
 
 
 if __name__ == "__main__":
-    main()
+    main(quick="--quick" in sys.argv[1:])

@@ -12,9 +12,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench import Headline  # noqa: E402
+
 NOTES = 10_000
 DAYS = 60
 K = 5
+QUICK_NOTES, QUICK_DAYS, QUICK_ROUNDS = 600, 6, 1  # quick: the same planted notes among 600, one timing round
 
 # (note as written, how someone later asks for it): no shared content words, so only meaning connects them
 PARAPHRASES = [
@@ -47,15 +50,15 @@ PLACES = ["at the north entrance", "near bay 2", "in aisle 5", "by the office", 
 CAMERAS = ["cam1", "cam2", "cam3", "cam4", "cam5", "cam6"]
 
 
-def write_corpus(root: Path, rng: random.Random) -> dict[str, str]:
-    """~NOTES bullets over DAYS daily logs; returns planted note text -> its file."""
+def write_corpus(root: Path, rng: random.Random, notes: int = NOTES, days: int = DAYS) -> dict[str, str]:
+    """~notes bullets over days daily logs; returns planted note text -> its file."""
     mem = root / "memory"
     mem.mkdir(parents=True)
     planted = {note: "" for note, _ in PARAPHRASES + KEYWORDS}
-    slots = dict(zip(planted, rng.sample(range(NOTES), len(planted)), strict=True))
+    slots = dict(zip(planted, rng.sample(range(notes), len(planted)), strict=True))
     by_index = {i: note for note, i in slots.items()}
-    per_day = NOTES // DAYS
-    for d in range(DAYS):
+    per_day = notes // days
+    for d in range(days):
         day = f"2026-{1 + d // 28:02d}-{1 + d % 28:02d}"
         sections: dict[str, list[str]] = {}
         for j in range(per_day):
@@ -84,13 +87,17 @@ def measure(index, mode: str, queries: list[tuple[str, str]], rounds: int = 3) -
     return hits / len(queries), statistics.median(times), times[int(0.95 * (len(times) - 1))]
 
 
-def main() -> None:
+def main(quick: bool = False) -> Headline:
+    """Full: 10 000 notes over 60 days, three timing rounds. Quick: 600 notes over 6 days, one round (same model,
+    same index, same planted notes and queries)."""
     from workspace.embeddings import default_embedder
     from workspace.search import MemoryIndex
 
+    notes, days, rounds = (QUICK_NOTES, QUICK_DAYS, QUICK_ROUNDS) if quick else (NOTES, DAYS, 3)
+    rates: dict[str, dict[str, float]] = {}
     root = Path(tempfile.mkdtemp(prefix="recall-bench-"))
     try:
-        write_corpus(root, random.Random(11))
+        write_corpus(root, random.Random(11), notes, days)
         t = time.perf_counter()
         embedder = default_embedder()
         embedder.available()
@@ -101,7 +108,7 @@ def main() -> None:
         build_s = time.perf_counter() - t
         chunks = index.last_refresh["embedded"]
         print(
-            f"corpus: {chunks} notes in {DAYS} daily logs; model load {load_s:.1f} s; full index build {build_s:.1f} s"
+            f"corpus: {chunks} notes in {days} daily logs; model load {load_s:.1f} s; full index build {build_s:.1f} s"
         )
 
         with open(root / "memory" / f"2026-01-0{1}.md", "a", encoding="utf-8") as fh:
@@ -122,14 +129,19 @@ def main() -> None:
 
         print(f"\n{'queries':<14}{'mode':<8}{'hit@5':>7}{'p50 ms':>9}{'p95 ms':>9}")
         for label, queries in (("paraphrase", PARAPHRASES), ("exact keyword", KEYWORDS)):
-            rows = {m: measure(reopened, m, queries) for m in ("bm25", "vector", "hybrid")}
+            rows = {m: measure(reopened, m, queries, rounds) for m in ("bm25", "vector", "hybrid")}
+            rates[label] = {m: row[0] for m, row in rows.items()}
             for mode, (rate, p50, p95) in rows.items():
                 print(f"{label:<14}{mode:<8}{rate:>7.0%}{p50:>9.1f}{p95:>9.1f}")
             h, b = rows["hybrid"], rows["bm25"]
             print(f"{'':<14}hybrid/bm25: hit rate {h[0] - b[0]:+.0%}, p95 latency x{h[2] / b[2]:.1f}")
     finally:
         shutil.rmtree(root, ignore_errors=True)
+    para, key = rates["paraphrase"], rates["exact keyword"]
+    return Headline(figure=f"hybrid hit@{K}: paraphrase {para['hybrid']:.0%} (bm25 {para['bm25']:.0%}), "
+                           f"exact keyword {key['hybrid']:.0%} (vector {key['vector']:.0%})",
+                    goal="no goal (hybrid vs BM25)", met=None)
 
 
 if __name__ == "__main__":
-    main()
+    main(quick="--quick" in sys.argv[1:])

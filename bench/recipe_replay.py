@@ -4,6 +4,7 @@ One run, the same real in-process pipeline (builtin/faces on a generated clip, l
 turn is scripted in the Messages API emulator (plan, start_pipeline, check the results, answer), so its calls and
 prompt tokens are what the real API would be sent; the emulator answers at once, so its seconds leave out the
 model's own latency (each real call adds it). The replay is `/vision recipe run door-count source=<another clip>`.
+Quick mode: shorter clips (QUICK_FRAMES), the same turn and replay.
 """
 
 from __future__ import annotations
@@ -17,6 +18,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench import Headline  # noqa: E402
+
+FRAMES, QUICK_FRAMES = 90, 30
 QUESTION = "Set up line counting of faces crossing the middle of the door camera."
 
 
@@ -105,13 +109,13 @@ async def _warm(services: Any, clip: Path) -> None:
     await mgr.stop(handle.pipeline_id)
 
 
-async def _run(api: Any, root: Path) -> tuple[dict[str, dict[str, float]], str]:
+async def _run(api: Any, root: Path, frames: int = FRAMES) -> tuple[dict[str, dict[str, float]], str]:
     from tests.fixtures.inference import make_video
 
     settings, ws, services = _parts(root, api.url)
     clips = root / "videos"
     clips.mkdir()
-    door, side, warm = (make_video(clips / f"{n}.mp4", frames=90) for n in ("door", "side-door", "warm"))
+    door, side, warm = (make_video(clips / f"{n}.mp4", frames=frames) for n in ("door", "side-door", "warm"))
     try:
         await _warm(services, warm)
         composed = await _compose(api, settings, ws, services, door)
@@ -122,11 +126,11 @@ async def _run(api: Any, root: Path) -> tuple[dict[str, dict[str, float]], str]:
     return {"composed by the model": composed, "replayed from a recipe": replayed}, reply
 
 
-def main() -> None:
+def main(quick: bool = False) -> Headline:
     from tests.fakes.anthropic_api import FakeAnthropic
 
     with FakeAnthropic() as api, tempfile.TemporaryDirectory() as tmp:
-        rows, reply = asyncio.run(_run(api, Path(tmp) / "ws"))
+        rows, reply = asyncio.run(_run(api, Path(tmp) / "ws", QUICK_FRAMES if quick else FRAMES))
     print(f"'{QUESTION}' on a 640x480 clip, builtin/faces + line=middle, real in-process pipeline.")
     print(f"{'':24} {'LLM calls':>9} {'prompt tok':>10} {'output tok':>10} {'cost $':>8} {'seconds':>8}")
     for name, r in rows.items():
@@ -135,7 +139,11 @@ def main() -> None:
     print("Seconds for the composed turn exclude the model's latency (the emulator answers at once); add a real "
           "call's latency per LLM call.")
     print("Replay reply: " + reply.replace("\n", " | "))
+    composed, replayed = rows["composed by the model"], rows["replayed from a recipe"]
+    return Headline(f"replay {replayed['calls']:.0f} LLM calls, {replayed['seconds']:.1f} s vs composed "
+                    f"{composed['calls']:.0f} calls, {composed['prompt']:.0f} prompt tok, {composed['seconds']:.1f} s",
+                    "the replay needs no model", None)
 
 
 if __name__ == "__main__":
-    main()
+    main(quick="--quick" in sys.argv[1:])

@@ -6,6 +6,10 @@ rules that fire often (`/vision rule * count person>2 cooldown=5`, `/vision rule
 threads asking 6 questions each (a third with a photo, a third asking for a camera's frame), the socket dropped
 every 30 s and 429 storms on every Web API method. Then it prints what was delivered against what the bot
 itself produced (its session files and event log), duplicates, order, 👀 left behind, and the bot's RSS.
+
+`--quick` (make test): the same, scaled down to about 20 s of load: 1 pipeline at 5 fps on the committed crossing
+clip (tests/fixtures/data/crossing.mp4, looped; nothing is downloaded), 3 threads asking 2 questions each, one socket
+drop and one 429 storm. The bot's own output stays in a log file; its tail is shown only when the run fails.
 """
 
 from __future__ import annotations
@@ -14,32 +18,68 @@ import asyncio
 import os
 import random
 import subprocess
+import sys
 import tempfile
 import time
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
-from bench import _soak_bot as bot
-from bench import _soak_count as count
-from bench._soak_model import question, reply
-from tests.fakes.anthropic_api import FakeAnthropic
-from tests.fakes.slack_api import SlackEmulator
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench import Headline  # noqa: E402
+from bench import _soak_bot as bot  # noqa: E402
+from bench import _soak_count as count  # noqa: E402
+from bench._soak_model import question, reply  # noqa: E402
+from tests.fakes.anthropic_api import FakeAnthropic  # noqa: E402
+from tests.fakes.slack_api import SlackEmulator  # noqa: E402
 
 DURATION = float(os.environ.get("SOAK_SECONDS", "300"))
-SCALE = 3600 / DURATION  # one simulated hour in DURATION seconds
 FPS = float(os.environ.get("SOAK_FPS", "2"))
 CAMERAS, THREADS, QUESTIONS = 4, 20, 6  # questions per thread per simulated hour
 DROP_EVERY = 30.0  # seconds of the run between socket drops
 STORM_SECONDS, STORM_RETRY_AFTER = 8.0, 2
-PHOTO = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "data" / "street.jpg"
+DATA = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "data"
+PHOTO = DATA / "street.jpg"
 RULES = ("rule * count person>2 cooldown=5", "rule * line cooldown=2")
+LOG_TAIL = 30  # lines of the bot's log shown when the run fails
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How big the run is: the full soak (module constants above) or the quick one."""
+
+    duration: float = DURATION
+    fps: float = FPS
+    cameras: int = CAMERAS
+    threads: int = THREADS
+    questions: int = QUESTIONS
+    drop_every: float = DROP_EVERY
+    storm_seconds: float = STORM_SECONDS
+    storm_retry_after: int = STORM_RETRY_AFTER
+    max_storms: int | None = None  # None: one every DURATION / max(3, minutes of the run)
+    rss_every: float = 5.0  # seconds between RSS samples
+    quiet: float = 10.0  # seconds without a Web API call that count as drained after `/vision stop all`
+    footage_margin: float = 120.0  # seconds of video beyond the run
+    video: Path | None = None  # None: OpenCV's vtest.avi (bench/_realdata, downloaded once), looped
+
+    @property
+    def scale(self) -> float:
+        return 3600 / self.duration  # one simulated hour in `duration` seconds
+
+
+FULL = Plan()
+# The committed 5 fps crossing clip (3 people cross its middle line, 3 in view at once near its end) at its own
+# rate, so both rules fire within seconds; the 60-frame street clip's people are too small for builtin/people.
+QUICK = Plan(duration=20.0, fps=5.0, cameras=1, threads=3, questions=2, drop_every=20.0, storm_seconds=4.0,
+             max_storms=1, rss_every=2.0, quiet=3.0, footage_margin=30.0, video=DATA / "crossing.mp4")
 
 
 class Load:
     """The load generators; each runs until `end` (loop time) and records what it did."""
 
-    def __init__(self, slack: SlackEmulator, pid: int, end: float) -> None:
-        self.slack, self.pid, self.end = slack, pid, end
+    def __init__(self, slack: SlackEmulator, pid: int, end: float, plan: Plan) -> None:
+        self.slack, self.pid, self.end, self.plan = slack, pid, end, plan
         self.drops = self.storms = 0
         self.rss: list[tuple[float, float]] = []
         self.rng = random.Random(7)
@@ -55,47 +95,50 @@ class Load:
         return True
 
     async def thread(self, n: int) -> None:
-        """One person's thread: QUESTIONS tagged questions, spread over the run, without waiting for answers."""
-        gap = DURATION / QUESTIONS
+        """One person's thread: `questions` tagged questions, spread over the run, without waiting for answers."""
+        gap = self.plan.duration / self.plan.questions
         root = None
         if not await self.sleep(self.rng.uniform(0, gap)):
             return
-        for i in range(QUESTIONS):
+        for i in range(self.plan.questions):
             q = question(n, i)
             files = [self.slack.add_file(f"street-{q.tag}.jpg", PHOTO.read_bytes())] if q.kind == "photo" else None
-            ts, _ = self.slack.mention(q.text(CAMERAS), thread_ts=root, files=files)
+            ts, _ = self.slack.mention(q.text(self.plan.cameras), thread_ts=root, files=files)
             root = root or ts
             if not await self.sleep(gap * self.rng.uniform(0.7, 1.3)):
                 return
 
     async def socket_drops(self) -> None:
-        while await self.sleep(DROP_EVERY / 2 if self.drops == 0 else DROP_EVERY):
+        every = self.plan.drop_every
+        while await self.sleep(every / 2 if self.drops == 0 else every):
             await asyncio.to_thread(self.slack.drop)
             self.drops += 1
 
     async def rate_limit_storms(self) -> None:
-        """Several storms: every Web API call answered 429 + Retry-After for STORM_SECONDS."""
-        every = DURATION / max(3, round(DURATION / 60))
-        while await self.sleep(every * 0.6 if self.storms == 0 else every):
-            self.slack.rate_limit(seconds=STORM_SECONDS, retry_after=STORM_RETRY_AFTER)
+        """Several storms: every Web API call answered 429 + Retry-After for `storm_seconds`."""
+        plan = self.plan
+        every = plan.duration / max(3, round(plan.duration / 60))
+        while (plan.max_storms is None or self.storms < plan.max_storms) and \
+                await self.sleep(every * 0.6 if self.storms == 0 else every):
+            self.slack.rate_limit(seconds=plan.storm_seconds, retry_after=plan.storm_retry_after)
             self.storms += 1
 
     async def sample_rss(self) -> None:
         while True:
             self.rss.append((time.monotonic(), bot.rss_mb(self.pid)))
-            if not await self.sleep(5.0):
+            if not await self.sleep(self.plan.rss_every):
                 return
 
     async def run(self) -> None:
         await asyncio.gather(self.sample_rss(), self.socket_drops(), self.rate_limit_storms(),
-                             *(self.thread(n) for n in range(THREADS)))
+                             *(self.thread(n) for n in range(self.plan.threads)))
 
 
-async def set_up(slack: SlackEmulator, video: Path) -> list[str]:
+async def set_up(slack: SlackEmulator, video: Path, plan: Plan) -> list[str]:
     """Rules, then the pipelines, as a user would type them; the bot's replies."""
     said = [await bot.command(slack, r) for r in RULES]
-    for n in range(1, CAMERAS + 1):
-        said.append(await bot.command(slack, f"start {video} name=street{n} fps={FPS:g} line=middle"))
+    for n in range(1, plan.cameras + 1):
+        said.append(await bot.command(slack, f"start {video} name=street{n} fps={plan.fps:g} line=middle"))
     return said
 
 
@@ -111,36 +154,47 @@ def slope_per_hour(samples: list[tuple[float, float]]) -> float:
     return sum((t - mx) * (r - my) for t, r in tail) / var * 3600 if var else 0.0
 
 
-async def soak() -> None:
+async def soak(plan: Plan) -> count.Tally:
     with tempfile.TemporaryDirectory() as tmp, SlackEmulator() as slack, FakeAnthropic() as llm:
         root = Path(tmp) / "ws"
         root.mkdir()
-        video, what = bot.footage(root, DURATION + 120, FPS)
+        video, what = bot.footage(root, plan.duration + plan.footage_margin, plan.fps, plan.video)
         llm.handler = reply
         log = Path(tmp) / "bot.log"
         proc = bot.start(bot.bot_env(slack, llm, root), log)
         try:
             await slack.await_connected(timeout=60)
             rss_connected = bot.rss_mb(proc.pid)
-            setup = await set_up(slack, video)
+            setup = await set_up(slack, video, plan)
             loop = asyncio.get_running_loop()
-            load = Load(slack, proc.pid, loop.time() + DURATION)
+            load = Load(slack, proc.pid, loop.time() + plan.duration, plan)
             started = time.monotonic()
             await load.run()
             ran = time.monotonic() - started
             listing = await bot.command(slack, "list")
             await bot.command(slack, "stop all")
-            drained = await bot.settle(slack, quiet=10, timeout=120)
+            drained = await bot.settle(slack, quiet=plan.quiet, timeout=120)
             rss_end = bot.rss_mb(proc.pid)
             held = count.sessions_held(root)
             tally = count.Tally()
             count.chat(slack, root, tally)
             count.alerts(slack, root, tally, bot.ALERTS)
-        finally:
-            code = bot.stop(proc)
-        report(what, setup, listing, load, ran, drained, tally)
-        report_faults(load, slack, llm)
-        report_process(load, (rss_connected, rss_end), held, log, code)
+        except BaseException:
+            bot.stop(proc)
+            print_log_tail(log, f"the soak failed (bot exit code {proc.returncode})")
+            raise
+        code = bot.stop(proc)
+        report(plan, what, setup, listing, load, ran, drained, tally)
+        report_faults(plan, load, slack, llm)
+        report_process(plan, load, (rss_connected, rss_end), held, log, code)
+        if code != 0:
+            print_log_tail(log, f"the bot did not exit cleanly (exit code {code})")
+        return tally
+
+
+def print_log_tail(log: Path, why: str) -> None:
+    lines = log.read_text(errors="replace").splitlines() if log.exists() else []
+    print(f"{why}; its log ends:\n  " + "\n  ".join(lines[-LOG_TAIL:] or ["(empty)"]), flush=True)
 
 
 def code_state() -> str:
@@ -155,10 +209,12 @@ def code_state() -> str:
     return f"code: commit {head.stdout.strip()}" + (f" + uncommitted edits in {', '.join(changed)}" if changed else "")
 
 
-def report(what: str, setup: list[str], listing: str, load: Load, ran: float, drained: float, t: count.Tally) -> None:
+def report(plan: Plan, what: str, setup: list[str], listing: str, load: Load, ran: float, drained: float,
+           t: count.Tally) -> None:
     print(code_state())
-    print(f"{ran:.0f} s run = one simulated hour at {SCALE:.0f}x ({THREADS} threads x {QUESTIONS} questions, "
-          f"{CAMERAS} pipelines at {FPS:g} fps on {what}); drained {drained:.0f} s after `/vision stop all`")
+    print(f"{ran:.0f} s run = one simulated hour at {plan.scale:.0f}x ({plan.threads} threads x {plan.questions} "
+          f"questions, {plan.cameras} pipelines at {plan.fps:g} fps on {what}); drained {drained:.0f} s after "
+          "`/vision stop all`")
     for line in setup + [listing]:
         print("  bot> " + line.replace("\n", "\n  bot> ")[:600])
     print(f"{'':<34}{'delivered':>10}{'produced':>10}{'dups':>6}{'order':>7}")
@@ -174,24 +230,24 @@ def report(what: str, setup: list[str], listing: str, load: Load, ran: float, dr
         print(f"other bot posts in threads ({len(t.other_posts)}): " + " | ".join(sorted(set(t.other_posts))[:5]))
 
 
-def report_faults(load: Load, slack: SlackEmulator, llm: FakeAnthropic) -> None:
+def report_faults(plan: Plan, load: Load, slack: SlackEmulator, llm: FakeAnthropic) -> None:
     limited = Counter(c.method for c in slack.calls if c.error == "ratelimited")
-    print(f"429s injected: {sum(limited.values())} in {load.storms} storms of {STORM_SECONDS:g} s "
-          f"(Retry-After {STORM_RETRY_AFTER} s): {dict(limited.most_common(6))}")
+    print(f"429s injected: {sum(limited.values())} in {load.storms} storms of {plan.storm_seconds:g} s "
+          f"(Retry-After {plan.storm_retry_after} s): {dict(limited.most_common(6))}")
     failed = Counter(f"{c.method}: {c.error}" for c in slack.calls if not c.ok and c.error != "ratelimited")
     print(f"Web API calls refused other than 429: {dict(failed.most_common(6)) or 'none'}")
     print(f"socket drops: {load.drops} (connections opened: {slack.connections_opened}); "
           f"Messages API calls: {len(llm.requests)} ({sum(r.status != 200 for r in llm.requests)} not 200)")
 
 
-def report_process(load: Load, rss: tuple[float, float], held: tuple[int, int, float], log: Path,
+def report_process(plan: Plan, load: Load, rss: tuple[float, float], held: tuple[int, int, float], log: Path,
                    code: int | None) -> None:
     rss_connected, rss_end = rss
     rss_start = load.rss[0][1] if load.rss else 0.0
     growth = slope_per_hour(load.rss)
     print(f"RSS: {rss_connected:.0f} MB connected, {rss_start:.0f} MB with pipelines running, {rss_end:.0f} MB at "
           f"the end; trend over the second half {growth:+.0f} MB per real hour "
-          f"({growth * DURATION / 3600:+.0f} MB over this simulated hour)")
+          f"({growth * plan.duration / 3600:+.0f} MB over this simulated hour)")
     quarters = [load.rss[min(len(load.rss) - 1, len(load.rss) * q // 4)][1] for q in range(5)] if load.rss else []
     print("RSS at 0, 1/4, 1/2, 3/4 and the end of the load: " + " / ".join(f"{r:.0f}" for r in quarters) + " MB")
     print(f"sessions: {held[0]} chat threads, {held[1]} seeded by posted alerts, {held[2]:.1f} MB of session files "
@@ -203,9 +259,14 @@ def report_process(load: Load, rss: tuple[float, float], held: tuple[int, int, f
         print("  " + line)
 
 
-def main() -> None:
-    asyncio.run(soak())
+def main(quick: bool = False) -> Headline:
+    t = asyncio.run(soak(QUICK if quick else FULL))
+    dups = t.answer_dups + t.frame_dups + t.alert_dups
+    misordered = t.out_of_order + t.frames_misplaced + t.alerts_out_of_order
+    return Headline(f"answers {t.answers_posted}/{t.asked}, frames {t.frames_posted}/{t.frames_made}, alerts "
+                    f"{t.alerts_posted}/{t.alerts_sent}; {dups} dups, {misordered} misordered, {t.eyes_left} eyes left",
+                    "delivered vs asked/produced")
 
 
 if __name__ == "__main__":
-    main()
+    main(quick="--quick" in sys.argv[1:])

@@ -5,6 +5,7 @@ frame carrying its sequence number as a 16-bit barcode. Each backend in turn run
 it (the http and webrtc ones through one local `vision-agent inference-server`, which opens the camera itself); the
 number read back from each result's annotated frame says when that frame was sent. So latency = time the result
 reached the bot - time the camera wrote the frame, whatever the backends stamp. Also: seconds to the first result.
+Quick mode: the same three backends and server, QUICK_SECONDS of watching each.
 """
 
 from __future__ import annotations
@@ -21,7 +22,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench import Headline  # noqa: E402
+
 FPS, SECONDS = 10, 15  # each backend watches the camera this long after its first result
+QUICK_SECONDS = 3
 BITS, CELL, ORIGIN = 16, 16, (8, 232)  # barcode cells left of the counting line, between the two faces' paths
 
 
@@ -112,8 +116,9 @@ def _server(run_dir: Path) -> tuple[subprocess.Popen, str]:
     return proc, url
 
 
-async def _measure(backend: Any, camera: Camera, spec: dict) -> tuple[list[float], float, int]:
-    """(latencies in ms, seconds to the first result, results) of SECONDS of watching the camera."""
+async def _measure(backend: Any, camera: Camera, spec: dict, seconds: float = SECONDS
+                   ) -> tuple[list[float], float, int]:
+    """(latencies in ms, seconds to the first result, results) of `seconds` of watching the camera."""
     lat: list[float] = []
     first: list[float] = []
     started = time.time()
@@ -133,7 +138,7 @@ async def _measure(backend: Any, camera: Camera, spec: dict) -> tuple[list[float
         if status.status not in ("starting", "running"):
             break
         await asyncio.sleep(0.2)
-    await asyncio.sleep(SECONDS if first else 0)
+    await asyncio.sleep(seconds if first else 0)
     status = await backend.get_pipeline_status(pid)
     await backend.stop_pipeline(pid)
     if not lat:
@@ -147,7 +152,8 @@ def _line(name: str, lat: list[float], startup: float, n: int) -> str:
             f"({len(lat)} of {n} results read; first after {startup:5.1f} s)")
 
 
-async def _main() -> None:
+async def _main(seconds: float) -> dict[str, float]:
+    """Print each backend's line; return the median latency (ms) of those that gave results."""
     from bot.backends.direct.backend import DirectBackend
     from bot.backends.http.backend import HttpBackend
     from bot.backends.webrtc.backend import WebRtcBackend
@@ -159,14 +165,17 @@ async def _main() -> None:
         camera = Camera(_frames(make_video(Path(tmp) / "bench.mp4", frames=60, fps=FPS)))
         spec = detection_workflow("builtin/faces", line=crossing_line())
         (Path(tmp) / "srv").mkdir()
+        medians: dict[str, float] = {}
         proc, url = await asyncio.to_thread(_server, Path(tmp) / "srv")
         try:
             env = {"VISION_AGENT_WORKSPACE": tmp, "VISION_AGENT_HEARTBEAT_MINUTES": "0", "INFERENCE_SERVER_URL": url}
             settings = load_settings(env)
-            print(f"live MJPEG camera at {FPS} fps (640x480), builtin/faces + line, {SECONDS} s per backend")
+            print(f"live MJPEG camera at {FPS} fps (640x480), builtin/faces + line, {seconds:g} s per backend")
             for backend in (DirectBackend(settings), HttpBackend(settings), WebRtcBackend(settings)):
                 try:
-                    print(_line(backend.name, *await _measure(backend, camera, spec)), flush=True)
+                    lat, startup, n = await _measure(backend, camera, spec, seconds)
+                    medians[backend.name] = statistics.median(lat)
+                    print(_line(backend.name, lat, startup, n), flush=True)
                 except RuntimeError as exc:
                     print(exc)
                 finally:
@@ -174,6 +183,7 @@ async def _main() -> None:
         finally:
             camera.close()
             await asyncio.to_thread(_kill_group, proc)
+    return medians
 
 
 def _frames(video: Path) -> list[Any]:
@@ -187,9 +197,13 @@ def _frames(video: Path) -> list[Any]:
     return frames
 
 
-def main() -> None:
-    asyncio.run(_main())
+def main(quick: bool = False) -> Headline:
+    medians = asyncio.run(_main(QUICK_SECONDS if quick else SECONDS))
+    missing = [name for name in ("direct", "http", "webrtc") if name not in medians]
+    figure = "median " + " / ".join(f"{name} {ms:.0f}" for name, ms in medians.items()) + " ms"
+    return Headline(figure + (f" ({', '.join(missing)}: no results)" if missing else ""),
+                    "frame sent -> result in the bot", None)
 
 
 if __name__ == "__main__":
-    main()
+    main(quick="--quick" in sys.argv[1:])

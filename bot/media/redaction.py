@@ -8,11 +8,35 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
-# The password part is greedy up to the last @ of the authority, so a raw @ inside a password stays masked.
-_CRED_IN_URL = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^:@/\s]*):(?P<pw>[^/?#\s]+)@")
-_TOKEN_IN_URL = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<tok>[^:@/\s]+)@")  # rtsp://TOKEN@host
+_SCHEME = r"[A-Za-z][A-Za-z0-9+.-]*://"
+# scheme://user:password@host. People type passwords raw, with spaces, '#', '?' or '@' in them: the password runs to
+# the first '@' that a host follows (a dotted name or address, or one label before a port or path), so "p@ss w#1"
+# is masked whole and "...@10.0.0.5 is down, ask bob@example.com" keeps its host. A '/' or line break ends the search.
+_HOST_AHEAD = (r"(?=(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+)(?::\d+)?(?:[/?#\s\"'<>|),;]|$)"  # dotted/IPv6
+               r"|[A-Za-z0-9-]+:\d+(?:[/?#\s\"'<>|),;]|$)|[A-Za-z0-9-]+(?:[/?]|$))")  # one label: with a port, or before a path
+_CRED_IN_URL = re.compile(rf"(?P<scheme>{_SCHEME})(?P<user>[^:@/\s]*):(?P<pw>[^/\n]{{1,128}}?)@{_HOST_AHEAD}")
+# Whatever the rule above leaves: user:password@ with no space in the password, any host.
+_CRED_IN_URL_PLAIN = re.compile(rf"(?P<scheme>{_SCHEME})(?P<user>[^:@/\s]*):(?P<pw>[^/?#\s@]+)@")
+_TOKEN_IN_URL = re.compile(rf"(?P<scheme>{_SCHEME})(?P<tok>[^:@/\s]+)@")  # rtsp://TOKEN@host
+# user:password@192.168.1.10 with no scheme, as people paste it from a camera's sticker; only before an IP address,
+# so e-mail addresses and mailto: links stay as they are.
+_BARE_CRED = re.compile(r"(?<![\w/:@.-])(?P<user>[A-Za-z0-9._-]{1,64}):(?P<pw>[^\s/@]{1,128})@(?=\d{1,3}(?:\.\d{1,3}){3}\b)")
+# key=value secrets in a query or in a path: ?pwd=, &loginpas=, ?auth=<base64>, ?sig=, ?key=, and the DVR style
+# /user=admin_password=XXX_channel=1. A value runs to the next &, space or quote, or to the next `_name=` of that
+# path style; '#' and '/' stay inside it (a raw '#' in a password, '/' in base64).
+_SECRET_KEYS = (r"pass(?:word|wd)?|pwd|psw|pw|login_?pas+(?:word)?|auth|auth_?token|authorization|token|"
+                r"access_?token|refresh_?token|id_?token|api_?key|apikey|x-api-key|key|sig|signature|secret|"
+                r"client_?secret|credentials?|session_?key")
 _CRED_IN_QUERY = re.compile(
-    r"(?i)(?P<k>\b(?:password|passwd|pwd|api_key|apikey|token|access_token|secret))=(?P<v>[^&\s\"']+)"
+    rf"(?i)(?P<pre>(?:^|[?&;/_\s,\"'({{]))(?P<k>{_SECRET_KEYS})=(?P<v>[^&\s\"'<>]+?)(?=_[A-Za-z]+=|[&\s\"'<>]|$)"
+)
+# Header and JSON forms: "x-api-key: ...", "Authorization: Basic ...", {"password": "..."}.
+_CRED_IN_HEADER = re.compile(
+    r"(?i)(?P<k>\b(?:x-api-key|api-key|x-auth-token|authorization|proxy-authorization)\s*:\s*)"
+    r"(?P<kind>(?:basic|bearer|digest|token)\s+)?(?P<v>[^\s,;\"']+)"
+)
+_CRED_IN_JSON = re.compile(
+    rf"(?i)(?P<k>[\"'](?:{_SECRET_KEYS})[\"']\s*:\s*[\"'])(?P<v>[^\"']*)(?=[\"'])"
 )
 # Slack bot/app/user tokens and Anthropic keys, whoever's they are: their shape alone says they are secrets.
 _TOKEN_SHAPE = re.compile(r"\b(?P<kind>xox[abposr]|xapp|sk-ant)-[A-Za-z0-9_-]+")
@@ -36,16 +60,23 @@ def _secret_values() -> list[str]:
 
 
 def redact(text: str) -> str:
-    """Mask credentials in `text`: rtsp://user:***@host, rtsp://***@host (a bare token), http://u:***@h,
-    ?password=***, xoxb-*** / xapp-*** / sk-ant-*** tokens, and the literal values of the bot's own secrets."""
+    """Mask credentials in `text`, in every form cameras and services put them: rtsp://user:***@host (a password
+    with spaces, '#' or '@' included), rtsp://***@host (a bare token), user:***@10.0.0.5, ?pwd=*** / &loginpas=*** /
+    ?auth=*** / ?sig=*** / ?key=*** and the like, /user=admin_password=***_channel=1, "x-api-key: ***",
+    "Authorization: Basic ***", {"password": "***"}, xoxb-*** / xapp-*** / sk-ant-*** tokens, and the literal values
+    of the bot's own secrets. Idempotent: masking masked text changes nothing."""
     if not text:
         return text
     for secret in _secret_values():
         text = text.replace(secret, "***")
     text = _CRED_IN_URL.sub(lambda m: f"{m['scheme']}{m['user']}:***@", text)
+    text = _CRED_IN_URL_PLAIN.sub(lambda m: f"{m['scheme']}{m['user']}:***@", text)
     text = _TOKEN_IN_URL.sub(lambda m: f"{m['scheme']}***@", text)
+    text = _BARE_CRED.sub(lambda m: f"{m['user']}:***@", text)
     text = _TOKEN_SHAPE.sub(lambda m: f"{m['kind']}-***", text)
-    return _CRED_IN_QUERY.sub(lambda m: f"{m['k']}=***", text)
+    text = _CRED_IN_HEADER.sub(lambda m: f"{m['k']}{m['kind'] or ''}***", text)
+    text = _CRED_IN_JSON.sub(lambda m: f"{m['k']}***", text)
+    return _CRED_IN_QUERY.sub(lambda m: f"{m['pre']}{m['k']}=***", text)
 
 
 def _mask_record(record: logging.LogRecord) -> None:

@@ -25,7 +25,7 @@ def register(app: Any, runtime: Runtime) -> SlackBot:
         client=app.client,
         threads=ThreadBook(ws.state_dir / "slack_threads.jsonl"),
         fetcher=FileFetcher(ws.root / "uploads" / "slack", runtime.settings.slack.max_image_bytes,
-                            max_pixels=runtime.settings.media.max_pixels),
+                            max_pixels=runtime.settings.media.max_pixels, api_url=runtime.settings.slack.api_url),
         inflight=InflightBook(ws.state_dir / "slack_inflight.jsonl"),
     )
     for open_turn in bot.inflight.open_turns():  # Slack may redeliver them after the restart: they are queued once

@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urljoin, urlsplit
 
 import aiohttp
 
@@ -16,7 +17,22 @@ from bot.media.sniff import DEFAULT_MAX_PIXELS, ImageRejected, check_image
 
 log = logging.getLogger(__name__)
 
-_SAFE = re.compile(r"[^A-Za-z0-9._-]+")
+_NAME_PART = re.compile(r"[^A-Za-z0-9_-]+")  # no dots, no slashes: a saved name is always one plain file name
+# Where Slack keeps uploaded files (files.slack.com, files-origin.slack.com, GovSlack's slack-gov.com): the bot token
+# goes there and nowhere else. A remote file's url_private can point at any host; sending it the token would hand the
+# bot's identity to whoever runs that host.
+SLACK_FILE_DOMAINS = ("slack.com", "slack-gov.com")
+MAX_REDIRECTS = 3
+
+
+def slack_hosted(url: str, api_url: str) -> bool:
+    """True when `url` is on Slack's own file hosts over https, or on the host the bot's Web API is configured at
+    (SLACK_API_URL: an emulator or an enterprise gateway), the only places the bot token may be sent."""
+    parts, api = urlsplit(url), urlsplit(api_url)
+    if parts.netloc and parts.netloc == api.netloc and parts.scheme == api.scheme:
+        return True
+    host = (parts.hostname or "").lower()
+    return parts.scheme == "https" and any(host == d or host.endswith("." + d) for d in SLACK_FILE_DOMAINS)
 
 
 @dataclass(frozen=True)
@@ -30,8 +46,10 @@ class Fetched:
 class FileFetcher:
     """Downloads `url_private` files: they need `Authorization: Bearer <bot token>` (else Slack serves a sign-in page)."""
 
-    def __init__(self, dest: Path, max_bytes: int, timeout: float = 30.0, max_pixels: int = DEFAULT_MAX_PIXELS) -> None:
+    def __init__(self, dest: Path, max_bytes: int, timeout: float = 30.0, max_pixels: int = DEFAULT_MAX_PIXELS,
+                 api_url: str = "https://slack.com/api/") -> None:
         self.dest = dest
+        self.api_url = api_url
         self.max_bytes = max_bytes
         self.max_pixels = max_pixels
         self._timeout = aiohttp.ClientTimeout(total=timeout)
@@ -62,7 +80,12 @@ class FileFetcher:
         if int(info.get("size") or 0) > self.max_bytes:
             raise FileRefused(f"*{name}* is {_mb(int(info['size']))}, over my {_mb(self.max_bytes)} limit; "
                               "send a smaller image.")
-        data = await self._download(info.get("url_private_download") or info["url_private"], client.token, name)
+        url = info.get("url_private_download") or info["url_private"]
+        if info.get("is_external") or not slack_hosted(url, self.api_url):
+            where = urlsplit(url).hostname or "somewhere else"
+            raise FileRefused(f"*{name}* is stored outside Slack ({where}), so I did not open it; "
+                              "upload the image itself to Slack and mention me again.")
+        data = await self._download(url, client.token, name)
         try:  # the header only: nothing is decoded before its pixel count is known to be within the limit
             media_type = check_image(data, self.max_pixels, f"*{name}*").media_type
         except ImageRejected as exc:
@@ -70,7 +93,9 @@ class FileFetcher:
         if media_type not in IMAGE_TYPES:
             raise FileRefused(f"*{name}* is a {media_type.split('/')[1].upper()} image; attach a JPEG, PNG, GIF or WebP.")
         self.dest.mkdir(parents=True, exist_ok=True)
-        path = self.dest / f"{info['id']}_{_SAFE.sub('_', Path(name).stem)[:60]}{IMAGE_TYPES[media_type]}"
+        # Both parts of the name come from the event: neither may carry a path ("../", "/") out of the uploads folder.
+        safe_id, stem = (_NAME_PART.sub("_", part) for part in (str(info["id"])[:40], Path(name).stem[:60]))
+        path = self.dest / f"{safe_id}_{stem}{IMAGE_TYPES[media_type]}"
         path.write_bytes(data)
         return Attachment(path=path, media_type=media_type, file_id=info["id"], name=name)
 
@@ -78,21 +103,33 @@ class FileFetcher:
         if self._session is None:
             self._session = aiohttp.ClientSession(timeout=self._timeout)
         try:
-            async with self._session.get(url, headers={"Authorization": f"Bearer {token}"}) as resp:
-                if resp.status != 200:
-                    raise FileRefused(f"Slack refused to send *{name}* (HTTP {resp.status}); attach it again.")
-                if resp.content_type.startswith("text/html"):
-                    raise FileRefused(f"Slack sent a sign-in page instead of *{name}*: the app needs the "
-                                      "`files:read` scope (reinstall it from manifest.yml).")
-                data = bytearray()
-                async for chunk in resp.content.iter_chunked(64 * 1024):
-                    data += chunk
-                    if len(data) > self.max_bytes:
-                        raise FileRefused(f"*{name}* is over my {_mb(self.max_bytes)} limit; send a smaller image.")
-                return bytes(data)
+            for _ in range(MAX_REDIRECTS + 1):  # redirects by hand: the token follows only to Slack's own hosts
+                async with self._session.get(url, headers={"Authorization": f"Bearer {token}"},
+                                             allow_redirects=False) as resp:
+                    if resp.status in (301, 302, 303, 307, 308) and resp.headers.get("Location"):
+                        url = urljoin(url, resp.headers["Location"])
+                        if not slack_hosted(url, self.api_url):
+                            raise FileRefused(f"Slack sent *{name}* on to {urlsplit(url).hostname or 'another host'}, "
+                                              "outside Slack, so I did not follow; upload the image itself.")
+                        continue
+                    return await self._body(resp, name)
+            raise FileRefused(f"Slack redirected *{name}* more than {MAX_REDIRECTS} times; attach it again.")
         except aiohttp.ClientError as exc:
             log.warning("download of %s failed: %s", name, type(exc).__name__)
             raise FileRefused(f"I could not download *{name}* from Slack ({type(exc).__name__}); try again.") from None
+
+    async def _body(self, resp: aiohttp.ClientResponse, name: str) -> bytes:
+        if resp.status != 200:
+            raise FileRefused(f"Slack refused to send *{name}* (HTTP {resp.status}); attach it again.")
+        if resp.content_type.startswith("text/html"):
+            raise FileRefused(f"Slack sent a sign-in page instead of *{name}*: the app needs the "
+                              "`files:read` scope (reinstall it from manifest.yml).")
+        data = bytearray()
+        async for chunk in resp.content.iter_chunked(64 * 1024):
+            data += chunk
+            if len(data) > self.max_bytes:
+                raise FileRefused(f"*{name}* is over my {_mb(self.max_bytes)} limit; send a smaller image.")
+        return bytes(data)
 
 
 class FileRefused(Exception):

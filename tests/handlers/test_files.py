@@ -10,15 +10,19 @@ import os
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+from aiohttp import web
 from PIL import Image
 
 from bot.events import AgentEvent, EventType
+from handlers.files import FileFetcher, FileRefused, slack_hosted
 from handlers.render import TurnRenderer
 from handlers.threads import Conversation
 from tests.fakes.anthropic_api import FakeAnthropic, text, tool_use
 from tests.fakes.slack_api import SlackEmulator
+from tests.fixtures.attacks import Listener
 from tests.fixtures.slack import RunningBot, await_answers, start_bot, stop_bot
 
 
@@ -107,7 +111,7 @@ async def test_run_inference_by_file_id_finds_the_face_and_uploads_the_frame(
     anthropic_api.enqueue(tool_use(("run_inference", {"image": photo["id"], "model_id": "builtin/faces"})),
                           text("I see one face."))
     ts, _ = slack_api.mention("how many faces?", files=[photo])
-    assert await await_answers(slack_api, "C0GENERAL", ts, timeout=90) == ["I see one face."]
+    assert await await_answers(slack_api, "C0GENERAL", ts, timeout=240) == ["I see one face."]  # first import of inference
     result = tool_results(anthropic_api.ok_requests[1].body)[0]
     assert not result.get("is_error") and "face" in json.dumps(result["content"])
     shared = slack_api.calls_to("files.completeUploadExternal")
@@ -198,3 +202,65 @@ async def test_an_image_whose_bytes_are_not_what_slack_says_is_judged_by_its_byt
     note = (await slack_api.await_for("chat.postMessage", lambda c: c.params.get("thread_ts") == ts))[0]
     assert "*photo.png* is a BMP image; attach a JPEG, PNG, GIF or WebP." in note.params["text"]
     assert anthropic_api.requests == []
+
+
+async def test_a_file_stored_outside_slack_never_gets_the_bot_token(
+    slack_bot: RunningBot, slack_api: SlackEmulator, anthropic_api: FakeAnthropic, listener: Listener
+) -> None:
+    anthropic_api.enqueue(text("I only have your words."))
+    remote = {**slack_api.add_file("cam.jpg", jpeg()), "url_private": listener.url, "url_private_download": listener.url,
+              "is_external": True, "external_type": "gdrive"}
+    ts, _ = slack_api.mention("look at this", files=[remote])
+    posts = await await_answers(slack_api, "C0GENERAL", ts, count=2)
+    assert "stored outside Slack (127.0.0.1)" in posts[0] and "upload the image itself" in posts[0]
+    assert posts[1] == "I only have your words."
+    assert listener.bodies == [] and slack_api.calls_to("files.download") == []  # no request left for that host
+
+
+async def test_a_redirect_off_slack_is_not_followed_with_the_token(tmp_path: Path, listener: Listener) -> None:
+    seen: list[str] = []
+
+    async def redirect(request: web.Request) -> web.Response:
+        seen.append(request.headers.get("Authorization", ""))
+        raise web.HTTPFound(listener.url)
+
+    app = web.Application()
+    app.router.add_get("/files-pri/{name}", redirect)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    fetcher = FileFetcher(tmp_path, 1_000_000, api_url=f"http://127.0.0.1:{port}/api/")
+    try:
+        with pytest.raises(FileRefused, match="outside Slack, so I did not follow"):
+            await fetcher._download(f"http://127.0.0.1:{port}/files-pri/a.jpg", "xoxb-test-token", "a.jpg")
+    finally:
+        await fetcher.close()
+        await runner.cleanup()
+    assert seen == ["Bearer xoxb-test-token"] and listener.bodies == []
+
+
+def test_only_slacks_own_hosts_are_trusted_with_the_token() -> None:
+    api = "https://slack.com/api/"
+    assert slack_hosted("https://files.slack.com/files-pri/T1-F1/a.jpg", api)
+    assert slack_hosted("https://files.slack-gov.com/files-pri/T1-F1/a.jpg", api)
+    for url in ("http://files.slack.com/files-pri/T1-F1/a.jpg",  # not over TLS
+                "https://files.slack.com.evil.example/a.jpg", "https://evilslack.com/a.jpg",
+                "https://docs.google.com/a.jpg", "https://127.0.0.1/a.jpg"):
+        assert not slack_hosted(url, api), url
+    assert slack_hosted("http://127.0.0.1:8123/files-pri/x", "http://127.0.0.1:8123/api/")  # a configured gateway
+    assert not slack_hosted("http://127.0.0.1:9999/files-pri/x", "http://127.0.0.1:8123/api/")
+
+
+async def test_a_file_id_cannot_walk_out_of_the_uploads_folder(
+    slack_bot: RunningBot, slack_api: SlackEmulator, anthropic_api: FakeAnthropic
+) -> None:
+    anthropic_api.enqueue(text("A red square."))
+    evil = {**slack_api.add_file("..%2F..%2Fx.jpg", jpeg()), "id": "../../../escaped"}
+    ts, _ = slack_api.mention("what is this?", files=[evil])
+    assert await await_answers(slack_api, "C0GENERAL", ts) == ["A red square."]
+    uploads = slack_bot.settings.workspace / "uploads" / "slack"
+    [saved] = list(uploads.iterdir())
+    assert saved.resolve().parent == uploads.resolve() and ".." not in saved.name
+    assert [p for p in slack_bot.settings.workspace.rglob("*escaped*") if p != saved] == []

@@ -152,6 +152,12 @@ class SlackConfig(_Section):
     # answer is posted once the turn is over. Where Slack refuses streaming, the bot falls back by itself.
     stream_answers: bool = True
 
+    @field_validator("allowed_users", "allowed_channels", mode="before")
+    @classmethod
+    def _id_list(cls, v: object) -> object:
+        # `allowed_users: ${BOSSES}` gives one string: "U0A, U0B" or "U0A U0B" is the list it means.
+        return [p for p in str(v).replace(",", " ").split() if p] if isinstance(v, str) else v
+
     @field_validator("api_url")
     @classmethod
     def _api_url(cls, v: str) -> str:

@@ -72,27 +72,36 @@ _PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _UNSET = object()
 
 
-def _resolve(node: Any, environ: Mapping[str, str]) -> Any:
-    """Replace ${VAR} / ${VAR:-default} in config.yaml strings; a value naming an unset variable is dropped."""
+# Settings that restrict who may do what. Written as ${VAR} with VAR unset, dropping them would fall back to the open
+# default (an empty allowlist lets everyone in, read_only off gives MCP clients write tools): start-up stops instead.
+FAIL_CLOSED = frozenset({"slack.allowed_users", "slack.allowed_channels", "mcp.read_only", "mcp.token", "api.token",
+                         "webhook.token"})
+
+
+def _resolve(node: Any, environ: Mapping[str, str], path: tuple[str, ...] = ()) -> Any:
+    """Replace ${VAR} / ${VAR:-default} in config.yaml strings; a value naming an unset variable is dropped, except
+    in a FAIL_CLOSED setting, where it is a SettingsError naming the setting and the variable."""
     if isinstance(node, dict):
-        out = {k: _resolve(v, environ) for k, v in node.items()}
+        out = {k: _resolve(v, environ, (*path, str(k))) for k, v in node.items()}
         return {k: v for k, v in out.items() if v is not _UNSET}
     if isinstance(node, list):
-        return [v for v in (_resolve(x, environ) for x in node) if v is not _UNSET]
+        return [v for v in (_resolve(x, environ, path) for x in node) if v is not _UNSET]
     if not isinstance(node, str) or "${" not in node:
         return node
-    missing = False
+    unset: list[str] = []
 
     def sub(m: re.Match[str]) -> str:
-        nonlocal missing
         val = environ.get(m.group(1)) or m.group(2)
         if val is None:
-            missing = True
+            unset.append(m.group(1))
             return ""
         return val
 
     text = _PLACEHOLDER.sub(sub, node)
-    return _UNSET if missing else text
+    if unset and ".".join(path) in FAIL_CLOSED:
+        raise SettingsError(f"config.yaml: {'.'.join(path)} uses ${{{unset[0]}}}, which is not set; set {unset[0]} "
+                            "or write the value itself (a restriction left unset would not fall back to open)")
+    return _UNSET if unset else text
 
 
 def _read_yaml(cfg_file: Path) -> dict[str, Any]:

@@ -187,3 +187,23 @@ def test_secrets_never_appear_in_errors(workspace_dir: Path) -> None:
     with pytest.raises(SettingsError) as exc:
         load_settings({"VISION_AGENT_WORKSPACE": str(workspace_dir)})
     assert "slack.bot_token" in str(exc.value) and "xoxb-secret-value" not in str(exc.value)
+
+
+@pytest.mark.parametrize(("yaml_text", "setting"), [
+    ("slack:\n  allowed_users: ['${BOSS_ID}']\n", "slack.allowed_users"),
+    ("slack:\n  allowed_users: ${BOSSES}\n", "slack.allowed_users"),
+    ("slack:\n  allowed_channels: ['C0OPS', '${SECOND_ROOM}']\n", "slack.allowed_channels"),
+    ("mcp:\n  read_only: ${MCP_READ_ONLY}\n", "mcp.read_only"),
+])
+def test_a_restriction_naming_an_unset_variable_stops_start_up(workspace_dir: Path, yaml_text: str,
+                                                                setting: str) -> None:
+    _yaml(workspace_dir, yaml_text)
+    with pytest.raises(SettingsError) as err:
+        load_settings({"VISION_AGENT_WORKSPACE": str(workspace_dir)})
+    line = str(err.value)
+    assert setting in line and "not set" in line and "\n" not in line
+    set_env = {"BOSS_ID": "U0BOSS", "BOSSES": "U0BOSS", "SECOND_ROOM": "C0TWO", "MCP_READ_ONLY": "true"}
+    s = load_settings({"VISION_AGENT_WORKSPACE": str(workspace_dir), **set_env})  # set, it loads as written
+    assert s.slack.allowed_users in ([], ["U0BOSS"]) and (s.mcp.read_only or setting != "mcp.read_only")
+    if setting == "slack.allowed_users":
+        assert s.slack.allowed_users == ["U0BOSS"]

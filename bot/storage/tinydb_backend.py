@@ -1,17 +1,75 @@
-"""The default storage backend: TinyDB, one JSON file per store, written on every change."""
+"""The default storage backend: TinyDB, one JSON file per store, written whole and atomically on every change."""
 
 from __future__ import annotations
 
+import json
+import logging
 import threading
+import time
 from functools import reduce
 from pathlib import Path
 from typing import Any
 
 from tinydb import Query, TinyDB
 from tinydb.queries import QueryInstance
+from tinydb.storages import Storage as _TinyStorage
 from tinydb.table import Table as _TinyTable
 
 from bot.storage.base import Record, Storage, Table
+from workspace.atomic import write_atomic
+
+log = logging.getLogger(__name__)
+
+
+class AtomicJSONStorage(_TinyStorage):
+    """TinyDB's JSON file, written to a temp file and renamed over the old one (TinyDB's own storage rewrites the
+    file in place: a kill -9 mid-write left it cut short, and every later alert failed on it). The replaced version
+    stays as `<name>.bak`. A file damaged anyway is kept aside as `<name>.corrupt-<time>` with one log line, and
+    the store goes on from `.bak`, or empty if that is damaged too."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.recovered: str | None = None  # what start-up had to do, for whoever reports health
+
+    def read(self) -> dict[str, Any] | None:
+        data = self._load(self.path)
+        if data is not _DAMAGED:
+            return data
+        kept = self.path.with_name(f"{self.path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}")
+        self.path.replace(kept)
+        backup = self._load(self.path.with_name(self.path.name + ".bak"))
+        if backup is _DAMAGED or backup is None:
+            self.recovered = f"{self.path.name} was damaged; kept as {kept.name}, starting it empty"
+            backup = None
+        else:
+            self.recovered = f"{self.path.name} was damaged; kept as {kept.name}, continuing from its last good copy"
+        log.error("%s", self.recovered)
+        if backup is not None:
+            self.write(backup)
+        return backup
+
+    @staticmethod
+    def _load(path: Path) -> Any:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+        if not text.strip():
+            return None
+        try:
+            data = json.loads(text)
+        except ValueError:
+            return _DAMAGED
+        return data if isinstance(data, dict) else _DAMAGED
+
+    def write(self, data: dict[str, Any]) -> None:
+        write_atomic(self.path, json.dumps(data), keep_previous=True)
+
+    def close(self) -> None:
+        pass
+
+
+_DAMAGED = object()
 
 
 def _query(match: dict[str, Any]) -> QueryInstance:
@@ -47,7 +105,8 @@ class TinyDBStorage(Storage):
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = TinyDB(path)
+        self._db = TinyDB(path, storage=AtomicJSONStorage)
+        self._db.tables()  # read now: a damaged file is named at start-up, not at the first alert
         self._lock = threading.RLock()
 
     def table(self, name: str) -> Table:

@@ -12,6 +12,7 @@ import pytest
 from handlers.alerts import FALSE_ALARM_ACTION, MUTE_ACTION, STOP_ACTION
 from tests.fakes.anthropic_api import FakeAnthropic, text
 from tests.fakes.slack_api import ApiCall, SlackEmulator
+from tests.fakes.waits import patience
 from tests.fixtures.inference import crossing_line, make_video
 from tests.fixtures.slack import RunningBot, await_answers, start_bot, stop_bot
 
@@ -39,7 +40,7 @@ async def command(slack_api: SlackEmulator, line: str) -> str:
 
 
 async def run_to_end(running: RunningBot, name: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + patience(timeout)
     while time.monotonic() < deadline:
         handles = {h.name: h for h in await running.runtime.pipelines.list()}
         if handles[name].status not in ("starting", "running"):

@@ -8,6 +8,7 @@ from typing import Any
 
 from bot.backends.base import Detection, InferenceResult, PipelineHandle
 from bot.monitoring.alerts import Alert, AlertRouter
+from tests.fakes.waits import patience
 
 JPEG = b"\xff\xd8\xff\xe0fake-annotated-frame\xff\xd9"
 
@@ -108,7 +109,7 @@ async def run_to_end(mgr: Any, name: str, timeout: float = 40.0) -> None:
     """Wait until a real pipeline on a video file has finished (or failed)."""
     import asyncio
 
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + patience(timeout)
     while time.monotonic() < deadline:
         await mgr.list()  # refreshes statuses from the backend
         if mgr.resolve(name).status not in ("starting", "running"):

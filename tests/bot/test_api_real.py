@@ -18,6 +18,7 @@ from bot.config import load_settings
 from bot.monitoring.webhooks.signing import SIGNATURE_HEADER, TIMESTAMP_HEADER, verify
 from bot.runtime import Runtime
 from tests.bot.test_webhooks import Receiver
+from tests.fakes.waits import patience
 
 TOKEN = "api-token-0123456789abcdef"
 HOOK = "hook-secret-0123456789"
@@ -44,7 +45,7 @@ async def test_pipeline_over_rest_on_the_real_engine_reaches_events_and_the_webh
                 assert r.status == 201, await r.text()
                 pid = (await r.json())["pipeline"]["pipeline_id"]
             frame = b""
-            for _ in range(200):
+            for _ in range(int(patience(20) / 0.1)):
                 async with http.get(f"{base}/api/pipelines/{pid}/frame") as r:
                     if r.status == 200:
                         frame = await r.read()
@@ -52,7 +53,7 @@ async def test_pipeline_over_rest_on_the_real_engine_reaches_events_and_the_webh
                 await asyncio.sleep(0.1)
             assert Image.open(io.BytesIO(frame)).format == "JPEG"
             events: list[dict] = []
-            for _ in range(300):  # the 60-frame video ends within seconds; the crossing alert comes with it
+            for _ in range(int(patience(30) / 0.1)):  # the 60-frame video ends within seconds; its crossing alert with it
                 async with http.get(f"{base}/api/events", params={"since": "600", "camera": "door"}) as r:
                     events = (await r.json())["events"]
                 if any(e["event_type"] == "line_crossed" for e in events):

@@ -16,6 +16,7 @@ from bot.monitoring.heartbeat.checklist import scheduled_items
 from bot.monitoring.scheduler import Scheduler
 from bot.monitoring.when import parse_when
 from tests.bot.monitor_helpers import JPEG, Clock, FakePipelines, make_router, result
+from tests.fakes.waits import patience
 from workspace.memory import MemoryStore
 
 
@@ -31,7 +32,7 @@ async def sched(settings: Settings):
 
 
 async def wait_for(cond, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + patience(timeout)
     while not cond():
         assert time.monotonic() < deadline, "condition not reached in time"
         await asyncio.sleep(0.01)

@@ -17,6 +17,7 @@ from tests.fakes.slack_faults import FaultInjection
 from tests.fakes.slack_methods import SlackError, WebApiMethods
 from tests.fakes.slack_socket import SocketModeMixin
 from tests.fakes.slack_streams import StreamMethods
+from tests.fakes.waits import patience
 from tests.fixtures.common import free_port
 
 BOT_TOKEN = "xoxb-test-token"
@@ -151,7 +152,7 @@ class SlackEmulator(WebApiMethods, StreamMethods, EventInjection, SocketModeMixi
         self, method: str, where: Callable[[ApiCall], bool] | None = None, *, count: int = 1, timeout: float = 5.0
     ) -> list[ApiCall]:
         """Block until `count` successful calls of `method` matching `where` arrived; return them."""
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + patience(timeout)
         with self._cond:
             while True:
                 found = [c for c in self.calls if c.method == method and c.ok and (where is None or where(c))]

@@ -12,6 +12,8 @@ from typing import Any
 
 from aiohttp import WSMsgType, web
 
+from tests.fakes.waits import patience
+
 
 @dataclass
 class Envelope:
@@ -188,7 +190,7 @@ class SocketModeMixin:
 
     def wait_connected(self, count: int = 1, timeout: float = 10.0) -> None:
         """Block until `count` connections were opened in total and one is live."""
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + patience(timeout)
         with self._cond:
             while self.connections_opened < count or not self._sockets:
                 left = deadline - time.monotonic()
@@ -197,7 +199,7 @@ class SocketModeMixin:
                 self._cond.wait(min(left, 0.05))
 
     def wait_ack(self, env: Envelope, timeout: float = 5.0) -> Envelope:
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + patience(timeout)
         with self._cond:
             while env.acked_at is None:
                 left = deadline - time.monotonic()

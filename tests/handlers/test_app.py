@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 import aiohttp
 import pytest
@@ -15,6 +16,7 @@ from bot.config import load_settings
 from handlers.app import serve
 from tests.fakes.anthropic_api import FakeAnthropic, text
 from tests.fakes.slack_api import SlackEmulator
+from tests.fakes.waits import patience
 from tests.fixtures.common import free_port
 from tests.fixtures.slack import RunningBot, await_answers, start_bot, stop_bot
 
@@ -86,7 +88,8 @@ async def test_healthz_reports_socket_and_pipelines(
     port = free_port()
     running = await start_bot(slack_env, slack_api, slack={"health_port": port})
     try:
-        for _ in range(50):  # the first ping/pong with Slack follows the connection within moments
+        deadline = time.monotonic() + patience(1)
+        while time.monotonic() < deadline:  # the first ping/pong with Slack follows the connection within moments
             async with aiohttp.ClientSession() as http, http.get(f"http://127.0.0.1:{port}/healthz") as resp:
                 assert resp.status == 200
                 body = await resp.json()

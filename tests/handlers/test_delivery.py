@@ -11,6 +11,7 @@ from typing import Any
 from bot.monitoring.alerts import Alert
 from tests.fakes.anthropic_api import FakeAnthropic, Reply, text, tool_use
 from tests.fakes.slack_api import SlackEmulator
+from tests.fakes.waits import patience
 from tests.fixtures.slack import RunningBot, start_bot, stop_bot
 from tests.handlers.test_files import jpeg
 from tests.tools.fake_backend import FakeBackend
@@ -39,7 +40,7 @@ def reactions(slack_api: SlackEmulator, channel: str, ts: str) -> set[str]:
 
 async def settled(slack_api: SlackEmulator, channel: str, roots: list[str], timeout: float) -> None:
     """Wait until every root message carries a final reaction (✅ or ⚠️) and no 👀."""
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + patience(timeout)
     while time.monotonic() < deadline:
         if all(reactions(slack_api, channel, ts) & {"white_check_mark", "warning"} and
                "eyes" not in reactions(slack_api, channel, ts) for ts in roots):
@@ -149,9 +150,8 @@ async def test_answer_that_finally_cannot_be_posted_still_ends_with_a_warning_no
     # streaming was tried first, with all its retries (one CI run under load saw two full rounds, 18: not
     # reproduced in 40 loaded runs; what matters here is that nothing was lost silently)
     assert len([c for c in slack_api.calls if c.method == "chat.startStream"]) >= 9
-    for _ in range(50):  # the turn is closed on disk right after its last reaction
-        if not slack_bot.bot.inflight.open_turns():
-            break
+    deadline = time.monotonic() + patience(1)  # the turn is closed on disk right after its last reaction
+    while slack_bot.bot.inflight.open_turns() and time.monotonic() < deadline:
         await asyncio.sleep(0.02)
     assert slack_bot.bot.inflight.open_turns() == []  # finished: a restart will not post it again
     assert slack_bot.bot.inflight.path.read_text() == ""

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from tests.fakes.anthropic_api import FakeAnthropic, Reply, text
 from tests.fakes.slack_api import SlackEmulator
+from tests.fakes.waits import patience
 from tests.fixtures.slack import answers
 from tests.handlers.test_delivery import bot_posts, reactions
 from tests.handlers.test_messages import user_texts
@@ -35,7 +36,7 @@ def stop(proc: subprocess.Popen[str]) -> None:
 
 
 def wait_until(check, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + patience(timeout)
     while not check():
         if time.monotonic() > deadline:
             raise TimeoutError(what)

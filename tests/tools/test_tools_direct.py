@@ -13,6 +13,7 @@ from bot.backends.provider import BackendProvider
 from bot.backends.workflows import detection_workflow
 from bot.pipelines.manager import PipelineManager
 from bot.services import Services
+from tests.fakes.waits import patience
 from tests.fixtures.inference import crossing_line, make_video
 from tools import build_registry
 
@@ -37,7 +38,7 @@ def ctx(settings, workspace_dir: Path, direct) -> ToolContext:
 
 
 async def _wait_done(mgr: PipelineManager, name: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + patience(timeout)
     while time.monotonic() < deadline:
         if (await mgr.list()) and mgr.resolve(name).status not in ("starting", "running"):
             return

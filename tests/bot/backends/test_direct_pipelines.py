@@ -10,13 +10,14 @@ import pytest
 
 from bot.backends.base import BackendError
 from bot.backends.workflows import detection_workflow
+from tests.fakes.waits import patience
 from tests.fixtures.inference import crossing_line, make_video
 
 pytestmark = pytest.mark.slow
 
 
 async def wait_done(backend, pipeline_id: str, timeout: float = 60.0):
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + patience(timeout)
     while time.monotonic() < deadline:
         handle = await backend.get_pipeline_status(pipeline_id)
         if handle.status in ("finished", "error", "stopped"):

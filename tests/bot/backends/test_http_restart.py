@@ -16,6 +16,7 @@ import pytest
 from bot.backends.http.backend import HttpBackend
 from bot.config import load_settings
 from bot.pipelines.manager import PipelineManager
+from tests.fakes.waits import patience
 from tests.fixtures.inference import REPO, make_video
 
 pytestmark = pytest.mark.slow
@@ -41,7 +42,7 @@ asyncio.run(main(*sys.argv[1:]))
 
 
 async def _until(predicate, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + patience(timeout)
     while not await predicate():
         assert time.monotonic() < deadline, "condition not met in time"
         await asyncio.sleep(0.2)

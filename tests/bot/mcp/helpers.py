@@ -15,6 +15,7 @@ from bot.agent.tools import ToolResult
 from bot.config import load_settings
 from bot.mcp.adapter import McpAdapter
 from bot.runtime import Runtime
+from tests.fakes.waits import patience
 
 VISION_AGENT = Path(sys.executable).with_name("vision-agent")  # the installed console script, as a client runs it
 TOKEN = "mcp-test-token-4f1c2b9e"  # noqa: S105 - a test token
@@ -52,7 +53,7 @@ def agent_call(workspace: Path, name: str, arguments: dict[str, Any]) -> ToolRes
 
 async def until_finished(session: Any, name: str, timeout: float = 90.0) -> str:
     """Poll list_pipelines over MCP until the pipeline `name` has finished; its status line."""
-    deadline = asyncio.get_running_loop().time() + timeout
+    deadline = asyncio.get_running_loop().time() + patience(timeout)
     while asyncio.get_running_loop().time() < deadline:
         text, _, _ = decoded(await session.call_tool("list_pipelines", {}))
         line = next((ln for ln in text.splitlines() if ln.startswith(f"{name} ")), "")

@@ -29,6 +29,7 @@ from tests.bot.mcp.helpers import (
     server_env,
     until_finished,
 )
+from tests.fakes.waits import patience
 from tests.fixtures.common import free_port
 from tests.fixtures.inference import make_video
 from tools import build_registry
@@ -70,7 +71,7 @@ async def check_session(session: ClientSession, workspace: Path, agent_faces: An
     assert "finished" in await until_finished(session, pipeline)
     text, _, err = decoded(await session.call_tool("get_pipeline_results", {"pipeline_id": pipeline}))
     assert not err and "count_in=1, count_out=1" in text, text  # one face crossed each way
-    for _ in range(60):  # the alert is logged when dispatched, which may wait a few seconds for its clip
+    for _ in range(int(patience(30) / 0.5)):  # the alert is logged when dispatched, which may wait for its clip
         events, _, _ = decoded(await session.call_tool("get_events", {"since": 3600, "camera": pipeline}))
         if "crossings" in events:
             break
@@ -106,7 +107,7 @@ def http_server(workspace: Path) -> Iterator[str]:
 
 
 def wait_listening(port: int, proc: subprocess.Popen[bytes], timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + patience(timeout)
     while time.monotonic() < deadline:
         assert proc.poll() is None, f"vision-agent mcp --http exited with {proc.returncode}"
         with socket.socket() as s:

@@ -22,6 +22,7 @@ from bot.pipelines.manager import LIVE, PipelineManager
 from bot.rights import OPERATOR
 from tests.bot.recipes.helpers import Rig, rig
 from tests.fakes.anthropic_api import text, tool_use
+from tests.fakes.waits import patience
 from tests.fixtures.inference import make_video
 
 pytestmark = pytest.mark.slow
@@ -30,7 +31,7 @@ SESSION = "cli:door"
 
 async def settle(mgr: PipelineManager, pid: str, timeout: float = 60.0) -> dict[str, float]:
     """Wait until the pipeline on a file has finished; its final line totals."""
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + patience(timeout)
     while (await mgr.status(pid)).status in LIVE:
         assert time.monotonic() < deadline, f"{pid} still running after {timeout}s"
         await asyncio.sleep(0.2)

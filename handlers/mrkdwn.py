@@ -25,10 +25,32 @@ _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
 _BOLD_MARK = "\x02"
 
 
+# A reply may name a few people (the asker, whoever a rule notifies); a model steered into listing dozens of
+# <@U…> mentions would page each of them. Past MAX_MENTIONS distinct people, the rest stay readable but inert.
+MAX_MENTIONS = 3
+_USER_REF = re.compile(r"<@([UW][A-Z0-9]+)(?:\|[^<>]*)?>")
+
+
+def limit_mentions(text: str, limit: int = MAX_MENTIONS) -> str:
+    """The first `limit` distinct people mentioned stay mentions; later ones get a word joiner after `<`, so Slack
+    shows them as text and notifies nobody."""
+    named: list[str] = []
+
+    def keep(m: re.Match[str]) -> str:
+        if m.group(1) in named or len(named) < limit:
+            if m.group(1) not in named:
+                named.append(m.group(1))
+            return m.group(0)
+        return "<\u2060" + m.group(0)[1:]
+
+    return _USER_REF.sub(keep, text)
+
+
 def escape(text: str) -> str:
     """Text made safe to post: credentials masked (the one redactor), then &, <, > escaped as Slack requires,
-    leaving Slack's own references (<@U1>, <#C1>, <http://x|y>) intact; a broadcast (<!channel>) is escaped."""
-    return _escape_outside_refs(redact(text))
+    leaving Slack's own references (<@U1>, <#C1>, <http://x|y>) intact; a broadcast (<!channel>) is escaped, and
+    past MAX_MENTIONS people, mentions notify nobody."""
+    return _escape_outside_refs(limit_mentions(redact(text)))
 
 
 def _escape_outside_refs(text: str) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from bot.media.redaction import redact
-from handlers.mrkdwn import split_text
+from handlers.mrkdwn import limit_mentions, split_text
 
 MAX_MARKDOWN = 12_000  # docs.slack.dev: a markdown block's text, and one appendStream's markdown_text, <= 12,000
 # `<!channel>`, `<!here>`, `<!everyone>`, `<!subteam^…>` and the bare words notify a whole channel or team. The
@@ -16,8 +16,9 @@ _BROADCAST = re.compile(r"<(?=!)|@(?=(?:channel|here|everyone)\b)", re.I)
 
 
 def for_slack(text: str) -> str:
-    """Model text made safe to send as markdown: credentials masked (the one redactor), broadcasts defused."""
-    return _BROADCAST.sub(lambda m: m.group(0) + "\u2060", redact(text))
+    """Model text made safe to send as markdown: credentials masked (the one redactor), broadcasts defused, and no
+    more than MAX_MENTIONS people notified."""
+    return limit_mentions(_BROADCAST.sub(lambda m: m.group(0) + "\u2060", redact(text)))
 
 
 def markdown_pieces(text: str, limit: int = MAX_MARKDOWN) -> list[str]:

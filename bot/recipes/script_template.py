@@ -35,7 +35,7 @@ def options(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=f"{RECIPE}: {DESCRIPTION}".strip(": "))
     src = DEFAULTS.get("source")
     p.add_argument("--source", default=src, required=src is None,
-                   help=f"video file, rtsp/http URL or webcam index (default {src})")
+                   help=f"video file, rtsp/http URL or webcam index (default {str(src).replace('%', '%%')})")
     p.add_argument("--fps", type=float, default=DEFAULTS.get("fps"), help="frame rate limit")
     p.add_argument("--line", default=DEFAULTS.get("line"), help="counting line X1,Y1,X2,Y2 in pixels, or middle")
     p.add_argument("--zone", default=DEFAULTS.get("zone"), help="zone polygon X1,Y1,X2,Y2,X3,Y3,... in pixels")

@@ -3,15 +3,18 @@ Slack refuses streaming, or a stream breaks, the answer still arrives once by th
 
 from __future__ import annotations
 
+import asyncio
 import io
 import re
 from typing import Any
 
 from PIL import Image
 
+from handlers.mrkdwn import MAX_MENTIONS
 from tests.fakes.anthropic_api import FakeAnthropic, stalled, text, tool_use
 from tests.fakes.slack_api import SlackEmulator
 from tests.fakes.slack_events import HUMAN
+from tests.fakes.waits import patience
 from tests.fixtures.slack import RunningBot, answers, await_answers, start_bot, stop_bot
 from tests.tools.fake_backend import FakeBackend, result
 
@@ -42,6 +45,7 @@ async def test_a_mention_streams_one_message_with_a_task_card_per_step_and_feedb
     anthropic_api.enqueue(tool_use(("think", {"thought": "plan"}), ("list_pipelines", {})), text(answer))
     ts, _ = slack_api.mention("what cameras are there?")
     [reply] = await await_answers(slack_api, "C0GENERAL", ts)
+    await slack_api.await_for("reactions.add", lambda c: c.params["name"] == "white_check_mark")  # the turn is over
     [start] = slack_api.calls_to("chat.startStream")
     assert start.params["thread_ts"] == ts and start.params["task_display_mode"] == "timeline"
     assert (start.params["recipient_user_id"], start.params["recipient_team_id"]) == (HUMAN, slack_api.team_id)
@@ -54,7 +58,9 @@ async def test_a_mention_streams_one_message_with_a_task_card_per_step_and_feedb
     [stop] = slack_api.calls_to("chat.stopStream")
     assert [b["type"] for b in stop.params["blocks"]] == ["context_actions"]
     assert slack_api.calls_to("chat.postMessage", lambda c: c.params.get("thread_ts") == ts) == []
-    await slack_api.await_for("reactions.add", lambda c: c.params["name"] == "white_check_mark")
+    deadline = asyncio.get_running_loop().time() + patience(1)  # closed on disk right after the last reaction
+    while slack_bot.bot.inflight.open_turns() and asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(0.02)
     assert slack_bot.bot.inflight.open_turns() == []  # answered, then done
 
 
@@ -194,4 +200,25 @@ async def test_a_broadcast_the_model_writes_notifies_nobody_streamed_or_posted(
         assert "<!channel>" not in sent and "<!everyone>" not in sent and "@here" not in sent, stream
         assert reply.replace("\u2060", "").strip() == hostile  # the words are all there, readable
         assert slack_api.calls_to("chat.startStream") if stream else not slack_api.calls_to("chat.startStream")
+        slack_api.calls.clear()
+
+
+async def test_a_reply_naming_dozens_of_people_notifies_only_a_few(
+    slack_env: dict[str, str], slack_api: SlackEmulator, anthropic_api: FakeAnthropic
+) -> None:
+    """A model steered into listing the whole member list would page each of them: past a few, mentions go inert."""
+    people = [f"U0PAGE{i:03d}" for i in range(25)]
+    hostile = "Paging " + ", ".join(f"<@{u}>" for u in people) + " — the dock camera is down."
+    for stream in (True, False):
+        anthropic_api.enqueue(text(hostile))
+        running = await start_bot(slack_env, slack_api, slack={"stream_answers": stream})
+        try:
+            ts, _ = slack_api.mention("page everyone about the dock")
+            [reply] = await await_answers(slack_api, "C0GENERAL", ts)
+        finally:
+            await stop_bot(running)
+        sent = " ".join(str(c.params) for c in slack_api.calls if c.method.startswith("chat."))
+        live = {u for u in people if f"<@{u}>" in sent}
+        assert len(live) <= MAX_MENTIONS and live == set(people[:len(live)]), (stream, sorted(live))
+        assert all(u in reply for u in people)  # every name still readable
         slack_api.calls.clear()

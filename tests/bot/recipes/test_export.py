@@ -93,3 +93,14 @@ async def test_export_writes_a_file_so_the_allowlist_refuses_it_as_a_tool_and_a_
     assert not script.exists()  # neither path wrote the file
     allowed = await g.tools.execute("export_script", {"name": "door-count"}, asked_by(Requester.slack("U1", "C1")))
     assert not allowed.is_error and script.is_file(), allowed.text
+
+
+async def test_help_survives_a_percent_in_the_default_source(r: Rig, capsys: pytest.CaptureFixture[str]) -> None:
+    video = r.ws.root / "media" / "lobby 100%_full.mp4"
+    save(r, str(video), name="percent")
+    reply = await run_command("recipe export percent", r.command(session=SESSION))
+    assert reply.ok, reply.text
+    script = load(r.ws.exports_dir / "percent.py")
+    with pytest.raises(SystemExit) as done:
+        script.options(["--help"])
+    assert done.value.code == 0 and "100%_full.mp4" in capsys.readouterr().out

@@ -67,6 +67,9 @@ class PipelineHandle:
         return replace(self, **changes)
 
 
+# The statuses of a pipeline that runs or may run on (the one definition: backends, the table, health, the API).
+LIVE = frozenset({"starting", "running", "paused"})
+
 ResultListener = Callable[[PipelineHandle, InferenceResult], None]  # called from the producing thread; keep it cheap
 
 

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bot.backends.base import (
+    LIVE,
     AdoptingBackend,
     BackendError,
     InferenceBackend,
@@ -24,7 +25,7 @@ from bot.pipelines.backend_choice import BackendChoice
 from bot.pipelines.clips import ClipRecorder
 from bot.pipelines.restore import restore_all
 from bot.pipelines.state import PipelineConfig, PipelineNotFound
-from bot.pipelines.table import LIVE, PipelineTable
+from bot.pipelines.table import PipelineTable
 
 __all__ = ["LIVE", "PipelineConfig", "PipelineManager", "PipelineNotFound"]
 log = logging.getLogger(__name__)

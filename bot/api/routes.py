@@ -16,13 +16,13 @@ from bot.api.frames import alert_clip, alert_frame, pipeline_frame
 from bot.api.hosting import HOST_KEY, ApiHost
 from bot.api.models import AddRule, CameraQuery, EventsQuery, RuleQuery, SetRoute, StartPipeline
 from bot.backends.base import LIVE, PipelineHandle
-from bot.commands import pipelines as pipeline_commands
 from bot.commands.context import CommandContext
 from bot.commands.rules import parse_rule, resolve_camera
 from bot.media.cameras import cameras, named_zones
 from bot.media.redaction import redact
 from bot.monitoring.events_log import parse_since
 from bot.monitoring.rules import ANY
+from bot.pipelines.start import from_options, start
 from bot.rights import CONTROLLED, LOCAL_CHANNEL, refusal
 from bot.services import need
 
@@ -94,7 +94,8 @@ async def start_pipeline(request: web.Request) -> web.Response:
     ctx = _ctx(request)
     _may_change(ctx)
     with user_errors():
-        handle, what = await pipeline_commands.launch(body.source, body.options(), ctx)
+        started = await start(from_options(body.source, body.options()), ctx.manager(), ctx)
+    handle, what = started.handle, started.describe()
     if handle.status == "error":
         raise UserError(f"{handle.name} could not start on {handle.video_reference}: "
                         f"{redact(handle.error or 'source failed')}")

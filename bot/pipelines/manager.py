@@ -116,8 +116,7 @@ class PipelineManager(PipelineTable):
         backend = self.backends.of(cfg.pipeline_id)
         try:
             handle = await backend.start_pipeline(
-                cfg.pipeline_id, cfg.name, cfg.video_reference, workflow_spec=spec,
-                workspace_name=cfg.workspace_name, workflow_id=cfg.workflow_id, max_fps=cfg.max_fps,
+                cfg.pipeline_id, cfg.name, cfg.video_reference, ref=cfg.workflow(spec), max_fps=cfg.max_fps,
                 parameters=cfg.parameters, on_result=self.on_result,
             )
         except BaseException:

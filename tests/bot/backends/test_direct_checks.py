@@ -19,7 +19,7 @@ import bot.backends.policy as policy
 import bot.backends.policy.check as policy_check
 import bot.backends.shared as shared
 from bot.agent.tools import ToolContext
-from bot.backends.base import BackendError
+from bot.backends.base import BackendError, WorkflowRef
 from bot.backends.direct.engine import InferenceRuntime
 from bot.backends.provider import BackendProvider
 from bot.backends.workflows import detection_workflow
@@ -97,7 +97,7 @@ async def test_tool_start_with_a_line_composes_a_spec_checked_once_and_compiled_
 
 
 async def test_backend_start_without_the_manager_still_checks_and_compiles_once(direct_backend, counts, face_video):
-    await direct_backend.start_pipeline("checks-1", "door", str(face_video), workflow_spec=fresh_spec(0.4312))
+    await direct_backend.start_pipeline("checks-1", "door", str(face_video), WorkflowRef(workflow_spec=fresh_spec(0.4312)))
     try:
         assert (counts.checks, counts.compiles) == (1, 1)
     finally:
@@ -120,7 +120,7 @@ async def test_a_validated_spec_changed_afterwards_is_checked_again_and_refused(
     assert (counts.checks, counts.compiles) == (1, 1)
     spec["steps"].append(hook(listener.url))  # the same dict, changed
     with pytest.raises(BackendError, match=WEBHOOK):
-        await direct_backend.start_pipeline("changed", "door", str(face_video), workflow_spec=spec)
+        await direct_backend.start_pipeline("changed", "door", str(face_video), WorkflowRef(workflow_spec=spec))
     assert counts.checks == 2 and counts.compiles == 1
     assert "changed" not in [h.pipeline_id for h in await direct_backend.list_pipelines()]
     await asyncio.sleep(0.5)

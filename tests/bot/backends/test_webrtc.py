@@ -11,7 +11,7 @@ import pytest
 from aiohttp import web
 
 from bot.backends import make_backend
-from bot.backends.base import BackendError
+from bot.backends.base import BackendError, WorkflowRef
 from bot.backends.webrtc.backend import WebRtcBackend, webrtc_source
 from bot.backends.workflows import detection_workflow
 from bot.config import load_settings
@@ -82,13 +82,13 @@ async def test_a_server_without_webrtc_is_named_in_one_line_at_start(
 ) -> None:
     backend = WebRtcBackend(load_settings({**base_env, "INFERENCE_SERVER_URL": server_without_webrtc}))
     with pytest.raises(BackendError) as err:
-        await backend.start_pipeline("p1", "door", str(face_video), workflow_spec=detection_workflow("builtin/faces"))
+        await backend.start_pipeline("p1", "door", str(face_video), WorkflowRef(workflow_spec=detection_workflow("builtin/faces")))
     line = str(err.value)
     assert "\n" not in line and "does not serve WebRTC" in line and "VISION_AGENT_BACKEND=http" in line
     assert await backend.list_pipelines() == []  # nothing half-started
     unsafe = {**detection_workflow("builtin/faces"), "steps": [{"type": "roboflow_core/webhook_sink@v1", "name": "x"}]}
     with pytest.raises(BackendError, match="refused"):  # the block policy comes first, as for every backend
-        await backend.start_pipeline("p2", "door", str(face_video), workflow_spec=unsafe)
+        await backend.start_pipeline("p2", "door", str(face_video), WorkflowRef(workflow_spec=unsafe))
     await backend.close()
 
 

@@ -13,7 +13,8 @@ from bot.backends.summary import summarize, summarize_many
 from bot.media.redaction import redact
 from bot.media.resolve import MediaError
 from bot.pipelines.manager import PipelineManager, PipelineNotFound
-from bot.pipelines.start import StartRequest, start
+from bot.pipelines.request import StartRequest
+from bot.pipelines.start import start
 from bot.pipelines.status import status_line
 from bot.rights import CONTROLLED
 from bot.services import need

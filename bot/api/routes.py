@@ -22,7 +22,8 @@ from bot.media.cameras import cameras, named_zones
 from bot.media.redaction import redact
 from bot.monitoring.events_log import parse_since
 from bot.monitoring.rules import ANY
-from bot.pipelines.start import from_options, start
+from bot.pipelines.request import from_options
+from bot.pipelines.start import start
 from bot.rights import CONTROLLED, LOCAL_CHANNEL, refusal
 from bot.services import need
 

@@ -6,7 +6,7 @@ from bot.backends.base import PipelineHandle
 from bot.backends.summary import summarize
 from bot.commands.context import CommandContext, CommandReply, fail, parse_options
 from bot.media.redaction import redact
-from bot.pipelines.start import from_options
+from bot.pipelines.request import from_options
 from bot.pipelines.start import start as start_pipeline
 from bot.pipelines.status import status_line
 

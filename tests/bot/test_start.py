@@ -10,7 +10,7 @@ import pytest
 from bot.agent.tools import ToolContext
 from bot.commands.dispatch import CommandContext, run_command
 from bot.pipelines.manager import PipelineManager
-from bot.pipelines.start import MAX_FPS, NO_WORKFLOW, StartRequest, check, from_options
+from bot.pipelines.request import MAX_FPS, NO_WORKFLOW, StartRequest, check, from_options
 from bot.services import Services
 from tests.tools.fake_backend import FakeBackend
 from tools import build_registry

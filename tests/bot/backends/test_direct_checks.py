@@ -24,6 +24,7 @@ from bot.backends.direct.engine import InferenceRuntime
 from bot.backends.provider import BackendProvider
 from bot.backends.workflows import detection_workflow
 from bot.pipelines.manager import PipelineManager
+from bot.pipelines.request import StartRequest
 from bot.services import Services
 from tests.fixtures.attacks import WEBHOOK, webhook_spec
 from tests.fixtures.inference import make_video
@@ -73,7 +74,7 @@ def fresh_spec(confidence: float, **kw: Any) -> dict[str, Any]:
 
 
 async def test_manager_start_from_an_inline_spec_checks_once_and_compiles_once(manager, counts, face_video):
-    handle = await manager.start(str(face_video), "door", workflow_spec=fresh_spec(0.4311))
+    handle = await manager.start(StartRequest(str(face_video), "door", workflow_spec=fresh_spec(0.4311)))
     try:
         assert handle.status in ("running", "finished")
         assert (counts.checks, counts.compiles) == (1, 1)
@@ -108,7 +109,7 @@ async def test_a_refused_spec_is_checked_once_and_never_compiled_or_started(mana
     spec = fresh_spec(0.4313)
     spec["steps"].append(hook(listener.url))
     with pytest.raises(BackendError, match=WEBHOOK):
-        await manager.start(str(face_video), "hook", workflow_spec=spec)
+        await manager.start(StartRequest(str(face_video), "hook", workflow_spec=spec))
     assert (counts.checks, counts.compiles) == (1, 0)
     assert manager.snapshot() == []
 

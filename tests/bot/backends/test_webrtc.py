@@ -15,6 +15,7 @@ from bot.backends.base import BackendError, WorkflowRef
 from bot.backends.webrtc.backend import WebRtcBackend, webrtc_source
 from bot.backends.workflows import detection_workflow
 from bot.config import load_settings
+from bot.pipelines.request import StartRequest
 from tests.bot.monitor_helpers import run_to_end
 from tests.fixtures.common import free_port
 from tests.fixtures.inference import crossing_line
@@ -39,9 +40,9 @@ async def test_webrtc_pipeline_runs_a_video_end_to_end_on_the_local_server(
     mgr.add_result_listener(lambda h, r: results.append(r))
     try:
         with pytest.raises(BackendError, match="unknown backend 'grpc': use one of direct, http, webrtc"):
-            await mgr.start(str(face_video), "door", model_id="builtin/faces", backend="grpc")
-        started = await mgr.start(str(face_video), "door", workflow_spec=detection_workflow("builtin/faces",
-                                  line=crossing_line()), backend="webrtc")
+            await mgr.start(StartRequest(str(face_video), "door", model_id="builtin/faces", backend="grpc"))
+        started = await mgr.start(StartRequest(str(face_video), "door", workflow_spec=detection_workflow("builtin/faces",
+                                  line=crossing_line()), backend="webrtc"))
         assert started.backend == "webrtc" and started.status in ("starting", "running")
         assert json.loads(state.read_text())["pipelines"][0]["backend"] == "webrtc"  # restarted on webrtc too
         await run_to_end(mgr, "door", timeout=120)

@@ -72,12 +72,17 @@ def _describe(h: PipelineHandle) -> str:
     return status_line(h)
 
 
+def _given(text: str | None) -> str | None:
+    return text if text and text.strip() else None  # the model often sends "" for an argument it does not use
+
+
 def request_of(args: StartPipelineArgs) -> StartRequest:
     """The tool's arguments as the one start request (`bot.pipelines.start` checks them as for `/vision start`)."""
     return StartRequest(
-        args.video_reference, name=args.pipeline_name, model_id=args.model_id, workflow_spec=args.workflow_spec,
-        workspace_name=args.workspace_name, workflow_id=args.workflow_id, max_fps=args.max_fps, line=args.line,
-        zone=args.zone, anchor=args.anchor, parameters=args.parameters, backend=args.backend,
+        args.video_reference, name=args.pipeline_name, model_id=_given(args.model_id), workflow_spec=args.workflow_spec,
+        workspace_name=_given(args.workspace_name), workflow_id=_given(args.workflow_id), max_fps=args.max_fps,
+        line=_given(args.line), zone=_given(args.zone), anchor=_given(args.anchor), parameters=args.parameters,
+        backend=args.backend,
     )
 
 

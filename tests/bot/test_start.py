@@ -88,3 +88,13 @@ async def test_both_surfaces_start_the_same_pipeline_from_the_same_request(setti
     first, second = (c[1] for c in backend.calls if c[0] == "start_pipeline")
     same = {k: v for k, v in first.items() if k != "pipeline_id"}
     assert same == {k: v for k, v in second.items() if k != "pipeline_id"} and same["max_fps"] == 5
+
+
+async def test_the_tool_reads_an_empty_argument_as_not_given(settings, services, backend):
+    res = await build_registry().execute(
+        "start_pipeline", {"video_reference": "dock", "pipeline_name": "dock", "model_id": "builtin/people",
+                           "workspace_name": "", "workflow_id": "", "line": "", "zone": " ", "anchor": ""},
+        ToolContext(settings=settings, services=services))
+    assert not res.is_error, res.text
+    call = next(c[1] for c in backend.calls if c[0] == "start_pipeline")
+    assert (call["workspace_name"], call["workflow_id"]) == (None, None)

@@ -56,7 +56,10 @@ async def run_direct(backend: Any, video: Path, spec: dict, n: int) -> tuple[flo
     """The agent's DirectBackend pipeline (conversion, JPEG frames, buffer, listener): same fps measure."""
     stamps: list[float] = []
     pid = f"bench-{n}"
-    await backend.start_pipeline(pid, "bench", str(video), workflow_spec=spec, on_result=lambda h, r: stamps.append(time.perf_counter()))
+    from bot.backends.base import WorkflowRef
+
+    await backend.start_pipeline(pid, "bench", str(video), WorkflowRef(workflow_spec=spec),
+                                 on_result=lambda h, r: stamps.append(time.perf_counter()))
     while (await backend.get_pipeline_status(pid)).status in ("starting", "running"):
         await asyncio.sleep(0.05)
     await backend.stop_pipeline(pid)

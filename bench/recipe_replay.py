@@ -88,11 +88,12 @@ async def _replay(api: Any, settings: Any, ws: Any, services: Any, side: Path) -
     from bot.commands.context import CommandContext
     from bot.commands.dispatch import run_command
     from bot.rights import LOCAL_CHANNEL, OPERATOR
+    from bot.services import Services
 
     services.recipes.save("door-count", "line count at the door", "bench:door", OPERATOR)
     before = len(api.requests)
-    ctx = CommandContext(settings, services.pipelines, None, ws, user_id=LOCAL_CHANNEL, channel_id=LOCAL_CHANNEL,
-                         recipes=services.recipes, session_key="bench:door")
+    ctx = CommandContext(settings, Services(pipelines=services.pipelines, workspace=ws, recipes=services.recipes),
+                         user_id=LOCAL_CHANNEL, channel_id=LOCAL_CHANNEL, session_key="bench:door")
     start = time.perf_counter()
     reply = await run_command(f"recipe run door-count source={side}", ctx)
     seconds = time.perf_counter() - start
@@ -102,8 +103,10 @@ async def _replay(api: Any, settings: Any, ws: Any, services: Any, side: Path) -
 
 async def _warm(services: Any, clip: Path) -> None:
     """Import inference and load the detector once, so neither side pays the process's start-up."""
+    from bot.pipelines.request import StartRequest
+
     mgr = services.pipelines
-    handle = await mgr.start(str(clip), "warm-up", model_id="builtin/faces")
+    handle = await mgr.start(StartRequest(str(clip), "warm-up", model_id="builtin/faces"))
     while mgr.latest(handle.pipeline_id) is None and (await mgr.status(handle.pipeline_id)).status == "running":
         await asyncio.sleep(0.1)
     await mgr.stop(handle.pipeline_id)

@@ -130,8 +130,10 @@ async def _measure(backend: Any, camera: Camera, spec: dict, seconds: float = SE
         if n is not None and n in camera.sent:
             lat.append((now - camera.sent[n]) * 1000)
 
+    from bot.backends.base import WorkflowRef
+
     pid = f"bench-{backend.name}"
-    await backend.start_pipeline(pid, "bench", camera.url, workflow_spec=spec, on_result=listener)
+    await backend.start_pipeline(pid, "bench", camera.url, WorkflowRef(workflow_spec=spec), on_result=listener)
     deadline = time.monotonic() + 120
     while not first and time.monotonic() < deadline:
         status = await backend.get_pipeline_status(pid)

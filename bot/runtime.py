@@ -158,11 +158,7 @@ class Runtime:
     def command_context(self, user_id: str | None = None, channel_id: str | None = None,
                         session_key: str | None = None) -> CommandContext:
         """The context `bot.commands.dispatch.run_command` needs, from this runtime's services."""
-        return CommandContext(
-            settings=self.settings, pipelines=self.services.pipelines, router=self.services.router,
-            workspace=self.workspace, user_id=user_id, channel_id=channel_id, monitor=self.services.monitor,
-            scheduler=self.services.scheduler, recipes=self.services.recipes, session_key=session_key,
-        )
+        return CommandContext(self.settings, self.services, user_id, channel_id, session_key)
 
     # shutdown -----------------------------------------------------------
     async def close(self) -> None:

@@ -12,10 +12,10 @@ from aiohttp import web
 
 from bot.api.hosting import ApiHost
 from bot.api.server import mount
+from bot.backends.base import LIVE
 from handlers.context import SlackBot
 
 log = logging.getLogger(__name__)
-LIVE = {"starting", "running", "paused"}
 
 
 def _iso(ts: float | None) -> str | None:

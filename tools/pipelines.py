@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any, Literal
 
 from pydantic import Field, field_validator
@@ -11,11 +10,11 @@ from bot.agent.registry import ToolRegistry
 from bot.agent.tools import ToolArgs, ToolContext, ToolResult
 from bot.backends.base import BackendError, PipelineHandle
 from bot.backends.summary import summarize, summarize_many
-from bot.media.cameras import named_zones
 from bot.media.redaction import redact
-from bot.media.resolve import MediaError, resolve_video
-from bot.pipelines.analytics import NEEDS_MODEL, Analytics, compose
+from bot.media.resolve import MediaError
 from bot.pipelines.manager import PipelineManager, PipelineNotFound
+from bot.pipelines.request import StartRequest
+from bot.pipelines.start import start
 from bot.pipelines.status import status_line
 from bot.rights import CONTROLLED
 from bot.services import need
@@ -28,7 +27,7 @@ class StartPipelineArgs(ToolArgs):
     workspace_name: str | None = None
     workflow_id: str | None = None
     model_id: str | None = Field(None, description="Simple detection model, e.g. 'builtin/faces'")
-    max_fps: float | None = Field(None, gt=0, description="Frame rate limit")
+    max_fps: float | None = Field(None, description="Frame rate limit, above 0 and at most 120")
     parameters: dict[str, Any] | None = None
     backend: Literal["direct", "http", "webrtc"] | None = Field(
         None, description="Only when asked: run this pipeline on another backend than the configured one")
@@ -73,17 +72,26 @@ def _describe(h: PipelineHandle) -> str:
     return status_line(h)
 
 
+def _given(text: str | None) -> str | None:
+    return text if text and text.strip() else None  # the model often sends "" for an argument it does not use
+
+
+def request_of(args: StartPipelineArgs) -> StartRequest:
+    """The tool's arguments as the one start request (`bot.pipelines.start` checks them as for `/vision start`)."""
+    return StartRequest(
+        args.video_reference, name=args.pipeline_name, model_id=_given(args.model_id), workflow_spec=args.workflow_spec,
+        workspace_name=_given(args.workspace_name), workflow_id=_given(args.workflow_id), max_fps=args.max_fps,
+        line=_given(args.line), zone=_given(args.zone), anchor=_given(args.anchor), parameters=args.parameters,
+        backend=args.backend,
+    )
+
+
 async def start_pipeline(args: StartPipelineArgs, ctx: ToolContext) -> ToolResult:
     try:
-        source = await asyncio.to_thread(resolve_video, args.video_reference, ctx)
-        extra = await _analytics(args, source, ctx)
-        handle = await _manager(ctx).start(
-            source, args.pipeline_name, model_id=args.model_id, workflow_spec=extra.spec or args.workflow_spec,
-            workspace_name=args.workspace_name, workflow_id=args.workflow_id, max_fps=args.max_fps,
-            parameters=args.parameters, backend=args.backend,
-        )
+        started = await start(request_of(args), _manager(ctx), ctx)
     except EXPECTED as exc:
         return ToolResult.error(redact(str(exc)))
+    handle = started.handle
     if handle.status == "error":
         return ToolResult.error(
             f"Pipeline '{handle.name}' could not start on {redact(handle.video_reference)}: "
@@ -92,17 +100,9 @@ async def start_pipeline(args: StartPipelineArgs, ctx: ToolContext) -> ToolResul
     rate = f" at up to {args.max_fps:g} FPS" if args.max_fps else ""
     return ToolResult(
         text=f"Pipeline '{handle.name}' started (id: {handle.pipeline_id}, status {handle.status}). Processing "
-        f"{redact(handle.video_reference)}{rate} with {handle.workflow_description}{extra.describe()}. "
+        f"{redact(handle.video_reference)}{rate} with {handle.workflow_description}{started.analytics.describe()}. "
         "Check it with get_pipeline_results in a few seconds."
     )
-
-
-async def _analytics(args: StartPipelineArgs, source: str, ctx: ToolContext) -> Analytics:
-    """The line/zone workflow for the model (ValueError, one line, for a bad line, zone or a workflow with them)."""
-    if (args.line or args.zone) and (args.workflow_spec or args.workflow_id):
-        raise ValueError(NEEDS_MODEL)
-    return await compose(args.model_id, source, args.line, args.zone, named_zones(ctx.services.workspace, ctx.settings),
-                         args.anchor)
 
 
 async def get_pipeline_results(args: GetResultsArgs, ctx: ToolContext) -> ToolResult:

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
+from bot.media.attachments import Attachment
 from bot.rights import Requester
 from bot.services import Services
 
 if TYPE_CHECKING:
     from bot.config import Settings
+    from workspace import Workspace
+
+__all__ = ["Attachment", "Tool", "ToolArgs", "ToolContext", "ToolFunc", "ToolResult"]
 
 
 class ToolArgs(BaseModel):
@@ -43,16 +46,6 @@ class ToolResult:
         return cls(text=text, is_error=True)
 
 
-@dataclass(frozen=True)
-class Attachment:
-    """An image the user attached (CLI --image or a Slack file), saved on disk."""
-
-    path: Path
-    media_type: str = "image/jpeg"
-    file_id: str | None = None  # Slack file id, if it came from Slack
-    name: str = ""
-
-
 @dataclass
 class ToolContext:
     """Everything a tool may need, injected per call by the agent."""
@@ -63,6 +56,11 @@ class ToolContext:
     services: Services = field(default_factory=Services)  # typed: ctx.services.pipelines, ctx.services.memory
     requester: Requester = field(default_factory=Requester)  # who asked this turn (nobody known: refused by allowlists)
     turn: list[Any] = field(default_factory=list)  # this turn's (ToolCall, ToolResult) so far: save_recipe reads it
+
+    @property
+    def workspace(self) -> Workspace | None:
+        """The camera registry and files (with settings and attachments: a `bot.media.resolve.MediaScope`)."""
+        return self.services.workspace
 
 
 ToolFunc = Callable[[Any, ToolContext], Awaitable[ToolResult]]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from bot.pipelines.request import MAX_FPS
+
 _NAME = r"^[\w][\w.-]{0,63}$"  # a pipeline name as /vision start name= takes it
 _TEXT = r"^[^\x00-\x1f]*$"  # one line: no control characters
 
@@ -19,7 +21,7 @@ class StartPipeline(_Body):
                         description="camera name from CAMERAS.md, rtsp/http(s) URL, webcam index or video file path")
     model: str | None = Field(None, max_length=200, pattern=_TEXT, description="model id (default builtin/people)")
     workflow: str | None = Field(None, max_length=200, pattern=_TEXT, description="WORKSPACE/WORKFLOW_ID")
-    fps: float | None = Field(None, gt=0, le=120)
+    fps: float | None = Field(None, gt=0, le=MAX_FPS)  # the one start's bound, in the schema too
     name: str | None = Field(None, pattern=_NAME)
     line: str | None = Field(None, max_length=200, pattern=_TEXT, description="X1,Y1,X2,Y2 or 'middle'")
     anchor: str | None = Field(None, max_length=20, pattern=_TEXT,

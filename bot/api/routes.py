@@ -15,15 +15,15 @@ from bot.api.errors import UserError, user_errors
 from bot.api.frames import alert_clip, alert_frame, pipeline_frame
 from bot.api.hosting import HOST_KEY, ApiHost
 from bot.api.models import AddRule, CameraQuery, EventsQuery, RuleQuery, SetRoute, StartPipeline
-from bot.backends.base import PipelineHandle
-from bot.commands import pipelines as pipeline_commands
+from bot.backends.base import LIVE, PipelineHandle
 from bot.commands.context import CommandContext
 from bot.commands.rules import parse_rule, resolve_camera
 from bot.media.cameras import cameras, named_zones
 from bot.media.redaction import redact
 from bot.monitoring.events_log import parse_since
 from bot.monitoring.rules import ANY
-from bot.pipelines.manager import LIVE
+from bot.pipelines.request import from_options
+from bot.pipelines.start import start
 from bot.rights import CONTROLLED, LOCAL_CHANNEL, refusal
 from bot.services import need
 
@@ -37,9 +37,7 @@ def _host(request: web.Request) -> ApiHost:
 def _ctx(request: web.Request) -> CommandContext:
     """A command context for the operator (LOCAL_CHANNEL): an API client acts as whoever runs the bot."""
     host = _host(request)
-    s = host.services
-    return CommandContext(settings=host.settings, pipelines=s.pipelines, router=s.router, workspace=s.workspace,
-                          user_id=LOCAL_CHANNEL, channel_id=LOCAL_CHANNEL, monitor=s.monitor, scheduler=s.scheduler)
+    return CommandContext(settings=host.settings, services=host.services, user_id=LOCAL_CHANNEL, channel_id=LOCAL_CHANNEL)
 
 
 def _may_change(ctx: CommandContext) -> None:
@@ -97,7 +95,8 @@ async def start_pipeline(request: web.Request) -> web.Response:
     ctx = _ctx(request)
     _may_change(ctx)
     with user_errors():
-        handle, what = await pipeline_commands.launch(body.source, body.options(), ctx)
+        started = await start(from_options(body.source, body.options()), ctx.manager(), ctx)
+    handle, what = started.handle, started.describe()
     if handle.status == "error":
         raise UserError(f"{handle.name} could not start on {handle.video_reference}: "
                         f"{redact(handle.error or 'source failed')}")
@@ -124,7 +123,7 @@ async def control_pipeline(request: web.Request) -> web.Response:
 async def list_rules(request: web.Request) -> web.Response:
     q = _query(request, CameraQuery)
     ctx = _ctx(request)
-    monitor = need(ctx.monitor, "rules (the monitor)")
+    monitor = need(ctx.services.monitor, "rules (the monitor)")
     with user_errors():
         camera = resolve_camera(q.camera, ctx) if q.camera else None
     rules = monitor.rules(camera) if camera and camera != ANY else monitor.rules()
@@ -136,7 +135,7 @@ async def add_rule(request: web.Request) -> web.Response:
     body = await _body(request, AddRule)
     ctx = _ctx(request)
     _may_change(ctx)
-    monitor = need(ctx.monitor, "rules (the monitor)")
+    monitor = need(ctx.services.monitor, "rules (the monitor)")
     with user_errors():
         camera = resolve_camera(body.camera, ctx, allow_new=True)
         rule = monitor.add_rule(parse_rule(body.rule.split(), camera, body.cooldown_seconds))
@@ -147,7 +146,7 @@ async def remove_rule(request: web.Request) -> web.Response:
     q = _query(request, RuleQuery)
     ctx = _ctx(request)
     _may_change(ctx)
-    monitor = need(ctx.monitor, "rules (the monitor)")
+    monitor = need(ctx.services.monitor, "rules (the monitor)")
     with user_errors():
         camera = resolve_camera(q.camera, ctx)
     if not monitor.remove_rule(q.id, camera):
@@ -165,7 +164,7 @@ async def set_route(request: web.Request) -> web.Response:
     body = await _body(request, SetRoute)
     ctx = _ctx(request)
     _may_change(ctx)
-    router = need(ctx.router, "alert routing")
+    router = need(ctx.services.router, "alert routing")
     router.set_route(body.channel, body.camera)
     return ok(routes=router.routes())
 
@@ -174,7 +173,7 @@ async def remove_route(request: web.Request) -> web.Response:
     q = _query(request, CameraQuery)
     ctx = _ctx(request)
     _may_change(ctx)
-    router = need(ctx.router, "alert routing")
+    router = need(ctx.services.router, "alert routing")
     if not router.remove_route(q.camera):
         raise UserError(f"no route for {q.camera or 'all cameras'}", 404)
     return ok(routes=router.routes())

@@ -67,6 +67,21 @@ class PipelineHandle:
         return replace(self, **changes)
 
 
+# The statuses of a pipeline that runs or may run on (the one definition: backends, the table, health, the API).
+LIVE = frozenset({"starting", "running", "paused"})
+
+@dataclass(frozen=True)
+class WorkflowRef:
+    """What a pipeline runs, named one of three ways: an inline spec, a saved workflow (workspace + id), or a model id
+    (wrapped into a detection workflow; `confidence` its threshold). `bot.backends.shared.inline_spec` reads it."""
+
+    model_id: str | None = None
+    workflow_spec: dict | None = None
+    workspace_name: str | None = None
+    workflow_id: str | None = None
+    confidence: float | None = None
+
+
 ResultListener = Callable[[PipelineHandle, InferenceResult], None]  # called from the producing thread; keep it cheap
 
 
@@ -92,14 +107,10 @@ class InferenceBackend(Protocol):
         pipeline_id: str,
         name: str,
         video_reference: str,
-        workflow_spec: dict | None = None,
-        workspace_name: str | None = None,
-        workflow_id: str | None = None,
+        ref: WorkflowRef,  # a model id is wrapped into a detection workflow (tracker + annotations)
         max_fps: float | None = None,
         parameters: dict | None = None,
         on_result: ResultListener | None = None,
-        model_id: str | None = None,  # wrapped into a detection workflow (tracker + annotations) when no spec
-        confidence: float | None = None,
     ) -> PipelineHandle: ...
 
     async def consume_results(self, pipeline_id: str, max_results: int = 5) -> list[InferenceResult]: ...
@@ -139,9 +150,7 @@ class AdoptingBackend(Protocol):
         server_id: str,
         name: str,
         video_reference: str,
-        workflow_spec: dict | None = None,
-        workspace_name: str | None = None,
-        workflow_id: str | None = None,
+        ref: WorkflowRef,
         on_result: ResultListener | None = None,
         paused: bool = False,
     ) -> PipelineHandle | None:

@@ -7,12 +7,11 @@ import threading
 import time
 from collections import deque
 
-from bot.backends.base import InferenceResult, PipelineHandle, ResultListener
+from bot.backends.base import LIVE, InferenceResult, PipelineHandle, ResultListener
 from bot.media.redaction import redact
 
 log = logging.getLogger(__name__)
 FPS_WINDOW = 30  # results the fps is measured over
-LIVE_STATUSES = ("starting", "running", "paused")
 
 
 class PipelineBase:
@@ -36,7 +35,7 @@ class PipelineBase:
         self.error: str | None = None
 
     def is_alive(self) -> bool:
-        return self.status in LIVE_STATUSES
+        return self.status in LIVE
 
     def fail(self, reason: str) -> None:
         with self._lock:

@@ -1,13 +1,12 @@
-"""What both backends share: how work is named (WorkflowRef), the protocol's entry points, the table of pipelines."""
+"""What both backends share: reading a WorkflowRef, the protocol's entry points, the table of pipelines."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
 from typing import Any
 
-from bot.backends.base import BackendError, InferenceResult, PipelineHandle, ResultListener
+from bot.backends.base import BackendError, InferenceResult, PipelineHandle, ResultListener, WorkflowRef
 from bot.backends.counting import with_counting_defaults
 from bot.backends.environment import ensure_inference_env
 from bot.backends.errors import translate
@@ -20,25 +19,15 @@ from bot.media.sniff import TooManyPixels
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class WorkflowRef:
-    """The three ways of naming work: an inline spec, a saved workflow (workspace + id), or a model id."""
-
-    model_id: str | None = None
-    workflow_spec: dict | None = None
-    workspace_name: str | None = None
-    workflow_id: str | None = None
-    confidence: float | None = None
-
-    def inline(self, video: bool) -> tuple[dict | None, str]:
-        """(spec, how errors name it); spec is None for a saved workflow, which the runner fetches itself."""
-        if self.workflow_spec is not None:  # a composed spec counts like line= does, unless it says otherwise
-            return with_counting_defaults(self.workflow_spec), "the workflow"
-        if self.workspace_name and self.workflow_id:
-            return None, f"workflow {self.workspace_name}/{self.workflow_id}"
-        if self.model_id:
-            return detection_workflow(self.model_id, confidence=self.confidence, track=video), f"model {self.model_id}"
-        raise BackendError("nothing to run: give a model_id (e.g. builtin/faces), a workflow spec, or workspace + workflow id")
+def inline_spec(ref: WorkflowRef, video: bool) -> tuple[dict | None, str]:
+    """(spec, how errors name it); spec is None for a saved workflow, which the runner fetches itself."""
+    if ref.workflow_spec is not None:  # a composed spec counts like line= does, unless it says otherwise
+        return with_counting_defaults(ref.workflow_spec), "the workflow"
+    if ref.workspace_name and ref.workflow_id:
+        return None, f"workflow {ref.workspace_name}/{ref.workflow_id}"
+    if ref.model_id:
+        return detection_workflow(ref.model_id, confidence=ref.confidence, track=video), f"model {ref.model_id}"
+    raise BackendError("nothing to run: give a model_id (e.g. builtin/faces), a workflow spec, or workspace + workflow id")
 
 
 def refuse_unsafe(spec: dict, settings: Settings) -> None:
@@ -111,18 +100,13 @@ class BackendBase:
         pipeline_id: str,
         name: str,
         video_reference: str,
-        workflow_spec: dict | None = None,
-        workspace_name: str | None = None,
-        workflow_id: str | None = None,
+        ref: WorkflowRef,
         max_fps: float | None = None,
         parameters: dict | None = None,
         on_result: ResultListener | None = None,
-        model_id: str | None = None,
-        confidence: float | None = None,
     ) -> PipelineHandle:
         if pipeline_id in self._pipelines and self._pipelines[pipeline_id].is_alive():
             raise BackendError(f"pipeline {pipeline_id} is already running: stop it first or pick another id")
-        ref = WorkflowRef(model_id, workflow_spec, workspace_name, workflow_id, confidence)
         return await self._start(pipeline_id, name, video_reference, ref, max_fps, parameters, on_result)
 
     # --- the table of pipelines ----------------------------------------------------------------------------------

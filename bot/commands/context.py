@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from bot.backends.base import BackendError
+from bot.media.attachments import Attachment
 from bot.rights import LOCAL_CHANNEL, Requester
+from bot.services import Services
 
 if TYPE_CHECKING:
     from bot.config import Settings
-    from bot.monitoring.alerts import AlertRouter
-    from bot.monitoring.monitor import Monitor
-    from bot.monitoring.scheduler import Scheduler
     from bot.pipelines.manager import PipelineManager
-    from bot.recipes.service import RecipeService
     from workspace import Workspace
 
 __all__ = ["LOCAL_CHANNEL", "CommandContext", "CommandReply", "fail", "parse_options"]
@@ -35,18 +34,23 @@ class CommandReply:
 
 @dataclass
 class CommandContext:
-    """Who asks and what they may touch (each service None when this process does not run it)."""
+    """Who asks and what they may touch: the process's Services (each None when this process does not run it)."""
 
     settings: Settings
-    pipelines: PipelineManager | None = None
-    router: AlertRouter | None = None
-    workspace: Workspace | None = None
+    services: Services = field(default_factory=Services)
     user_id: str | None = None
     channel_id: str | None = None
-    monitor: Monitor | None = None  # `rule`, `rules`, `unrule`
-    scheduler: Scheduler | None = None  # `schedule`, `jobs`, `unschedule`
-    recipes: RecipeService | None = None  # `recipes`, `recipe save|run|export|delete`
     session_key: str | None = None  # the REPL's conversation (`recipe save` takes its last setup); None in Slack
+
+    @property
+    def workspace(self) -> Workspace | None:
+        """The camera registry and files (with settings and attachments: a `bot.media.resolve.MediaScope`)."""
+        return self.services.workspace
+
+    @property
+    def attachments(self) -> Sequence[Attachment]:
+        """A command names its sources in words: no attached files."""
+        return ()
 
     @property
     def requester(self) -> Requester:
@@ -54,9 +58,9 @@ class CommandContext:
         return Requester.of(self.user_id, self.channel_id)
 
     def manager(self) -> PipelineManager:
-        if self.pipelines is None:
+        if self.services.pipelines is None:
             raise BackendError("pipelines are not available in this process.")
-        return self.pipelines
+        return self.services.pipelines
 
 
 def fail(text: str) -> CommandReply:

@@ -15,7 +15,7 @@ CHANGES = {"save": RECIPES, "delete": RECIPES, "export": RECIPES, "run": CONTROL
 
 
 def _service(ctx: CommandContext) -> RecipeService:
-    return need(ctx.recipes, "recipes")
+    return need(ctx.services.recipes, "recipes")
 
 
 async def list_recipes(tokens: list[str], ctx: CommandContext) -> CommandReply:

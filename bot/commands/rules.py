@@ -21,10 +21,10 @@ _NEW_NAME = re.compile(r"^[\w][\w.-]{0,63}$")  # what a pipeline name may be whe
 def _known(ctx: CommandContext) -> dict[str, str]:
     """Camera, pipeline and ruled names (lower case -> as written): what a rule or a snapshot job can name."""
     names = list(cameras(ctx.workspace, ctx.settings))
-    if ctx.pipelines is not None:
+    if ctx.services.pipelines is not None:
         names += [h.name for h in ctx.manager().snapshot()]
-    if ctx.monitor is not None:  # a camera that is gone keeps its rules: they must stay listable and removable
-        names += [r.camera for r in ctx.monitor.rules() if r.camera != ANY]
+    if ctx.services.monitor is not None:  # a camera that is gone keeps its rules: they must stay listable and removable
+        names += [r.camera for r in ctx.services.monitor.rules() if r.camera != ANY]
     return {n.lower(): n for n in names}
 
 
@@ -55,10 +55,10 @@ def _seconds(raw: str, what: str) -> float:
 
 
 def _monitor(ctx: CommandContext) -> Any:
-    if ctx.monitor is None:
+    if ctx.services.monitor is None:
         raise LookupError("Rules are not available in this process (the monitor is not running); use "
                           "`vision-agent chat` or `vision-agent serve`.")
-    return ctx.monitor
+    return ctx.services.monitor
 
 
 def parse_rule(args: list[str], camera: str, cooldown: float | None) -> Rule:
@@ -145,9 +145,9 @@ async def remove_rule(tokens: list[str], ctx: CommandContext) -> CommandReply:
 
 def rules_status(ctx: CommandContext) -> list[str]:
     """The status line about rules (none when the monitor does not run here)."""
-    if ctx.monitor is None:
+    if ctx.services.monitor is None:
         return []
-    rules = ctx.monitor.rules()
+    rules = ctx.services.monitor.rules()
     cams = sorted({"every camera" if r.camera == ANY else r.camera for r in rules})
     where = f" on {', '.join(cams)}" if cams else " (each camera uses its guessed default)"
     return [f"*Rules*: {len(rules)}{where}"]

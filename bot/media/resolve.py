@@ -1,14 +1,16 @@
-"""Where tools may read images and videos from: allowed folders, attachments, safe URLs, base64, Slack file ids."""
+"""Where images and videos may be read from: allowed folders, attachments, safe URLs, base64, Slack file ids."""
 
 from __future__ import annotations
 
 import base64
 import binascii
 import re
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlsplit
 
+from bot.media.attachments import Attachment
 from bot.media.cameras import camera_origins, find_camera
 from bot.media.fetch import HTTP, fetch_url, probe_url
 from bot.media.reach import ReachError, check_reach, origin
@@ -16,9 +18,10 @@ from bot.media.redaction import redact
 from bot.media.sniff import STILL_HINT, ImageRejected, check_image, media_type_of, still_image
 
 if TYPE_CHECKING:
-    from bot.agent.tools import Attachment, ToolContext
+    from bot.config import Settings
+    from workspace import Workspace
 
-__all__ = ["MediaError", "redact", "resolve_image", "resolve_path", "resolve_video", "trusted_origins"]
+__all__ = ["MediaError", "MediaScope", "redact", "resolve_image", "resolve_path", "resolve_video", "trusted_origins"]
 
 _SLACK_FILE_ID = re.compile(r"^F[A-Z0-9]{6,}$")
 _B64_CHARS = re.compile(r"^[A-Za-z0-9+/=_\-\s]+$")
@@ -32,17 +35,31 @@ class MediaError(Exception):
     """An image/video reference that cannot or may not be opened; str() is one line saying what to do."""
 
 
-def _max_bytes(ctx: ToolContext) -> int:
+class MediaScope(Protocol):
+    """What resolving a reference reads: settings (folders, limits, the inference server), the camera registry and
+    the files attached to this conversation. A tool's ToolContext and a command's CommandContext are each one."""
+
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def workspace(self) -> Workspace | None: ...
+
+    @property
+    def attachments(self) -> Sequence[Attachment]: ...
+
+
+def _max_bytes(ctx: MediaScope) -> int:
     return int(ctx.settings.slack.max_image_bytes)
 
 
-def allowed_roots(ctx: ToolContext) -> list[Path]:
+def allowed_roots(ctx: MediaScope) -> list[Path]:
     """Folders whose files tools may open: the workspace and VISION_AGENT_MEDIA_DIRS (resolved)."""
     roots = [Path(ctx.settings.workspace)] + list(ctx.settings.media_dirs)
     return [r.expanduser().resolve() for r in roots]
 
 
-def _refuse_path(ref: str, ctx: ToolContext) -> MediaError:
+def _refuse_path(ref: str, ctx: MediaScope) -> MediaError:
     folders = ", ".join(str(r) for r in allowed_roots(ctx))
     return MediaError(
         f"{ref!r} is outside the folders I may read ({folders}) and is not an attached file; "
@@ -50,7 +67,7 @@ def _refuse_path(ref: str, ctx: ToolContext) -> MediaError:
     )
 
 
-def _attachment_for(ref: str, ctx: ToolContext) -> Attachment | None:
+def _attachment_for(ref: str, ctx: MediaScope) -> Attachment | None:
     for att in ctx.attachments:
         if ref in (att.file_id, att.name, str(att.path), att.path.name):
             return att
@@ -61,7 +78,7 @@ def _attachment_for(ref: str, ctx: ToolContext) -> Attachment | None:
     return next((a for a in ctx.attachments if a.path.resolve() == resolved), None)
 
 
-def resolve_path(ref: str, ctx: ToolContext) -> Path:
+def resolve_path(ref: str, ctx: MediaScope) -> Path:
     """An existing file that is attached or inside an allowed folder (symlinks followed, `..` refused)."""
     att = _attachment_for(ref, ctx)
     if att is not None:
@@ -88,7 +105,7 @@ def resolve_path(ref: str, ctx: ToolContext) -> Path:
     raise MediaError(f"file {ref!r} not found in the allowed folders ({folders}); check the name or attach the file.")
 
 
-def _check_image(data: bytes, what: str, ctx: ToolContext) -> bytes:
+def _check_image(data: bytes, what: str, ctx: MediaScope) -> bytes:
     """The bytes, if they are an image of a known format within media.max_pixels (header read, nothing decoded)."""
     if not data:
         raise MediaError(f"{what} is empty.")
@@ -99,7 +116,7 @@ def _check_image(data: bytes, what: str, ctx: ToolContext) -> bytes:
     return data
 
 
-def _read_file(path: Path, ctx: ToolContext, what: str) -> bytes:
+def _read_file(path: Path, ctx: MediaScope, what: str) -> bytes:
     size = path.stat().st_size
     if size > _max_bytes(ctx):
         raise MediaError(f"{what} is {size // 1024} KB, over the {_max_bytes(ctx) // 1024} KB limit; send a smaller image.")
@@ -123,16 +140,16 @@ def _decode_base64(ref: str) -> bytes | None:
         raise MediaError(f"the base64 image data is invalid ({exc}); send the image again.") from None
 
 
-def trusted_origins(ctx: ToolContext) -> set[str]:
+def trusted_origins(ctx: MediaScope) -> set[str]:
     """Origins that may be private/loopback: each registered camera's and the inference server's (scheme+host+port)."""
-    origins = camera_origins(ctx.services.workspace, ctx.settings)
+    origins = camera_origins(ctx.workspace, ctx.settings)
     server = origin(ctx.settings.inference.server_url)
     if server:
         origins.add(server)
     return origins
 
 
-def resolve_image(ref: str, ctx: ToolContext) -> bytes:
+def resolve_image(ref: str, ctx: MediaScope) -> bytes:
     """Image bytes for a tool's `image` argument, or MediaError with a one-line reason."""
     ref = (ref or "").strip()
     if not ref:
@@ -158,7 +175,7 @@ def resolve_image(ref: str, ctx: ToolContext) -> bytes:
     return _read_file(path, ctx, f"file {path.name!r}")
 
 
-def _video_file(ref: str, ctx: ToolContext) -> str:
+def _video_file(ref: str, ctx: MediaScope) -> str:
     path = resolve_path(ref, ctx)
     if still_image(str(path)):
         raise MediaError(f"{path.name!r} {STILL_HINT}.")
@@ -170,7 +187,7 @@ def _video_file(ref: str, ctx: ToolContext) -> str:
     return str(path)
 
 
-def _http_stream(ref: str, ctx: ToolContext) -> str:
+def _http_stream(ref: str, ctx: MediaScope) -> str:
     """An untrusted http(s) source, looked at first: FFmpeg would follow its redirects and playlists unchecked."""
     timeout = min(ctx.settings.inference.request_timeout, PROBE_TIMEOUT)
     final, content_type, head = probe_url(ref, trusted_origins(ctx), timeout)
@@ -183,7 +200,7 @@ def _http_stream(ref: str, ctx: ToolContext) -> str:
     return check_reach(final, trusted_origins(ctx), _VIDEO_SCHEMES).pinned
 
 
-def resolve_video(ref: str, ctx: ToolContext) -> str:
+def resolve_video(ref: str, ctx: MediaScope) -> str:
     """A video_reference a backend can open: a webcam index, a camera's URL, a checked stream URL, or a video file.
 
     Stream URLs that are not a registered camera's origin must resolve to public addresses; the URL returned
@@ -195,7 +212,7 @@ def resolve_video(ref: str, ctx: ToolContext) -> str:
         raise MediaError("no video source given; pass an RTSP/HTTP URL, a webcam index, a camera name or a file.")
     if ref.isdigit():
         return ref
-    source = find_camera(ctx.services.workspace, ctx.settings, ref) or ref
+    source = find_camera(ctx.workspace, ctx.settings, ref) or ref
     scheme = urlsplit(source).scheme.lower() if "://" in source else ""
     if scheme and scheme not in _VIDEO_SCHEMES:
         raise MediaError(f"{scheme}:// is not a supported video source; use rtsp://, http(s)://, a webcam index or a file.")

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bot.backends.base import (
+    LIVE,
     AdoptingBackend,
     BackendError,
     InferenceBackend,
@@ -22,9 +23,10 @@ from bot.media.redaction import redact
 from bot.media.sniff import STILL_HINT, still_image
 from bot.pipelines.backend_choice import BackendChoice
 from bot.pipelines.clips import ClipRecorder
+from bot.pipelines.request import StartRequest
 from bot.pipelines.restore import restore_all
 from bot.pipelines.state import PipelineConfig, PipelineNotFound
-from bot.pipelines.table import LIVE, PipelineTable
+from bot.pipelines.table import PipelineTable
 
 __all__ = ["LIVE", "PipelineConfig", "PipelineManager", "PipelineNotFound"]
 log = logging.getLogger(__name__)
@@ -115,8 +117,7 @@ class PipelineManager(PipelineTable):
         backend = self.backends.of(cfg.pipeline_id)
         try:
             handle = await backend.start_pipeline(
-                cfg.pipeline_id, cfg.name, cfg.video_reference, workflow_spec=spec,
-                workspace_name=cfg.workspace_name, workflow_id=cfg.workflow_id, max_fps=cfg.max_fps,
+                cfg.pipeline_id, cfg.name, cfg.video_reference, ref=cfg.workflow(spec), max_fps=cfg.max_fps,
                 parameters=cfg.parameters, on_result=self.on_result,
             )
         except BaseException:
@@ -133,30 +134,22 @@ class PipelineManager(PipelineTable):
         except Exception:  # it may never have existed in the backend
             log.debug("cleanup of %s: nothing to stop", pid)
 
-    async def start(
-        self,
-        video_reference: str,
-        name: str,
-        model_id: str | None = None,
-        workflow_spec: dict | None = None,
-        workspace_name: str | None = None,
-        workflow_id: str | None = None,
-        max_fps: float | None = None,
-        parameters: dict | None = None,
-        backend: str | None = None,
-    ) -> PipelineHandle:
-        """Start a pipeline; BackendError (one line) if the name is taken, the spec is invalid or the source fails.
+    async def start(self, req: StartRequest) -> PipelineHandle:
+        """Start `req` as given; BackendError (one line) if the name is taken, the spec is invalid or the source fails.
 
-        `backend`: run this one on another backend than the configured one ("direct", "http", "webrtc").
+        Its source is opened as is and a line or zone must already be in its spec: `bot.pipelines.start.start`
+        checks and resolves a request from a user or the model, then calls this.
         """
-        other = self.backends.check(backend)
-        if workflow_id and not workspace_name:
+        if req.line is not None or req.zone is not None or req.anchor is not None:
+            raise BackendError("line=, zone= and anchor= are composed into the spec by bot.pipelines.start.start")
+        other = self.backends.check(req.backend)
+        if req.workflow_id and not req.workspace_name:
             raise BackendError("workflow_id needs workspace_name too (the Roboflow workspace that owns it).")
         await self.provider.aget()  # built off the event loop on first use
         async with self._start_lock:
             cfg = PipelineConfig(
-                self._new_id(), self._unique_name(name), str(video_reference), model_id, workflow_spec,
-                workspace_name, workflow_id, max_fps, parameters, backend=other,
+                self._new_id(), self._unique_name(req.name or ""), str(req.source), req.model_id, req.workflow_spec,
+                req.workspace_name, req.workflow_id, req.max_fps, req.parameters, backend=other,
             )
             handle = await self.launch(cfg)
             cfg.started_at = handle.started_at

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from bot.pipelines.table import LIVE, PipelineTable
+from bot.backends.base import LIVE
+from bot.pipelines.table import PipelineTable
 
 
 def default_name(source: str, camera: str | None, table: PipelineTable) -> str:

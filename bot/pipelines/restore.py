@@ -35,8 +35,8 @@ async def _adopt(mgr: PipelineManager, cfg: PipelineConfig) -> PipelineHandle | 
         return None
     mgr.backends.assign(cfg.pipeline_id, cfg.backend)
     handle = await backend.adopt_pipeline(
-        cfg.pipeline_id, cfg.server_id, cfg.name, cfg.video_reference, workflow_spec=mgr.spec_of(cfg),
-        workspace_name=cfg.workspace_name, workflow_id=cfg.workflow_id, on_result=mgr.on_result, paused=cfg.paused,
+        cfg.pipeline_id, cfg.server_id, cfg.name, cfg.video_reference, ref=cfg.workflow(mgr.spec_of(cfg)),
+        on_result=mgr.on_result, paused=cfg.paused,
     )
     if handle is None:
         log.info("pipeline %s is no longer on the inference server; starting it again", cfg.name)

@@ -9,6 +9,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from bot.backends.base import WorkflowRef
+
 log = logging.getLogger(__name__)
 
 VERSION = 1
@@ -39,6 +41,11 @@ class PipelineConfig:
     server_id: str | None = None  # the inference server's own id (http backend): adopted again after a crash
     restore_failures: int = 0  # consecutive start-ups whose restore failed (bot/pipelines/restore.py gives up)
     backend: str | None = None  # started with backend= on another backend than the configured one
+
+    def workflow(self, spec: dict | None) -> WorkflowRef:
+        """What the backend runs: `spec` (PipelineManager.spec_of: the model wrapped, or the inline spec), or the
+        saved workflow when spec is None."""
+        return WorkflowRef(workflow_spec=spec, workspace_name=self.workspace_name, workflow_id=self.workflow_id)
 
 
 def save_state(path: Path, configs: list[PipelineConfig]) -> None:

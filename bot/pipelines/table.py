@@ -8,13 +8,11 @@ import secrets
 import threading
 from pathlib import Path
 
-from bot.backends.base import BackendError, InferenceResult, PipelineHandle, ResultListener
+from bot.backends.base import LIVE, BackendError, InferenceResult, PipelineHandle, ResultListener
 from bot.media.redaction import redact
 from bot.pipelines.state import PipelineConfig, PipelineNotFound, save_state
 
 log = logging.getLogger(__name__)
-
-LIVE = ("starting", "running", "paused")
 
 
 class PipelineTable:

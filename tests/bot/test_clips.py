@@ -16,6 +16,7 @@ from bot.config import Settings, load_settings
 from bot.media.clip_video import encode_clip
 from bot.monitoring.monitor import Monitor
 from bot.pipelines.clips import ClipRecorder, FrameRing
+from bot.pipelines.request import StartRequest
 from bot.services import Services
 from tests.bot.monitor_helpers import make_router, run_to_end
 from tools import build_registry
@@ -86,8 +87,8 @@ async def test_real_pipeline_alert_carries_a_playable_clip_of_the_event(
     mgr.add_result_listener(lambda h, r: held.append(mgr.clips.buffer_bytes(h.pipeline_id)))
     video = make_video(tmp_path / "door.mp4", frames=75, fps=15, hold=20)
     try:  # max_fps = the video's rate: the file plays in real time, as a camera would
-        await mgr.start(str(video), "door", workflow_spec=detection_workflow("builtin/faces", line=crossing_line()),
-                        max_fps=15)
+        await mgr.start(StartRequest(str(video), "door", workflow_spec=detection_workflow("builtin/faces", line=crossing_line()),
+                        max_fps=15))
         await run_to_end(mgr, "door")
         await monitor.flush()
     finally:

@@ -11,6 +11,7 @@ from bot.commands.dispatch import USAGE, CommandContext, run_command
 from bot.config import load_settings
 from bot.monitoring.alerts import AlertRouter
 from bot.pipelines.manager import PipelineManager
+from bot.services import Services
 from tests.tools.fake_backend import FakeBackend, result
 
 CAMERAS = "| Name | URL | Location |\n|---|---|---|\n| dock | rtsp://admin:hunter2@10.0.0.5/s1 | Loading dock |\n"
@@ -27,7 +28,7 @@ def ctx(settings, workspace_dir: Path, backend) -> CommandContext:
     (workspace_dir / "corrupt.broken").write_bytes(b"\x00")
     router = AlertRouter(workspace_dir / ".state" / "alerts.json", default_channel="#general")
     mgr = PipelineManager(lambda: backend, workspace_dir / "active_state.json", settings)
-    return CommandContext(settings, mgr, router, None, user_id="U1", channel_id="C1")
+    return CommandContext(settings, Services(pipelines=mgr, router=router), user_id="U1", channel_id="C1")
 
 
 @pytest.mark.parametrize("text", ["", "help", "/vision", "/vision help"])
@@ -122,8 +123,8 @@ async def test_snapshot_posts_the_latest_frame_to_the_channel(ctx, backend):
 async def test_route_and_status(ctx):
     assert (await run_command("route <#C999|alerts> camera=dock", ctx)).ok
     assert (await run_command("route #all-alerts", ctx)).ok
-    assert ctx.router.routes() == {"dock": "C999", "*": "#all-alerts"}
-    ctx.router.mute("dock", 3600)
+    assert ctx.services.router.routes() == {"dock": "C999", "*": "#all-alerts"}
+    ctx.services.router.mute("dock", 3600)
     await run_command("start dock", ctx)
     status = await run_command("status", ctx)
     assert "dock → C999" in status.text and "* → #all-alerts" in status.text
@@ -134,17 +135,17 @@ async def test_allowlist_limits_control_but_not_viewing(base_env, workspace_dir:
     settings = load_settings(base_env, slack={"allowed_users": ["U1"], "allowed_channels": ["C1"]})
     mgr = PipelineManager(lambda: backend, workspace_dir / "active_state.json", settings)
     router = AlertRouter(workspace_dir / "alerts.json")
-    stranger = CommandContext(settings, mgr, router, user_id="U2", channel_id="C1")
+    stranger = CommandContext(settings, Services(pipelines=mgr, router=router), user_id="U2", channel_id="C1")
     for text in ("start 0", "stop all", "pause x", "resume x", "route #x"):
         reply = await run_command(text, stranger)
         assert not reply.ok and "Only <@U1> may change pipelines, rules and schedules" in reply.text
     assert (await run_command("list", stranger)).ok and (await run_command("status", stranger)).ok
-    wrong_channel = CommandContext(settings, mgr, router, user_id="U1", channel_id="C2")
+    wrong_channel = CommandContext(settings, Services(pipelines=mgr, router=router), user_id="U1", channel_id="C2")
     assert "can only be changed from <#C1>" in (await run_command("start 0", wrong_channel)).text
-    allowed = CommandContext(settings, mgr, router, user_id="U1", channel_id="C1")
+    allowed = CommandContext(settings, Services(pipelines=mgr, router=router), user_id="U1", channel_id="C1")
     assert (await run_command("start 0", allowed)).ok
     assert backend.calls and router.routes() == {}
-    local = CommandContext(settings, mgr, router, user_id="cli", channel_id="cli")  # the REPL owner
+    local = CommandContext(settings, Services(pipelines=mgr, router=router), user_id="cli", channel_id="cli")  # the REPL owner
     assert (await run_command("route #local", local)).ok
 
 
@@ -155,7 +156,7 @@ async def test_backend_is_built_only_when_a_pipeline_command_needs_it(settings, 
         made.append(FakeBackend())
         return made[-1]
 
-    ctx = CommandContext(settings, PipelineManager(factory, workspace_dir / "active_state.json", settings), None)
+    ctx = CommandContext(settings, Services(pipelines=PipelineManager(factory, workspace_dir / "active_state.json", settings)))
     await run_command("help", ctx)
     assert (await run_command("list", ctx)).text.startswith("No pipelines")
     assert made == []  # nothing ran yet: `inference` is not imported for help or an empty list

@@ -18,6 +18,7 @@ from bot.monitoring.monitor import Monitor
 from bot.monitoring.rules import Rule
 from bot.monitoring.scheduler import Scheduler
 from bot.pipelines.manager import PipelineManager
+from bot.services import Services
 from tests.bot.monitor_helpers import dwell_result, make_router
 from tests.fakes.slack_api import SlackEmulator
 from tests.fixtures.slack import RunningBot
@@ -38,7 +39,7 @@ def make_ctx(settings, workspace_dir: Path, backend: FakeBackend, **who) -> Comm
     monitor = Monitor(router, mgr, settings, db_path=workspace_dir / ".state" / "monitor.json")
     scheduler = Scheduler(settings, None, monitor, None, router=router, pipelines=mgr,
                           db_path=workspace_dir / ".state" / "cron.json")
-    ctx = CommandContext(settings, mgr, router, None, monitor=monitor, scheduler=scheduler,
+    ctx = CommandContext(settings, Services(pipelines=mgr, router=router, monitor=monitor, scheduler=scheduler),
                          **({"user_id": "U1", "channel_id": "C1"} | who))
     ctx.sink = sink  # type: ignore[attr-defined] - the test reads what was alerted
     return ctx
@@ -48,7 +49,7 @@ def make_ctx(settings, workspace_dir: Path, backend: FakeBackend, **who) -> Comm
 def ctx(settings, workspace_dir: Path, backend: FakeBackend):
     ctx = make_ctx(settings, workspace_dir, backend)
     yield ctx
-    ctx.scheduler.stop()
+    ctx.services.scheduler.stop()
 
 
 @pytest.mark.parametrize(
@@ -67,7 +68,7 @@ def ctx(settings, workspace_dir: Path, backend: FakeBackend):
 async def test_rule_kinds_reach_the_monitor(ctx, text, camera, rule):
     reply = await run_command(text, ctx)
     assert reply.ok, reply.text
-    assert ctx.monitor.rules() == [rule]
+    assert ctx.services.monitor.rules() == [rule]
     assert f"`/vision unrule {camera} {rule.id}`" in reply.text
 
 
@@ -88,33 +89,33 @@ async def test_rule_kinds_reach_the_monitor(ctx, text, camera, rule):
 async def test_rule_mistakes_say_what_to_type(ctx, text, expected):
     reply = await run_command(text, ctx)
     assert not reply.ok and expected in reply.text
-    assert ctx.monitor.rules() == []
+    assert ctx.services.monitor.rules() == []
 
 
 async def test_a_rule_set_by_command_fires_on_pipeline_results(ctx, backend):
-    ctx.monitor.start()
+    ctx.services.monitor.start()
     await run_command("start 0 name=desk", ctx)
     assert (await run_command("rule desk count person>2", ctx)).ok  # a pipeline name is a camera too
     pid = ctx.manager().resolve("desk").pipeline_id
     backend.emit(pid, result({"person": 2}))
     backend.emit(pid, result({"person": 3}))
-    await ctx.monitor.flush()
+    await ctx.services.monitor.flush()
     assert [(a.camera, a.rule) for a in ctx.sink.alerts] == [("desk", "count_over:person>2")]
     await ctx.manager().stop_all()
 
 
 async def test_a_rule_for_a_camera_without_a_pipeline_yet_waits_for_it(ctx, backend):
-    ctx.monitor.start()
+    ctx.services.monitor.start()
     reply = await run_command("rule street zone 20", ctx)
     assert reply.ok, reply.text
     assert "No camera or pipeline is called street yet: the rule applies once a pipeline of that name runs" in reply.text
-    assert [(r.camera, r.id) for r in ctx.monitor.rules()] == [("street", "time_in_zone>20s")]
+    assert [(r.camera, r.id) for r in ctx.services.monitor.rules()] == [("street", "time_in_zone>20s")]
     assert "*street*: `time_in_zone>20s`" in (await run_command("rules street", ctx)).text
 
     await run_command("start 0 name=street", ctx)
     pid = ctx.manager().resolve("street").pipeline_id
     backend.emit(pid, dwell_result(("person", 12, 21.0)))
-    await ctx.monitor.flush()
+    await ctx.services.monitor.flush()
     assert [(a.camera, a.text) for a in ctx.sink.alerts] == [("street", "person #12 in the zone for 21 s, over 20 s")]
     await ctx.manager().stop_all()
 
@@ -122,7 +123,7 @@ async def test_a_rule_for_a_camera_without_a_pipeline_yet_waits_for_it(ctx, back
 async def test_rules_lists_configured_and_guessed_defaults(ctx, backend):
     assert "*dock*: none yet" in (await run_command("rules", ctx)).text
     await run_command("start 0 name=desk", ctx)
-    ctx.monitor.on_result(ctx.manager().resolve("desk"), result({}))  # nothing seen: the default is guessed, no alert
+    ctx.services.monitor.on_result(ctx.manager().resolve("desk"), result({}))  # nothing seen: the default is guessed, no alert
     await run_command("rule dock count person>3 cooldown=90", ctx)
     await run_command("rule * appears car", ctx)
     listing = (await run_command("rules", ctx)).text
@@ -146,12 +147,12 @@ async def test_unrule_removes_and_explains_misses(ctx):
     wrong_scope = await run_command("unrule dock line_crossed", ctx)
     assert not wrong_scope.ok and "`/vision unrule * line_crossed`" in wrong_scope.text
     assert (await run_command("unrule dock count_over:person&gt;3", ctx)).ok  # Slack-escaped id
-    assert ctx.monitor.rules() == [Rule("line_crossed", "*")]
+    assert ctx.services.monitor.rules() == [Rule("line_crossed", "*")]
     assert not (await run_command("unrule dock", ctx)).ok
-    ctx.monitor.add_rule(Rule("line_crossed", "gone"))  # its pipeline and CAMERAS.md row were removed since
+    ctx.services.monitor.add_rule(Rule("line_crossed", "gone"))  # its pipeline and CAMERAS.md row were removed since
     assert "• *gone*: `line_crossed`" in (await run_command("rules", ctx)).text
     assert (await run_command("unrule gone line_crossed", ctx)).ok
-    assert ctx.monitor.rules() == [Rule("line_crossed", "*")]
+    assert ctx.services.monitor.rules() == [Rule("line_crossed", "*")]
 
 
 @pytest.mark.parametrize(
@@ -168,7 +169,7 @@ async def test_unrule_removes_and_explains_misses(ctx):
 async def test_schedule_saves_a_named_job(ctx, text, name, fields):
     reply = await run_command(text, ctx)
     assert reply.ok, reply.text
-    job = next(j for j in ctx.scheduler.jobs() if j.name == name)
+    job = next(j for j in ctx.services.scheduler.jobs() if j.name == name)
     assert {k: getattr(job, k) for k in fields} == fields
     assert f"`/vision unschedule {name}`" in reply.text
 
@@ -200,7 +201,7 @@ async def test_a_heartbeat_job_says_whether_the_configured_one_also_runs(base_en
 async def test_schedule_mistakes_say_what_to_type(ctx, text, expected):
     reply = await run_command(text, ctx)
     assert not reply.ok and expected in reply.text
-    assert [j.name for j in ctx.scheduler.jobs()] == ["daily_summary"]  # only the seeded default
+    assert [j.name for j in ctx.services.scheduler.jobs()] == ["daily_summary"]  # only the seeded default
 
 
 async def test_jobs_show_the_next_run_and_unschedule_removes(ctx):
@@ -211,14 +212,14 @@ async def test_jobs_show_the_next_run_and_unschedule_removes(ctx):
     assert re.fullmatch(r"• `summary-19:00` — daily_summary, daily at 19:00; next \w{3} 19:00 UTC", listing[3])
     assert listing[2] == "• `snapshot-dock-hourly` — snapshot of dock, every 60 min; next within 60 min once " \
         "the scheduler runs"
-    ctx.scheduler.start()  # now `schedule` knows the interval job's next run
+    ctx.services.scheduler.start()  # now `schedule` knows the interval job's next run
     soon = datetime.now(ZoneInfo("UTC")) + timedelta(minutes=60)
     line = next(x for x in (await run_command("jobs", ctx)).text.splitlines() if "snapshot-dock-hourly" in x)
     shown = re.search(r"next \w{3} (\d\d:\d\d) UTC$", line)
     assert shown, line
     assert shown[1] in {f"{soon:%H:%M}", f"{soon - timedelta(minutes=1):%H:%M}"}
     assert (await run_command("unschedule snapshot-dock-hourly", ctx)).ok
-    assert ctx.scheduler.next_run("snapshot-dock-hourly") is None
+    assert ctx.services.scheduler.next_run("snapshot-dock-hourly") is None
     miss = await run_command("unschedule snapshot-dock-hourly", ctx)
     assert not miss.ok and "the jobs are: `daily_summary`, `summary-19:00`" in miss.text
 
@@ -238,12 +239,12 @@ async def test_allowlist_covers_rules_and_schedules_but_not_listing(base_env, wo
     for text in ("rule dock line", "unrule dock line_crossed", "schedule summary at 10:00", "unschedule daily_summary"):
         reply = await run_command(text, stranger)
         assert not reply.ok and "Only <@U1>" in reply.text
-    assert stranger.monitor.rules() == [] and len(stranger.scheduler.jobs()) == 1
+    assert stranger.services.monitor.rules() == [] and len(stranger.services.scheduler.jobs()) == 1
     assert (await run_command("rules", stranger)).ok and (await run_command("jobs", stranger)).ok
 
 
 async def test_without_monitor_or_scheduler_the_commands_say_where_they_work(settings):
-    bare = CommandContext(settings, None, None)
+    bare = CommandContext(settings)
     reply = await run_command("rule * line", bare)
     assert not reply.ok and "the monitor is not running" in reply.text
     reply = await run_command("jobs", bare)

@@ -10,6 +10,7 @@ import pytest
 from bot.config import Settings
 from bot.monitoring.monitor import Monitor
 from bot.monitoring.rules import Rule
+from bot.pipelines.request import StartRequest
 from tests.bot.monitor_helpers import make_router, run_to_end
 from workspace.memory import MemoryStore
 
@@ -37,7 +38,7 @@ async def test_someone_lingering_in_the_zone_on_real_footage_alerts_with_who_and
         {d.tracker_id: max(d.time_in_zone or 0.0, longest.get(d.tracker_id, 0.0)) for d in r.detections}))
     try:
         spec = detection_workflow("builtin/motion", zone=PAVEMENT)
-        await mgr.start(str(STREET), "street", workflow_spec=spec)
+        await mgr.start(StartRequest(str(STREET), "street", workflow_spec=spec))
         await run_to_end(mgr, "street")
         await monitor.flush()
         await monitor.check_health()  # the clip has ended: the timeline writes the stays still open

@@ -11,6 +11,7 @@ import pytest
 from bot.config import Settings
 from bot.monitoring.monitor import Monitor
 from bot.monitoring.rules import Rule
+from bot.pipelines.request import StartRequest
 from tests.bot.monitor_helpers import (
     JPEG,
     Clock,
@@ -239,7 +240,7 @@ async def test_real_pipeline_face_crossing_alerts_once_and_muted_camera_never(
     crossings: list[dict] = []
     mgr.add_result_listener(lambda h, r: crossings.append(dict(r.values)) if r.values.get("count_in") else None)
     try:
-        await mgr.start(str(video), "door", workflow_spec=detection_workflow("builtin/faces", line=crossing_line()))
+        await mgr.start(StartRequest(str(video), "door", workflow_spec=detection_workflow("builtin/faces", line=crossing_line())))
         await run_to_end(mgr, "door")
         await monitor.flush()
     finally:

@@ -14,6 +14,7 @@ import pytest
 import supervision as sv
 
 from bot.config import Settings
+from bot.pipelines.request import StartRequest
 from tests.bot.monitor_helpers import run_to_end
 
 DATA = Path(__file__).resolve().parents[1] / "fixtures" / "data"
@@ -61,7 +62,7 @@ async def test_people_crossing_the_middle_of_real_footage_are_counted_once_each(
     counts: list[tuple[int, int]] = []
     mgr.add_result_listener(lambda h, r: counts.append((r.values.get("count_in"), r.values.get("count_out"))))
     try:
-        await mgr.start(str(clip), "street", workflow_spec=analytics.spec)
+        await mgr.start(StartRequest(str(clip), "street", workflow_spec=analytics.spec))
         await run_to_end(mgr, "street")
     finally:
         await mgr.stop_all()

@@ -34,7 +34,7 @@ class DeadCameras(FakeBackend):
         await asyncio.to_thread(time.sleep, self.hang)
         if self.tries <= self.fail_times:
             raise BackendError(f"cannot open video source {video_reference}: timed out")
-        return await super().start_pipeline(pipeline_id, name, video_reference, on_result, **kw)
+        return await super().start_pipeline(pipeline_id, name, video_reference, on_result=on_result, **kw)
 
 
 def save_dead_cameras(path: Path, failures: int = 0) -> None:

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from bot.monitoring.alerts import Alert
+from bot.pipelines.request import StartRequest
 from handlers.alerts import FALSE_ALARM_ACTION, MUTE_ACTION, STOP_ACTION
 from tests.fakes.anthropic_api import FakeAnthropic, text
 from tests.fakes.slack_api import SlackEmulator
@@ -88,7 +89,7 @@ async def test_stop_click_stops_the_pipeline_through_the_command_core(
     pipelines = alert_bot.runtime.pipelines
     video = alert_bot.settings.workspace / "lobby.mp4"
     video.write_bytes(b"x")
-    handle = await pipelines.start(str(video), "lobby", model_id="builtin/people")
+    handle = await pipelines.start(StartRequest(str(video), "lobby", model_id="builtin/people"))
     await alert_bot.runtime.router.dispatch(alert(pipeline_id=handle.pipeline_id))
     await slack_api.await_for("chat.postMessage")
     ts = slack_api.messages("C0GENERAL")[0]["ts"]

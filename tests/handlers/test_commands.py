@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from bot.pipelines.request import StartRequest
 from handlers import commands
 from tests.fakes.slack_api import SlackEmulator
 from tests.fixtures.slack import RunningBot, start_bot, stop_bot
@@ -84,7 +85,7 @@ async def test_snapshot_uploads_the_latest_frame_to_the_channel(
     video = bot_with_fake_backend.settings.workspace / "door.mp4"
     video.write_bytes(b"not really a video")
     pipelines = bot_with_fake_backend.runtime.pipelines
-    handle = await pipelines.start(str(video), "door", model_id="builtin/people")
+    handle = await pipelines.start(StartRequest(str(video), "door", model_id="builtin/people"))
     frame = jpeg(40, 30)
     pipelines.backend.emit(handle.pipeline_id, result({"person": 2}, frame=frame))
     env = await slack_api.await_ack(slack_api.slash("snapshot door", channel="C0OTHER"))

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from bot.pipelines.request import StartRequest
 from bot.rights import OPERATOR
 from tests.fakes.anthropic_api import FakeAnthropic, text, tool_use
 from tests.fakes.slack_api import SlackEmulator
@@ -25,7 +26,7 @@ async def guarded_bot(slack_env: dict[str, str], slack_api: SlackEmulator) -> As
     running = await start_bot(slack_env, slack_api, backend=FakeBackend(), slack={"allowed_users": [BOSS]})
     video = Path(running.settings.workspace) / "lobby.mp4"
     video.write_bytes(b"x")
-    await running.runtime.pipelines.start(str(video), "lobby", model_id="builtin/people")
+    await running.runtime.pipelines.start(StartRequest(str(video), "lobby", model_id="builtin/people"))
     try:
         yield running
     finally:

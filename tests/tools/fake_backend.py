@@ -7,7 +7,7 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
-from bot.backends.base import BackendError, Detection, InferenceResult, PipelineHandle, ResultListener
+from bot.backends.base import BackendError, Detection, InferenceResult, PipelineHandle, ResultListener, WorkflowRef
 from bot.backends.policy import check_spec
 from bot.config import InferenceConfig
 
@@ -50,7 +50,10 @@ class FakeBackend:
             raise BackendError(self.fail_single)
         return self.single
 
-    async def start_pipeline(self, pipeline_id: str, name: str, video_reference: str, on_result=None, **kw: Any) -> PipelineHandle:
+    async def start_pipeline(self, pipeline_id: str, name: str, video_reference: str, ref: WorkflowRef,
+                             max_fps: float | None = None, parameters: dict | None = None, on_result=None) -> PipelineHandle:
+        kw = {"workflow_spec": ref.workflow_spec, "workspace_name": ref.workspace_name, "workflow_id": ref.workflow_id,
+              "max_fps": max_fps, "parameters": parameters}
         self.calls.append(("start_pipeline", {"pipeline_id": pipeline_id, "video_reference": video_reference, **kw}))
         if video_reference.startswith("/") and not Path(video_reference).is_file():
             raise BackendError(f"cannot open video source {video_reference}: no such file")
@@ -129,8 +132,9 @@ class FakeServerBackend(FakeBackend):
         self.server = server
         self.server_ids: dict[str, str] = {}
 
-    async def start_pipeline(self, pipeline_id: str, name: str, video_reference: str, on_result=None, **kw: Any) -> PipelineHandle:
-        handle = await super().start_pipeline(pipeline_id, name, video_reference, on_result=on_result, **kw)
+    async def start_pipeline(self, *args: Any, **kw: Any) -> PipelineHandle:
+        handle = await super().start_pipeline(*args, **kw)
+        pipeline_id = handle.pipeline_id
         self.server.started += 1
         self.server_ids[pipeline_id] = f"srv-{self.server.started}"
         self.server.running.add(self.server_ids[pipeline_id])
@@ -140,8 +144,10 @@ class FakeServerBackend(FakeBackend):
         return self.server_ids.get(pipeline_id)
 
     async def adopt_pipeline(
-        self, pipeline_id: str, server_id: str, name: str, video_reference: str, on_result=None, paused: bool = False, **kw: Any
+        self, pipeline_id: str, server_id: str, name: str, video_reference: str, ref: WorkflowRef, on_result=None,
+        paused: bool = False,
     ) -> PipelineHandle | None:
+        kw = {"workflow_spec": ref.workflow_spec, "workspace_name": ref.workspace_name, "workflow_id": ref.workflow_id}
         self.calls.append(("adopt_pipeline", {"pipeline_id": pipeline_id, "server_id": server_id, "paused": paused, **kw}))
         if server_id not in self.server.running:
             return None

@@ -12,6 +12,7 @@ from bot.agent.tools import ToolContext
 from bot.backends.provider import BackendProvider
 from bot.backends.workflows import detection_workflow
 from bot.pipelines.manager import PipelineManager
+from bot.pipelines.request import StartRequest
 from bot.services import Services
 from tests.fakes.waits import patience
 from tests.fixtures.inference import crossing_line, make_video
@@ -102,8 +103,8 @@ async def test_restart_restores_pipelines_and_marks_a_missing_source(settings, w
     long_video = make_video(workspace_dir / "long.mp4", frames=150)
     gone = make_video(workspace_dir / "gone.mp4", frames=20)
     first = PipelineManager(lambda: DirectBackend(settings), state, settings)
-    await first.start(str(long_video), "hall", model_id="builtin/faces", max_fps=10)
-    await first.start(str(gone), "yard", model_id="builtin/faces", max_fps=10)
+    await first.start(StartRequest(str(long_video), "hall", model_id="builtin/faces", max_fps=10))
+    await first.start(StartRequest(str(gone), "yard", model_id="builtin/faces", max_fps=10))
     await first.close()  # a shutdown, not a user stop: both stay in active_state.json
     gone.unlink()
 

@@ -94,7 +94,7 @@ async def test_vision_start_refuses_a_still_image_and_a_loopback_stream(settings
     (workspace_dir / "photo.png").write_bytes(jpeg())
     router = AlertRouter(workspace_dir / ".state" / "alerts.json", default_channel="#general")
     mgr = PipelineManager(lambda: backend, workspace_dir / "active_state.json", settings)
-    cctx = CommandContext(settings, mgr, router, None, user_id="U1", channel_id="C1")
+    cctx = CommandContext(settings, Services(pipelines=mgr, router=router), user_id="U1", channel_id="C1")
     still = await run_command("start photo.png line=middle", cctx)
     assert not still.ok and STILL in still.text
     lan = await run_command(f"start rtsp://127.0.0.1:{port_watch.port}/live line=middle", cctx)

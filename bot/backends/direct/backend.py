@@ -9,14 +9,14 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-from bot.backends.base import BackendError, InferenceResult, PipelineHandle, ResultListener
+from bot.backends.base import BackendError, InferenceResult, PipelineHandle, ResultListener, WorkflowRef
 from bot.backends.convert import from_workflow_output
 from bot.backends.counting import with_counting_defaults
 from bot.backends.direct.engine import InferenceRuntime, SpecSource, resolve_spec
 from bot.backends.environment import ensure_inference_env
 from bot.backends.errors import translate, workflow_problems
 from bot.backends.policy import check_spec
-from bot.backends.shared import BackendBase, WorkflowRef
+from bot.backends.shared import BackendBase
 from bot.backends.workflows import spec_hash
 from bot.config import Settings
 

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlparse
 
-from bot.backends.base import BackendError
+from bot.backends.base import BackendError, WorkflowRef
 from bot.backends.environment import engine_flags
 from bot.backends.errors import OFFLINE_HINT
-from bot.backends.shared import WorkflowRef, fetch_saved_workflow, refuse_unsafe
+from bot.backends.shared import fetch_saved_workflow, inline_spec, refuse_unsafe
 from bot.backends.workflows import describe_spec, spec_hash
 from bot.config import Settings
 
@@ -159,7 +159,7 @@ def resolve_spec(
     The direct backend's block-policy check of every spec it runs (inline, composed or a model's); `vetted(spec)`
     is the backend's word that this very spec already passed it there (validate_workflow), so it is not run twice.
     """
-    spec, what = ref.inline(video)
+    spec, what = inline_spec(ref, video)
     if spec is None:
         if not (ref.workspace_name and ref.workflow_id):
             raise BackendError("give model_id, workflow_spec, or workspace_name + workflow_id.")

@@ -7,7 +7,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from bot.backends.base import ResultListener
+from bot.backends.base import LIVE, ResultListener
 from bot.backends.convert import from_workflow_output
 from bot.backends.direct.engine import InferenceRuntime, SpecSource
 from bot.backends.errors import translate
@@ -134,7 +134,7 @@ class DirectPipeline(PipelineBase):
             self._pipeline.join()
         finally:
             with self._lock:
-                if self.status in ("starting", "running", "paused"):
+                if self.status in LIVE:
                     self.status = "finished"
             self._ended.set()
             self._settled.set()

@@ -7,12 +7,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlparse
 
-from bot.backends.base import BackendError, InferenceResult, PipelineHandle, ResultListener
+from bot.backends.base import BackendError, InferenceResult, PipelineHandle, ResultListener, WorkflowRef
 from bot.backends.convert import from_model_response, from_serialized_output
 from bot.backends.errors import OFFLINE_HINT, problems_from_block_errors, shorten_problem
 from bot.backends.http.pipeline import HostedPipeline
 from bot.backends.policy import check_spec
-from bot.backends.shared import BackendBase, WorkflowRef, fetch_saved_workflow, refuse_unsafe
+from bot.backends.shared import BackendBase, fetch_saved_workflow, inline_spec, refuse_unsafe
 from bot.backends.workflows import describe_spec, is_builtin, roboflow_model_id
 from bot.config import Settings
 from bot.media.reach import is_loopback
@@ -90,7 +90,7 @@ class HttpBackend(BackendBase):
 
     def resolve(self, ref: WorkflowRef, video: bool) -> tuple[dict[str, Any], str]:
         """(kwargs naming the workflow for the SDK, what-for-errors); safety-checks inline specs."""
-        spec, what = ref.inline(video)
+        spec, what = inline_spec(ref, video)
         if spec is None:
             return {"workspace_name": ref.workspace_name, "workflow_id": ref.workflow_id}, what
         refuse_unsafe(spec, self._settings)
@@ -204,9 +204,7 @@ class HttpBackend(BackendBase):
         server_id: str,
         name: str,
         video_reference: str,
-        workflow_spec: dict | None = None,
-        workspace_name: str | None = None,
-        workflow_id: str | None = None,
+        ref: WorkflowRef,
         on_result: ResultListener | None = None,
         paused: bool = False,
     ) -> PipelineHandle | None:
@@ -215,7 +213,6 @@ class HttpBackend(BackendBase):
         status, _ = await self._call("pipeline status", self._request, "GET", path)
         if status != 200:  # 404 once it ended or the server restarted
             return None
-        ref = WorkflowRef(workflow_spec=workflow_spec, workspace_name=workspace_name, workflow_id=workflow_id)
         named, what = self.resolve(ref, video=True)
         pipe = self._hosted(pipeline_id, name, video_reference, named, what, on_result)
         pipe.start(server_id, paused=paused)

@@ -7,9 +7,9 @@ import threading
 from datetime import datetime
 from typing import Any
 
-from bot.backends.base import BackendError, ResultListener
+from bot.backends.base import LIVE, BackendError, ResultListener
 from bot.backends.convert import from_serialized_output
-from bot.backends.pipeline_base import LIVE_STATUSES, PipelineBase
+from bot.backends.pipeline_base import PipelineBase
 from bot.media.sources import is_live
 
 log = logging.getLogger(__name__)
@@ -58,7 +58,7 @@ class HostedPipeline(PipelineBase):
     def terminate(self) -> None:
         """Stop polling and end the server-side pipeline; the server is asked once however often this is called."""
         with self._lock:
-            if self.status in LIVE_STATUSES:
+            if self.status in LIVE:
                 self.status = "stopped"
             first = not self._stop.is_set()
             self._stop.set()

@@ -6,9 +6,8 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from bot.backends.base import BackendError, PipelineHandle, ResultListener
+from bot.backends.base import BackendError, PipelineHandle, ResultListener, WorkflowRef
 from bot.backends.http.backend import HttpBackend
-from bot.backends.shared import WorkflowRef
 from bot.backends.webrtc.pipeline import WebRtcPipeline
 from bot.backends.workflows import describe_spec
 from bot.media.redaction import redact

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from datetime import datetime
 from typing import Any
 
-from bot.backends.base import BackendError, ResultListener
+from bot.backends.base import LIVE, BackendError, ResultListener
 from bot.backends.convert import from_serialized_output
-from bot.backends.pipeline_base import LIVE_STATUSES, PipelineBase
+from bot.backends.pipeline_base import PipelineBase
 from bot.media.sources import is_live
 
 log = logging.getLogger(__name__)
@@ -55,7 +55,7 @@ class WebRtcPipeline(PipelineBase):
                 self.fail(explain(exc))
             return
         if self.frames and not is_live(self._reference):
-            self._move(LIVE_STATUSES, "finished")
+            self._move(LIVE, "finished")
         elif not self._stopped.is_set():
             self.fail(f"the WebRTC stream from {self.safe_reference} ended without results: check the source and "
                       "the server's log, then start it again")
@@ -90,7 +90,7 @@ class WebRtcPipeline(PipelineBase):
     def terminate(self) -> None:
         """Close the session (idempotent) and wait for its thread."""
         with self._lock:
-            if self.status in LIVE_STATUSES:
+            if self.status in LIVE:
                 self.status = "stopped"
             session = self._session
         self._stopped.set()
@@ -102,7 +102,7 @@ class WebRtcPipeline(PipelineBase):
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=30)
 
-    def _move(self, from_: tuple[str, ...], to: str) -> None:
+    def _move(self, from_: Collection[str], to: str) -> None:
         with self._lock:
             if self.status in from_:
                 self.status = to

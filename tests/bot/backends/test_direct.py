@@ -8,7 +8,7 @@ import cv2
 import numpy as np
 import pytest
 
-from bot.backends.base import BackendError
+from bot.backends.base import BackendError, WorkflowRef
 from bot.backends.direct.backend import DirectBackend
 from bot.backends.workflows import detection_workflow
 from tests.fixtures.common import free_port
@@ -64,10 +64,10 @@ async def test_invalid_spec_gives_problems_and_corrected_spec_deploys(direct_bac
     ghost = {**spec, "steps": [*spec["steps"], {"type": "roboflow_core/no_such_block@v9", "name": "ghost"}]}
     assert "not on this bot's allowlist" in (await direct_backend.validate_workflow(ghost))[0]  # before any compiler
     with pytest.raises(BackendError, match="the workflow is invalid"):
-        await direct_backend.start_pipeline("bad-spec", "door", str(face_video), workflow_spec=spec)
+        await direct_backend.start_pipeline("bad-spec", "door", str(face_video), WorkflowRef(workflow_spec=spec))
     fixed = detection_workflow("builtin/faces")
     assert await direct_backend.validate_workflow(fixed) == []
-    handle = await direct_backend.start_pipeline("good-spec", "door", str(face_video), workflow_spec=fixed)
+    handle = await direct_backend.start_pipeline("good-spec", "door", str(face_video), WorkflowRef(workflow_spec=fixed))
     assert handle.status in ("running", "finished")
     assert (await direct_backend.stop_pipeline("good-spec")).status in ("stopped", "finished")
 
@@ -81,7 +81,7 @@ async def test_custom_python_block_refused_with_how_to_enable(direct_backend, as
     with pytest.raises(BackendError, match="allow_custom_python: true"):
         await direct_backend.run_single(astronaut_jpeg, workflow_spec=spec)
     with pytest.raises(BackendError, match="custom Python"):
-        await direct_backend.start_pipeline("py-1", "x", str(face_video), workflow_spec=spec)
+        await direct_backend.start_pipeline("py-1", "x", str(face_video), WorkflowRef(workflow_spec=spec))
     assert any("Shell" in p for p in await direct_backend.validate_workflow(spec))
 
 
@@ -129,5 +129,5 @@ async def test_saved_workflow_needs_a_key_then_the_network(settings, base_env, a
     keyed = DirectBackend(load_settings({**base_env, "ROBOFLOW_API_KEY": "rf-test-key"}))
     start = time.monotonic()
     with pytest.raises(BackendError, match="could not reach Roboflow to load workflow acme/count-cars"):
-        await keyed.start_pipeline("saved-1", "cars", "/nonexistent.mp4", workspace_name="acme", workflow_id="count-cars")
+        await keyed.start_pipeline("saved-1", "cars", "/nonexistent.mp4", WorkflowRef(workspace_name="acme", workflow_id="count-cars"))
     assert time.monotonic() - start < 20  # fast: no minute of retries against an unreachable host

@@ -19,11 +19,12 @@ import bot.backends.policy as policy
 import bot.backends.policy.check as policy_check
 import bot.backends.shared as shared
 from bot.agent.tools import ToolContext
-from bot.backends.base import BackendError
+from bot.backends.base import BackendError, WorkflowRef
 from bot.backends.direct.engine import InferenceRuntime
 from bot.backends.provider import BackendProvider
 from bot.backends.workflows import detection_workflow
 from bot.pipelines.manager import PipelineManager
+from bot.pipelines.request import StartRequest
 from bot.services import Services
 from tests.fixtures.attacks import WEBHOOK, webhook_spec
 from tests.fixtures.inference import make_video
@@ -73,7 +74,7 @@ def fresh_spec(confidence: float, **kw: Any) -> dict[str, Any]:
 
 
 async def test_manager_start_from_an_inline_spec_checks_once_and_compiles_once(manager, counts, face_video):
-    handle = await manager.start(str(face_video), "door", workflow_spec=fresh_spec(0.4311))
+    handle = await manager.start(StartRequest(str(face_video), "door", workflow_spec=fresh_spec(0.4311)))
     try:
         assert handle.status in ("running", "finished")
         assert (counts.checks, counts.compiles) == (1, 1)
@@ -97,7 +98,7 @@ async def test_tool_start_with_a_line_composes_a_spec_checked_once_and_compiled_
 
 
 async def test_backend_start_without_the_manager_still_checks_and_compiles_once(direct_backend, counts, face_video):
-    await direct_backend.start_pipeline("checks-1", "door", str(face_video), workflow_spec=fresh_spec(0.4312))
+    await direct_backend.start_pipeline("checks-1", "door", str(face_video), WorkflowRef(workflow_spec=fresh_spec(0.4312)))
     try:
         assert (counts.checks, counts.compiles) == (1, 1)
     finally:
@@ -108,7 +109,7 @@ async def test_a_refused_spec_is_checked_once_and_never_compiled_or_started(mana
     spec = fresh_spec(0.4313)
     spec["steps"].append(hook(listener.url))
     with pytest.raises(BackendError, match=WEBHOOK):
-        await manager.start(str(face_video), "hook", workflow_spec=spec)
+        await manager.start(StartRequest(str(face_video), "hook", workflow_spec=spec))
     assert (counts.checks, counts.compiles) == (1, 0)
     assert manager.snapshot() == []
 
@@ -120,7 +121,7 @@ async def test_a_validated_spec_changed_afterwards_is_checked_again_and_refused(
     assert (counts.checks, counts.compiles) == (1, 1)
     spec["steps"].append(hook(listener.url))  # the same dict, changed
     with pytest.raises(BackendError, match=WEBHOOK):
-        await direct_backend.start_pipeline("changed", "door", str(face_video), workflow_spec=spec)
+        await direct_backend.start_pipeline("changed", "door", str(face_video), WorkflowRef(workflow_spec=spec))
     assert counts.checks == 2 and counts.compiles == 1
     assert "changed" not in [h.pipeline_id for h in await direct_backend.list_pipelines()]
     await asyncio.sleep(0.5)

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from bot.backends.base import BackendError
+from bot.backends.base import BackendError, WorkflowRef
 from bot.backends.workflows import detection_workflow
 from tests.fakes.waits import patience
 from tests.fixtures.inference import crossing_line, make_video
@@ -52,7 +52,7 @@ async def test_two_faces_crossing_line_count_one_in_one_out(direct_backend, face
     seen = []
     spec = detection_workflow("builtin/faces", line=crossing_line())
     handle = await direct_backend.start_pipeline(
-        "cross-1", "door", str(face_video), workflow_spec=spec, on_result=lambda h, r: seen.append((h, r))
+        "cross-1", "door", str(face_video), WorkflowRef(workflow_spec=spec), on_result=lambda h, r: seen.append((h, r))
     )
     assert handle.status in ("running", "finished") and handle.backend == "direct"
     handle = await wait_done(direct_backend, "cross-1")
@@ -70,7 +70,7 @@ async def test_two_faces_crossing_line_count_one_in_one_out(direct_backend, face
 
 async def test_model_id_pipeline_pause_resume_stop(direct_backend, tmp_path):
     video = make_video(tmp_path / "long.mp4", frames=400)
-    handle = await direct_backend.start_pipeline("pr-1", "lobby", str(video), model_id="builtin/faces", max_fps=20)
+    handle = await direct_backend.start_pipeline("pr-1", "lobby", str(video), WorkflowRef(model_id="builtin/faces"), max_fps=20)
     assert "haar_face_detector" in handle.workflow_description
     await asyncio.sleep(1.0)
     paused = await direct_backend.pause_pipeline("pr-1")
@@ -95,7 +95,7 @@ async def test_model_id_pipeline_pause_resume_stop(direct_backend, tmp_path):
 
 
 async def test_missing_file_reports_error_and_leaves_no_thread(direct_backend, tmp_path):
-    handle = await direct_backend.start_pipeline("miss-1", "gone", str(tmp_path / "nope.mp4"), model_id="builtin/faces")
+    handle = await direct_backend.start_pipeline("miss-1", "gone", str(tmp_path / "nope.mp4"), WorkflowRef(model_id="builtin/faces"))
     assert handle.status == "error" and "not found" in handle.error and "nope.mp4" in handle.error
     assert pipeline_threads() == []
 
@@ -103,14 +103,14 @@ async def test_missing_file_reports_error_and_leaves_no_thread(direct_backend, t
 async def test_unreadable_file_reports_error_and_leaves_no_thread(direct_backend, tmp_path):
     bad = tmp_path / "broken.mp4"
     bad.write_bytes(b"this is not a video")
-    handle = await direct_backend.start_pipeline("bad-1", "broken", str(bad), model_id="builtin/faces")
+    handle = await direct_backend.start_pipeline("bad-1", "broken", str(bad), WorkflowRef(model_id="builtin/faces"))
     assert handle.status == "error" and "cannot open video source" in handle.error
     assert pipeline_threads() == []
 
 
 async def test_credentials_never_appear_in_handles(direct_backend):
     ref = "rtsp://admin:hunter2@127.0.0.1:1/stream"
-    handle = await direct_backend.start_pipeline("cam-1", "cam", ref, model_id="builtin/faces")
+    handle = await direct_backend.start_pipeline("cam-1", "cam", ref, WorkflowRef(model_id="builtin/faces"))
     assert handle.status == "error"
     assert "hunter2" not in repr(handle) and "admin:***@127.0.0.1" in handle.video_reference
     assert pipeline_threads() == []
@@ -123,7 +123,7 @@ async def test_unknown_pipeline_is_a_clear_error(direct_backend):
 
 async def test_motion_builtin_sees_the_moving_faces(direct_backend, face_video):
     seen = []
-    await direct_backend.start_pipeline("motion-1", "m", str(face_video), model_id="builtin/motion",
+    await direct_backend.start_pipeline("motion-1", "m", str(face_video), WorkflowRef(model_id="builtin/motion"),
                                         on_result=lambda h, r: seen.append(r))
     await wait_done(direct_backend, "motion-1")
     first, later = seen[0], seen[10:]
@@ -135,7 +135,7 @@ async def test_motion_builtin_sees_the_moving_faces(direct_backend, face_video):
 
 async def test_close_twice_stops_each_pipeline_once_and_leaves_no_thread(direct_backend, tmp_path):
     video = make_video(tmp_path / "long.mp4", size=(320, 240), frames=400)
-    await direct_backend.start_pipeline("close-1", "lobby", str(video), model_id="builtin/faces", max_fps=20)
+    await direct_backend.start_pipeline("close-1", "lobby", str(video), WorkflowRef(model_id="builtin/faces"), max_fps=20)
     await direct_backend.close()
     stopped = await direct_backend.get_pipeline_status("close-1")
     assert stopped.status == "stopped" and pipeline_threads() == []
@@ -151,6 +151,6 @@ async def test_sources_that_fail_at_once_never_strand_a_dispatcher_thread(direct
     bad = tmp_path / "broken.mp4"
     bad.write_bytes(b"this is not a video")
     for i in range(30):
-        handle = await direct_backend.start_pipeline(f"burst-{i}", "broken", str(bad), model_id="builtin/faces")
+        handle = await direct_backend.start_pipeline(f"burst-{i}", "broken", str(bad), WorkflowRef(model_id="builtin/faces"))
         assert handle.status == "error"
     assert pipeline_threads() == []

@@ -11,7 +11,7 @@ import cv2
 import numpy as np
 import pytest
 
-from bot.backends.base import BackendError
+from bot.backends.base import BackendError, WorkflowRef
 from bot.backends.http.backend import HttpBackend
 from bot.backends.workflows import detection_workflow
 from bot.config import load_settings
@@ -89,7 +89,7 @@ async def test_hosted_pipeline_counts_one_in_one_out(http_backend, tmp_path):
     seen = []
     spec = detection_workflow("builtin/faces", line=crossing_line())
     handle = await http_backend.start_pipeline(
-        "hosted-1", "door", str(video), workflow_spec=spec, max_fps=15, on_result=lambda h, r: seen.append(r)
+        "hosted-1", "door", str(video), WorkflowRef(workflow_spec=spec), max_fps=15, on_result=lambda h, r: seen.append(r)
     )
     assert handle.backend == "http" and handle.status == "running"
     deadline = time.monotonic() + 60
@@ -102,20 +102,20 @@ async def test_hosted_pipeline_counts_one_in_one_out(http_backend, tmp_path):
     assert {d.tracker_id for d in latest.detections} == {1, 2} and latest.frame[:2] == b"\xff\xd8"
     assert len(seen) == handle.frames
     with pytest.raises(BackendError, match="cannot be paused"):
-        await http_backend.start_pipeline("hosted-2", "door", str(video), model_id="builtin/faces")
+        await http_backend.start_pipeline("hosted-2", "door", str(video), WorkflowRef(model_id="builtin/faces"))
         await http_backend.pause_pipeline("hosted-2")
     await http_backend.close()
     assert (await http_backend.get_pipeline_status("hosted-2")).status in ("stopped", "finished")
 
 
 async def test_hosted_pipeline_on_missing_file_is_error(http_backend, tmp_path):
-    handle = await http_backend.start_pipeline("hosted-miss", "gone", str(tmp_path / "nope.mp4"), model_id="builtin/faces")
+    handle = await http_backend.start_pipeline("hosted-miss", "gone", str(tmp_path / "nope.mp4"), WorkflowRef(model_id="builtin/faces"))
     assert handle.status == "error" and "not found" in handle.error
 
 
 async def test_close_twice_ends_the_server_pipeline_once(http_backend, tmp_path, caplog):
     video = make_video(tmp_path / "long.mp4", size=(320, 240), frames=400)
-    await http_backend.start_pipeline("twice-1", "door", str(video), model_id="builtin/faces", max_fps=10)
+    await http_backend.start_pipeline("twice-1", "door", str(video), WorkflowRef(model_id="builtin/faces"), max_fps=10)
     server_id = http_backend.server_id("twice-1")
     assert server_id in await http_backend.server_pipelines()
     await http_backend.close()

@@ -28,12 +28,13 @@ from pathlib import Path
 from bot.backends.http.backend import HttpBackend
 from bot.config import load_settings
 from bot.pipelines.manager import PipelineManager
+from bot.pipelines.request import StartRequest
 
 async def main(workspace, url, video, state):
     settings = load_settings({"VISION_AGENT_WORKSPACE": workspace, "VISION_AGENT_HEARTBEAT_MINUTES": "0",
                               "INFERENCE_SERVER_URL": url})
     manager = PipelineManager(lambda: HttpBackend(settings), Path(state), settings)
-    handle = await manager.start(video, "door", model_id="builtin/faces", max_fps=10)
+    handle = await manager.start(StartRequest(video, "door", model_id="builtin/faces", max_fps=10))
     print(handle.pipeline_id, handle.status, flush=True)
     await asyncio.sleep(300)
 

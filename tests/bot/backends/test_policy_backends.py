@@ -16,7 +16,7 @@ import cv2
 import numpy as np
 import pytest
 
-from bot.backends.base import BackendError
+from bot.backends.base import BackendError, WorkflowRef
 from bot.backends.direct.backend import DirectBackend
 from bot.backends.http.backend import HttpBackend
 from bot.backends.workflows import detection_workflow
@@ -49,7 +49,7 @@ async def test_webhook_is_refused_for_images_and_pipelines_and_no_request_arrive
     with pytest.raises(BackendError, match=WEBHOOK):
         await direct_backend.run_single(astronaut_jpeg, workflow_spec=webhook_spec(listener.url))
     with pytest.raises(BackendError, match=WEBHOOK):
-        await direct_backend.start_pipeline("hook", "door", str(face_video), workflow_spec=webhook_spec(listener.url))
+        await direct_backend.start_pipeline("hook", "door", str(face_video), WorkflowRef(workflow_spec=webhook_spec(listener.url)))
     await asyncio.sleep(1.0)  # the tester saw 10 requests in 2 s: give a sneaked-through pipeline time to send
     assert listener.bodies == []
     assert "hook" not in [h.pipeline_id for h in await direct_backend.list_pipelines()]
@@ -71,7 +71,7 @@ async def test_local_file_sink_is_refused_and_nothing_is_written(direct_backend,
     with pytest.raises(BackendError, match="local_file_sink"):
         await direct_backend.run_single(astronaut_jpeg, workflow_spec=file_sink_spec(target))
     with pytest.raises(BackendError, match="local_file_sink"):
-        await direct_backend.start_pipeline("dump", "door", str(face_video), workflow_spec=file_sink_spec(target))
+        await direct_backend.start_pipeline("dump", "door", str(face_video), WorkflowRef(workflow_spec=file_sink_spec(target)))
     assert list(target.iterdir()) == []
 
 
@@ -110,9 +110,9 @@ async def test_http_backend_refuses_before_anything_reaches_the_server(http_back
     with pytest.raises(BackendError, match=WEBHOOK):
         await http_backend.run_single(astronaut_jpeg, workflow_spec=webhook_spec(listener.url))
     with pytest.raises(BackendError, match=WEBHOOK):
-        await http_backend.start_pipeline("hook", "door", str(face_video), workflow_spec=webhook_spec(listener.url))
+        await http_backend.start_pipeline("hook", "door", str(face_video), WorkflowRef(workflow_spec=webhook_spec(listener.url)))
     with pytest.raises(BackendError, match="local_file_sink"):
-        await http_backend.start_pipeline("dump", "door", str(face_video), workflow_spec=file_sink_spec(target))
+        await http_backend.start_pipeline("dump", "door", str(face_video), WorkflowRef(workflow_spec=file_sink_spec(target)))
     assert any("webhook_sink" in p for p in await http_backend.validate_workflow(webhook_spec(listener.url)))
     await asyncio.sleep(1.0)
     assert listener.bodies == [] and list(target.iterdir()) == []

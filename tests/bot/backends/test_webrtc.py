@@ -11,10 +11,11 @@ import pytest
 from aiohttp import web
 
 from bot.backends import make_backend
-from bot.backends.base import BackendError
+from bot.backends.base import BackendError, WorkflowRef
 from bot.backends.webrtc.backend import WebRtcBackend, webrtc_source
 from bot.backends.workflows import detection_workflow
 from bot.config import load_settings
+from bot.pipelines.request import StartRequest
 from tests.bot.monitor_helpers import run_to_end
 from tests.fixtures.common import free_port
 from tests.fixtures.inference import crossing_line
@@ -39,9 +40,9 @@ async def test_webrtc_pipeline_runs_a_video_end_to_end_on_the_local_server(
     mgr.add_result_listener(lambda h, r: results.append(r))
     try:
         with pytest.raises(BackendError, match="unknown backend 'grpc': use one of direct, http, webrtc"):
-            await mgr.start(str(face_video), "door", model_id="builtin/faces", backend="grpc")
-        started = await mgr.start(str(face_video), "door", workflow_spec=detection_workflow("builtin/faces",
-                                  line=crossing_line()), backend="webrtc")
+            await mgr.start(StartRequest(str(face_video), "door", model_id="builtin/faces", backend="grpc"))
+        started = await mgr.start(StartRequest(str(face_video), "door", workflow_spec=detection_workflow("builtin/faces",
+                                  line=crossing_line()), backend="webrtc"))
         assert started.backend == "webrtc" and started.status in ("starting", "running")
         assert json.loads(state.read_text())["pipelines"][0]["backend"] == "webrtc"  # restarted on webrtc too
         await run_to_end(mgr, "door", timeout=120)
@@ -82,13 +83,13 @@ async def test_a_server_without_webrtc_is_named_in_one_line_at_start(
 ) -> None:
     backend = WebRtcBackend(load_settings({**base_env, "INFERENCE_SERVER_URL": server_without_webrtc}))
     with pytest.raises(BackendError) as err:
-        await backend.start_pipeline("p1", "door", str(face_video), workflow_spec=detection_workflow("builtin/faces"))
+        await backend.start_pipeline("p1", "door", str(face_video), WorkflowRef(workflow_spec=detection_workflow("builtin/faces")))
     line = str(err.value)
     assert "\n" not in line and "does not serve WebRTC" in line and "VISION_AGENT_BACKEND=http" in line
     assert await backend.list_pipelines() == []  # nothing half-started
     unsafe = {**detection_workflow("builtin/faces"), "steps": [{"type": "roboflow_core/webhook_sink@v1", "name": "x"}]}
     with pytest.raises(BackendError, match="refused"):  # the block policy comes first, as for every backend
-        await backend.start_pipeline("p2", "door", str(face_video), workflow_spec=unsafe)
+        await backend.start_pipeline("p2", "door", str(face_video), WorkflowRef(workflow_spec=unsafe))
     await backend.close()
 
 

@@ -26,8 +26,8 @@ class Rig:
     recipes: RecipeService
 
     def command(self, user: str = LOCAL_CHANNEL, channel: str = LOCAL_CHANNEL, session: str | None = None) -> CommandContext:
-        return CommandContext(self.settings, self.mgr, None, self.ws, user_id=user, channel_id=channel,
-                              recipes=self.recipes, session_key=session)
+        return CommandContext(self.settings, Services(pipelines=self.mgr, workspace=self.ws, recipes=self.recipes),
+                              user_id=user, channel_id=channel, session_key=session)
 
 
 def rig(settings: Settings, backend: Any, timeout: float = 20.0) -> Rig:

@@ -1,0 +1,58 @@
+"""Starting a pipeline, the one way: the agent's tool, `/vision start`, REST, MCP and recipes all parse into a
+StartRequest (bot/pipelines/request.py) and call `start`, so every surface gets the same checks, in the same order,
+with the same messages."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, replace
+
+from bot.backends.base import PipelineHandle
+from bot.media.cameras import find_camera, named_zones
+from bot.media.resolve import MediaScope, resolve_video
+from bot.pipelines.analytics import Analytics, compose
+from bot.pipelines.manager import PipelineManager
+from bot.pipelines.naming import default_name
+from bot.pipelines.request import StartRequest, check
+
+__all__ = ["StartRequest", "Started", "start"]
+
+
+@dataclass(frozen=True)
+class Started:
+    """A start's outcome: the handle (status `error` if the source failed at once) and what it runs, in words."""
+
+    handle: PipelineHandle
+    request: StartRequest
+    analytics: Analytics
+
+    def describe(self) -> str:
+        """"model `builtin/people`, counting crossings of the line (0,5)→(9,5) at 5 fps"."""
+        req = self.request
+        if req.workflow_id:
+            what = f"workflow {req.workspace_name}/{req.workflow_id}"
+        else:
+            what = f"model `{req.model_id}`" if req.model_id else "an inline workflow"
+        return what + self.analytics.describe() + (f" at {req.max_fps:g} fps" if req.max_fps else "")
+
+
+async def start(req: StartRequest, mgr: PipelineManager, caller: MediaScope) -> Started:
+    """Check the request, resolve its source (as `caller` may: its folders, cameras, attachments), compose its
+    line/zone workflow and start it on `mgr`.
+
+    Raises ValueError / MediaError / BackendError with one line a user or the model can act on; nothing is opened
+    before the request's own checks pass.
+    """
+    zones = named_zones(caller.workspace, caller.settings)
+    check(req, zones)
+    mgr.backends.check(req.backend)  # an unknown backend is refused before the source is probed
+    # Off the event loop: an http(s) source is fetched once and every stream host is looked up (DNS) here.
+    source = await asyncio.to_thread(resolve_video, req.source, caller)
+    extra = await compose(req.model_id, source, req.line, req.zone, zones, req.anchor)
+    name = (req.name or "").strip()
+    if not name:
+        camera = req.source if find_camera(caller.workspace, caller.settings, req.source) else None
+        name = default_name(source, camera, mgr)
+    spec = extra.spec or req.workflow_spec
+    handle = await mgr.start(replace(req, source=source, name=name, workflow_spec=spec, line=None, zone=None, anchor=None))
+    return Started(handle, replace(req, name=handle.name), extra)

@@ -31,11 +31,6 @@ class Requester:
     def slack(cls, user_id: str | None, channel_id: str | None) -> Requester:
         return cls(user_id or None, channel_id or None)
 
-    @classmethod
-    def of(cls, user_id: str | None, channel_id: str | None) -> Requester:
-        """The requester a command context names: the CLI marks itself with LOCAL_CHANNEL."""
-        return OPERATOR if channel_id == LOCAL_CHANNEL else cls.slack(user_id, channel_id)
-
 
 OPERATOR = Requester(LOCAL_CHANNEL, LOCAL_CHANNEL, operator=True)
 

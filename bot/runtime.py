@@ -156,9 +156,10 @@ class Runtime:
         return "\n".join("- " + status_line(h) for h in self.pipelines.snapshot())
 
     def command_context(self, user_id: str | None = None, channel_id: str | None = None,
-                        session_key: str | None = None) -> CommandContext:
-        """The context `bot.commands.dispatch.run_command` needs, from this runtime's services."""
-        return CommandContext(self.settings, self.services, user_id, channel_id, session_key)
+                        session_key: str | None = None, operator: bool = False) -> CommandContext:
+        """The context `bot.commands.dispatch.run_command` needs, from this runtime's services (operator: the CLI,
+        REST and MCP adapters' own commands; never a Slack person)."""
+        return CommandContext(self.settings, self.services, user_id, channel_id, session_key, operator)
 
     # shutdown -----------------------------------------------------------
     async def close(self) -> None:

@@ -113,7 +113,7 @@ class _Repl:
 
     async def _vision(self, line: str) -> None:
         reply = await run_command(line, self.rt.command_context(user_id=LOCAL_CHANNEL, channel_id=LOCAL_CHANNEL,
-                                                                  session_key=f"cli:{self.session}"))
+                                                                  session_key=f"cli:{self.session}", operator=True))
         self.out.command_reply(reply, self.rt.workspace.frames_dir)
 
     async def _on_alert(self, alert: Any, channel: str | None) -> None:

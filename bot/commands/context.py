@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from bot.backends.base import BackendError
 from bot.media.attachments import Attachment
-from bot.rights import LOCAL_CHANNEL, Requester
+from bot.rights import LOCAL_CHANNEL, OPERATOR, Requester
 from bot.services import Services
 
 if TYPE_CHECKING:
@@ -41,6 +41,9 @@ class CommandContext:
     user_id: str | None = None
     channel_id: str | None = None
     session_key: str | None = None  # the REPL's conversation (`recipe save` takes its last setup); None in Slack
+    # The person at the terminal, an API or MCP client: set only by those adapters' own code, never from a payload
+    # (a Slack channel or user that happens to be called "cli" is a Slack person like any other).
+    operator: bool = False
 
     @property
     def workspace(self) -> Workspace | None:
@@ -54,8 +57,8 @@ class CommandContext:
 
     @property
     def requester(self) -> Requester:
-        """Who asks, for `bot.rights.refusal` (the CLI REPL passes LOCAL_CHANNEL: the operator)."""
-        return Requester.of(self.user_id, self.channel_id)
+        """Who asks, for `bot.rights.refusal`: the operator only when an operator adapter said so."""
+        return OPERATOR if self.operator else Requester.slack(self.user_id, self.channel_id)
 
     def manager(self) -> PipelineManager:
         if self.services.pipelines is None:

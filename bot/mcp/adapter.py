@@ -100,7 +100,7 @@ class McpAdapter:
             cams = self.rt.workspace.cameras()
             lines = [f"- {c.name}: {redact(c.url)}" + (f" ({c.location})" if c.location else "") for c in cams]
             return "\n".join(["Cameras (CAMERAS.md):"] + lines) if lines else "No cameras in CAMERAS.md yet."
-        ctx = self.rt.command_context(channel_id=LOCAL_CHANNEL)
+        ctx = self.rt.command_context(channel_id=LOCAL_CHANNEL, operator=True)
         return (await run_command(view.command, ctx)).text
 
     # resources -----------------------------------------------------------------------

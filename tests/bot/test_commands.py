@@ -145,8 +145,11 @@ async def test_allowlist_limits_control_but_not_viewing(base_env, workspace_dir:
     allowed = CommandContext(settings, Services(pipelines=mgr, router=router), user_id="U1", channel_id="C1")
     assert (await run_command("start 0", allowed)).ok
     assert backend.calls and router.routes() == {}
-    local = CommandContext(settings, Services(pipelines=mgr, router=router), user_id="cli", channel_id="cli")  # the REPL owner
+    local = CommandContext(settings, Services(pipelines=mgr, router=router), user_id="cli", channel_id="cli",
+                           operator=True)  # the REPL owner
     assert (await run_command("route #local", local)).ok
+    named_cli = CommandContext(settings, Services(pipelines=mgr, router=router), user_id="cli", channel_id="cli")
+    assert "Only <@U1> may change" in (await run_command("route #local", named_cli)).text  # a name grants nothing
 
 
 async def test_backend_is_built_only_when_a_pipeline_command_needs_it(settings, workspace_dir: Path):

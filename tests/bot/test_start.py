@@ -31,7 +31,7 @@ def services(settings, workspace_dir: Path, backend) -> Services:
 
 async def _both(settings, services: Services, command: str, tool_input: dict[str, Any]) -> tuple[str, str]:
     """(the /vision reply, the tool's error) for one request said both ways; both must have refused it."""
-    reply = await run_command(command, CommandContext(settings, services, user_id="cli", channel_id="cli"))
+    reply = await run_command(command, CommandContext(settings, services, user_id="cli", channel_id="cli", operator=True))
     result = await build_registry().execute("start_pipeline", {"pipeline_name": "w", **tool_input},
                                             ToolContext(settings=settings, services=services))
     assert not reply.ok and result.is_error, (reply.text, result.text)
@@ -79,7 +79,7 @@ def test_the_command_grammar_defaults_the_model_and_the_request_without_one_is_r
 
 
 async def test_both_surfaces_start_the_same_pipeline_from_the_same_request(settings, services, backend):
-    reply = await run_command("start dock fps=5 line=0,10,100,10", CommandContext(settings, services, "cli", "cli"))
+    reply = await run_command("start dock fps=5 line=0,10,100,10", CommandContext(settings, services, "cli", "cli", operator=True))
     assert reply.ok, reply.text
     tool = await build_registry().execute(
         "start_pipeline", {"video_reference": "dock", "pipeline_name": "dock-2", "model_id": "builtin/people",

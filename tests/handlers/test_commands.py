@@ -93,3 +93,17 @@ async def test_snapshot_uploads_the_latest_frame_to_the_channel(
     shared = (await slack_api.await_for("files.completeUploadExternal"))[0]
     assert shared.params["channel_id"] == "C0OTHER" and "thread_ts" not in shared.params
     assert slack_api.calls_to("files.upload")[0].body == frame
+
+
+async def test_a_channel_and_user_named_cli_are_slack_people_not_the_operator(
+    slack_env: dict[str, str], slack_api: SlackEmulator
+) -> None:
+    slack_api.add_channel("cli", "cli")
+    running = await start_bot(slack_env, slack_api, slack={"allowed_users": ["U0BOSS"]})
+    try:
+        env = await slack_api.await_ack(slack_api.slash("route <#C0ALERTS|alerts> camera=lobby", channel="cli",
+                                                        user="cli"))
+        assert "Only <@U0BOSS> may change" in env.ack_payload["text"]
+        assert running.runtime.router.channel_for("lobby") != "C0ALERTS"
+    finally:
+        await stop_bot(running)

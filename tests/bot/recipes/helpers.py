@@ -27,7 +27,7 @@ class Rig:
 
     def command(self, user: str = LOCAL_CHANNEL, channel: str = LOCAL_CHANNEL, session: str | None = None) -> CommandContext:
         return CommandContext(self.settings, Services(pipelines=self.mgr, workspace=self.ws, recipes=self.recipes),
-                              user_id=user, channel_id=channel, session_key=session)
+                              user_id=user, channel_id=channel, session_key=session, operator=user == LOCAL_CHANNEL)
 
 
 def rig(settings: Settings, backend: Any, timeout: float = 20.0) -> Rig:

@@ -6,7 +6,6 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 
 from bot.agent.loop import Agent
@@ -19,16 +18,16 @@ from bot.config import Settings
 from bot.llm.client import LLMClient
 from bot.llm.errors import NO_KEY
 from bot.media.redaction import add_secrets, redact
+from bot.monitoring.alert_frames import AlertFrames
 from bot.monitoring.alerts import AlertRouter
 from bot.monitoring.events_log import EventLog
 from bot.monitoring.monitor import Monitor
-from bot.monitoring.scheduler import Scheduler
-from bot.monitoring.webhooks.frames import AlertFrames
 from bot.monitoring.webhooks.sender import WebhookSender, from_settings
 from bot.pipelines.manager import PipelineManager
 from bot.pipelines.restore import BackgroundRestore
 from bot.pipelines.status import status_line
 from bot.recipes.service import RecipeService
+from bot.scheduling.scheduler import Scheduler
 from bot.services import Services
 from tools import build_registry
 from workspace import Workspace
@@ -38,7 +37,8 @@ log = logging.getLogger(__name__)
 
 
 class Runtime:
-    """settings -> workspace -> memory -> router -> pipelines -> monitor -> tools -> LLM -> sessions -> agent.
+    """settings -> workspace -> memory -> router -> pipelines -> monitor -> tools -> recipes -> services -> LLM ->
+    sessions -> agent -> scheduler (each built once, from what is built before it).
 
     The backend is the one lazy piece (a BackendProvider: `inference` is imported on first use only). Replace
     `runtime.backend` before `start()` to run on another backend (tests do). Use `async with Runtime(settings) as rt:`
@@ -52,6 +52,7 @@ class Runtime:
     pipelines: PipelineManager
     monitor: Monitor
     tools: ToolRegistry
+    recipes: RecipeService
     llm: LLMClient
     sessions: SessionStore
     agent: Agent
@@ -116,25 +117,24 @@ class Runtime:
             settings=s, router=self.router, memory=self.memory, pipelines=self.pipelines, clock=self.clock,
             clips=self.pipelines.clips,
         )
+        self.tools = build_registry()
+        self.recipes = RecipeService(ws, s, self.tools)  # replays through the agent's own registry
         self.services = Services(
             workspace=ws, backend=self.backend, pipelines=self.pipelines, memory=self.memory, router=self.router,
-            monitor=self.monitor, events=self.events,
+            monitor=self.monitor, events=self.events, recipes=self.recipes,
         )
-        self.tools = build_registry()
-        # Recipes replay through the agent's own registry, with the services as they are when one runs.
-        self.services = replace(self.services, recipes=RecipeService(ws, s, self.tools, lambda: self.services))
         self.llm = LLMClient(s, usage_path=ws.state_dir / "usage.json")
         self.sessions = SessionStore(ws.sessions_dir)
         self.agent = Agent(
             llm=self.llm, tools=self.tools, sessions=self.sessions, settings=s, workspace=ws,
             services=self.services, pipelines_text=self.pipelines_text,
+            turn_end=[self.recipes.on_turn_end],  # recipes keep the turns that set something up
         )
         if not self.background:
             return
+        # Above the agent: it drives heartbeats and cron jobs through it (the agent never knows of it).
         self.scheduler = Scheduler(s, self.agent, self.monitor, ws, router=self.router, pipelines=self.pipelines,
                                    memory=self.memory)
-        self.services = replace(self.services, scheduler=self.scheduler)
-        self.agent.services = self.services
         self.monitor.start()  # listens to pipeline results before any pipeline is restored
         # Saved pipelines come back in the background: the Slack connect and the CLI prompt never wait for a camera.
         self.restoring = BackgroundRestore(self.pipelines)
@@ -161,7 +161,8 @@ class Runtime:
         return CommandContext(
             settings=self.settings, pipelines=self.services.pipelines, router=self.services.router,
             workspace=self.workspace, user_id=user_id, channel_id=channel_id, monitor=self.services.monitor,
-            scheduler=self.services.scheduler, recipes=self.services.recipes, session_key=session_key,
+            scheduler=self.scheduler, recipes=self.services.recipes, session_key=session_key,
+            services=self.services,
         )
 
     # shutdown -----------------------------------------------------------

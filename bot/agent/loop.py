@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import Any, Literal
@@ -15,6 +15,8 @@ from bot.agent.prompt import build_system, skills_in, skills_reloaded, turn_cont
 from bot.agent.streaming import TextStream
 from bot.agent.tools import Attachment, ToolContext, ToolResult
 from bot.agent.turn_events import (
+    FinishedTurn,
+    TurnHook,
     _ev,
     _noted,
     attachment_of,
@@ -49,6 +51,7 @@ class Agent:
         capabilities: str | Callable[[], str] = "",
         pipelines_text: Callable[[], str] | None = None,
         clock: Callable[[], datetime] | None = None,
+        turn_end: Iterable[TurnHook] = (),
     ) -> None:
         self.llm, self.tools, self.sessions = llm, tools, sessions
         self.settings, self.workspace = settings, workspace
@@ -57,6 +60,9 @@ class Agent:
         self._pipelines_text = pipelines_text
         self._clock = clock or datetime.now
         self._active: dict[str, int] = {}
+        # Called after every turn that ended with its final event (the recipes keep the turns that set things up);
+        # the loop knows nothing of what its subscribers do.
+        self.turn_end: list[TurnHook] = list(turn_end)
         self.guard = ContextGuard(llm, sessions, settings.llm.context_window, self.services.memory,
                                   settings.llm.max_message_tokens)
 
@@ -175,7 +181,7 @@ class Agent:
                 yield ev
             if not resp.tool_calls:
                 final = final_event(resp, mode, self.settings.llm.max_tokens)
-                self._record(key, who, steps, final, mode)
+                self._turn_ended(FinishedTurn(key, who, steps, final, heartbeat=mode == "heartbeat"))
                 yield final
                 return
             async for ev in self._run_tools(key, resp.tool_calls, ctx, steps):
@@ -203,16 +209,12 @@ class Agent:
             results += [msgs.interrupted_result(c.id) for c in calls if c.id not in done]
             self.sessions.append(key, {"role": "user", "content": results})
 
-    def _record(self, key: str, who: Requester, steps: list[tuple[ToolCall, ToolResult]], final: AgentEvent,
-                mode: str) -> None:
-        """A conversation turn that ended with a reply is offered to the recipes' trajectory log (RecipeService.record)."""
-        recipes = self.services.recipes
-        if recipes is None or mode != "full" or not steps or final.type is EventType.ERROR:
-            return
-        try:
-            recipes.record(key, who, steps, final.data.get("text", ""))
-        except Exception:  # recording is a by-product: the user still gets the reply
-            log.exception("recording the turn of %s failed", key)
+    def _turn_ended(self, turn: FinishedTurn) -> None:
+        for hook in self.turn_end:
+            try:
+                hook(turn)
+            except Exception:  # a hook's work is a by-product: the user still gets the reply
+                log.exception("a turn-end hook failed for %s", turn.session_key)
 
     # -- helpers ---------------------------------------------------------------------------------------------
 

@@ -39,7 +39,8 @@ def _ctx(request: web.Request) -> CommandContext:
     host = _host(request)
     s = host.services
     return CommandContext(settings=host.settings, pipelines=s.pipelines, router=s.router, workspace=s.workspace,
-                          user_id=LOCAL_CHANNEL, channel_id=LOCAL_CHANNEL, monitor=s.monitor, scheduler=s.scheduler)
+                          user_id=LOCAL_CHANNEL, channel_id=LOCAL_CHANNEL, monitor=s.monitor, scheduler=host.scheduler,
+                          services=s)
 
 
 def _may_change(ctx: CommandContext) -> None:

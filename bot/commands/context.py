@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from bot.backends.base import BackendError
 from bot.rights import LOCAL_CHANNEL, Requester
+from bot.services import Recipes, Services
 
 if TYPE_CHECKING:
     from bot.config import Settings
     from bot.monitoring.alerts import AlertRouter
     from bot.monitoring.monitor import Monitor
-    from bot.monitoring.scheduler import Scheduler
     from bot.pipelines.manager import PipelineManager
-    from bot.recipes.service import RecipeService
+    from bot.scheduling.scheduler import Scheduler
     from workspace import Workspace
 
 __all__ = ["LOCAL_CHANNEL", "CommandContext", "CommandReply", "fail", "parse_options"]
@@ -45,8 +45,9 @@ class CommandContext:
     channel_id: str | None = None
     monitor: Monitor | None = None  # `rule`, `rules`, `unrule`
     scheduler: Scheduler | None = None  # `schedule`, `jobs`, `unschedule`
-    recipes: RecipeService | None = None  # `recipes`, `recipe save|run|export|delete`
+    recipes: Recipes | None = None  # `recipes`, `recipe save|run|export|delete`
     session_key: str | None = None  # the REPL's conversation (`recipe save` takes its last setup); None in Slack
+    services: Services = field(default_factory=Services)  # as tools get them: `recipe run` replays through tools
 
     @property
     def requester(self) -> Requester:

@@ -9,8 +9,8 @@ from zoneinfo import ZoneInfo
 
 from bot.commands.context import CommandContext, CommandReply, fail, parse_options
 from bot.commands.rules import resolve_camera
-from bot.monitoring.cron_jobs import CronJob
-from bot.monitoring.when import parse_when
+from bot.scheduling.cron_jobs import CronJob
+from bot.scheduling.when import parse_when
 
 SCHEDULE_USAGE = ("Usage: `/vision schedule summary at HH:MM` | `/vision schedule snapshot CAMERA every hour|every N "
                   "minutes|at HH:MM` | `/vision schedule heartbeat every N minutes` [name=NAME] [to=#channel|MESSAGE_LINK]")

@@ -16,8 +16,8 @@ from bot.commands.schedule import SCHEDULE_USAGE
 from bot.config import load_settings
 from bot.monitoring.monitor import Monitor
 from bot.monitoring.rules import Rule
-from bot.monitoring.scheduler import Scheduler
 from bot.pipelines.manager import PipelineManager
+from bot.scheduling.scheduler import Scheduler
 from tests.bot.monitor_helpers import dwell_result, make_router
 from tests.fakes.slack_api import SlackEmulator
 from tests.fixtures.slack import RunningBot

@@ -14,8 +14,8 @@ from bot.agent.loop import Agent
 from bot.agent.sessions import SessionStore
 from bot.config import Settings
 from bot.llm.client import LLMClient
-from bot.monitoring.heartbeat import Heartbeat
 from bot.monitoring.monitor import Monitor
+from bot.scheduling.heartbeat import Heartbeat
 from bot.services import Services
 from tests.bot.monitor_helpers import Clock, FakePipelines, make_router, result
 from tests.fakes.anthropic_api import text
@@ -210,7 +210,7 @@ async def _drain(gen) -> list:
 
 
 async def test_daily_summary_counts_per_camera_in_an_isolated_session(rig: Rig, anthropic_api) -> None:
-    from bot.monitoring.cron_jobs import daily_summary
+    from bot.scheduling.cron_jobs import daily_summary
 
     anthropic_api.handler = lambda body: text("Hi! I am here.")
     await _drain(rig.agent.process_message("cli:main", "hello"))  # a chat the summary must not touch
@@ -238,7 +238,7 @@ async def test_daily_summary_counts_per_camera_in_an_isolated_session(rig: Rig, 
 
 
 async def test_daily_summary_on_an_empty_day_posts_nothing_and_calls_nothing(rig: Rig, anthropic_api) -> None:
-    from bot.monitoring.cron_jobs import daily_summary
+    from bot.scheduling.cron_jobs import daily_summary
 
     assert await daily_summary(rig.agent, rig.memory, rig.router) is None
     assert rig.sink.alerts == [] and anthropic_api.requests == []

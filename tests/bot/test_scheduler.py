@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from bot.config import Settings
-from bot.monitoring.heartbeat.checklist import scheduled_items
-from bot.monitoring.scheduler import Scheduler
-from bot.monitoring.when import parse_when
+from bot.scheduling.heartbeat.checklist import scheduled_items
+from bot.scheduling.scheduler import Scheduler
+from bot.scheduling.when import parse_when
 from tests.bot.monitor_helpers import JPEG, Clock, FakePipelines, make_router, result
 from workspace.memory import MemoryStore
 
@@ -45,7 +45,7 @@ async def test_survives_a_failing_job_and_keeps_running_the_others(sched: Schedu
 
     sched.every(0.03, broken, "broken")
     sched.every(0.03, lambda: good.append(time.monotonic()), "good")
-    with caplog.at_level(logging.ERROR, logger="bot.monitoring.scheduler"):
+    with caplog.at_level(logging.ERROR, logger="bot.scheduling.scheduler"):
         sched.start()
         await wait_for(lambda: sched.failures["broken"] >= 3 and len(good) >= 3)
     assert sched._thread is not None and sched._thread.is_alive()

@@ -11,7 +11,7 @@ from bot.config import Settings
 from bot.monitoring.alerts import AlertRouter
 from bot.monitoring.monitor import Monitor
 from bot.monitoring.rules import Rule
-from bot.monitoring.scheduler import Scheduler
+from bot.scheduling.scheduler import Scheduler
 from bot.storage import Record, Storage, Table, TinyDBStorage
 
 

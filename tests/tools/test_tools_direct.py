@@ -12,6 +12,7 @@ from bot.agent.tools import ToolContext
 from bot.backends.provider import BackendProvider
 from bot.backends.workflows import detection_workflow
 from bot.pipelines.manager import PipelineManager
+from bot.pipelines.restore import restore_all
 from bot.services import Services
 from tests.fixtures.inference import crossing_line, make_video
 from tools import build_registry
@@ -110,7 +111,7 @@ async def test_restart_restores_pipelines_and_marks_a_missing_source(settings, w
     seen = []
     second.add_result_listener(lambda h, r: seen.append(h.name))
     try:
-        restored = {h.name: h for h in await second.restore()}
+        restored = {h.name: h for h in await restore_all(second)}
         assert restored["yard"].status == "error" and restored["yard"].error
         assert restored["hall"].status in ("starting", "running")
         deadline = time.monotonic() + 20

@@ -17,10 +17,10 @@ from zoneinfo import ZoneInfo
 
 import schedule
 
-from bot.monitoring import cron_jobs
 from bot.monitoring.alerts import in_window
-from bot.monitoring.cron_jobs import CronJob
-from bot.monitoring.heartbeat import Heartbeat
+from bot.scheduling import cron_jobs
+from bot.scheduling.cron_jobs import CronJob
+from bot.scheduling.heartbeat import Heartbeat
 from bot.storage import Storage, open_storage
 
 if TYPE_CHECKING:

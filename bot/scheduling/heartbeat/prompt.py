@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
 from bot.backends.base import InferenceResult
-from bot.monitoring.heartbeat.checklist import ChecklistItem
 from bot.monitoring.news import MonitorEvent
 from bot.pipelines.status import status_line
+from bot.scheduling.heartbeat.checklist import ChecklistItem
 
 if TYPE_CHECKING:
     from bot.pipelines.manager import PipelineManager

@@ -15,9 +15,9 @@ from zoneinfo import ZoneInfo
 from bot.agent.loop import is_heartbeat_ok
 from bot.events import EventType
 from bot.monitoring.alerts import DEFAULT_CAMERA, Alert, in_window
-from bot.monitoring.heartbeat.checklist import ChecklistItem, scheduled_items
-from bot.monitoring.heartbeat.prompt import compose, frames
 from bot.monitoring.news import MonitorEvent
+from bot.scheduling.heartbeat.checklist import ChecklistItem, scheduled_items
+from bot.scheduling.heartbeat.prompt import compose, frames
 from bot.services import need
 
 if TYPE_CHECKING:

@@ -27,6 +27,7 @@ from bot.pipelines.manager import PipelineManager
 from bot.pipelines.restore import BackgroundRestore
 from bot.pipelines.status import status_line
 from bot.recipes.service import RecipeService
+from bot.scheduling.inputs import SchedulerInputs
 from bot.scheduling.scheduler import Scheduler
 from bot.services import Services
 from tools import build_registry
@@ -133,8 +134,9 @@ class Runtime:
         if not self.background:
             return
         # Above the agent: it drives heartbeats and cron jobs through it (the agent never knows of it).
-        self.scheduler = Scheduler(s, self.agent, self.monitor, ws, router=self.router, pipelines=self.pipelines,
-                                   memory=self.memory)
+        self.scheduler = Scheduler(SchedulerInputs(
+            s, agent=self.agent, monitor=self.monitor, router=self.router, pipelines=self.pipelines,
+            memory=self.memory, workspace=ws))
         self.monitor.start()  # listens to pipeline results before any pipeline is restored
         # Saved pipelines come back in the background: the Slack connect and the CLI prompt never wait for a camera.
         self.restoring = BackgroundRestore(self.pipelines)

@@ -7,7 +7,7 @@ import logging
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from bot.agent import blocks as msgs
 from bot.agent.compaction import ContextGuard, turn_starts
@@ -27,9 +27,15 @@ from bot.agent.turn_events import (
     thinking_events,
 )
 from bot.events import AgentEvent, EventType
-from bot.llm.client import LLMError, PromptTooLong, ToolCall, WaitBudget
+from bot.llm.client import LLMClient, LLMError, PromptTooLong, ToolCall, WaitBudget
 from bot.rights import OPERATOR, Requester
 from bot.services import Services
+
+if TYPE_CHECKING:
+    from bot.agent.registry import ToolRegistry
+    from bot.agent.sessions import SessionStore
+    from bot.config import Settings
+    from workspace import Workspace
 
 log = logging.getLogger(__name__)
 
@@ -42,11 +48,11 @@ class Agent:
     def __init__(
         self,
         *,
-        llm: Any,
-        tools: Any,
-        sessions: Any,
-        settings: Any,
-        workspace: Any,
+        llm: LLMClient,
+        tools: ToolRegistry,
+        sessions: SessionStore,
+        settings: Settings,
+        workspace: Workspace,
         services: Services | None = None,
         capabilities: str | Callable[[], str] = "",
         pipelines_text: Callable[[], str] | None = None,
@@ -112,6 +118,11 @@ class Agent:
         """Record a message the agent posted (e.g. an alert) as a user/assistant pair, so replies have context."""
         for message in msgs.seed_pair(text, image):
             self.sessions.append(key, message)
+
+    @property
+    def llm_available(self) -> bool:
+        """Whether a turn can reach the model now (an API key is set): a heartbeat is skipped otherwise."""
+        return self.llm.available
 
     def busy(self, prefix: str = "") -> bool:
         """Whether a turn is running or queued in any session whose key starts with prefix."""
@@ -231,8 +242,7 @@ class Agent:
             return f"(pipeline status unavailable: {exc})"
 
     def _match_skills(self, text: str) -> list[str]:
-        match = getattr(self.workspace, "match_skills", None)
-        return [s.name for s in match(text)] if match else []
+        return [s.name for s in self.workspace.match_skills(text)]
 
     def _restore_skills(self, key: str, skills: Sequence[str]) -> None:
         # A skill this turn only pointed to ("loaded earlier") may have been summarised away: load it again.

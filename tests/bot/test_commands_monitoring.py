@@ -17,6 +17,7 @@ from bot.config import load_settings
 from bot.monitoring.monitor import Monitor
 from bot.monitoring.rules import Rule
 from bot.pipelines.manager import PipelineManager
+from bot.scheduling.inputs import SchedulerInputs
 from bot.scheduling.scheduler import Scheduler
 from tests.bot.monitor_helpers import dwell_result, make_router
 from tests.fakes.slack_api import SlackEmulator
@@ -36,7 +37,7 @@ def make_ctx(settings, workspace_dir: Path, backend: FakeBackend, **who) -> Comm
     router, sink = make_router(workspace_dir, time.time, cooldown=settings.monitoring.alert_cooldown_seconds)  # as the runtime wires it
     mgr = PipelineManager(lambda: backend, workspace_dir / "active_state.json", settings)
     monitor = Monitor(router, mgr, settings, db_path=workspace_dir / ".state" / "monitor.json")
-    scheduler = Scheduler(settings, None, monitor, None, router=router, pipelines=mgr,
+    scheduler = Scheduler(SchedulerInputs(settings, monitor=monitor, router=router, pipelines=mgr),
                           db_path=workspace_dir / ".state" / "cron.json")
     ctx = CommandContext(settings, mgr, router, None, monitor=monitor, scheduler=scheduler,
                          **({"user_id": "U1", "channel_id": "C1"} | who))

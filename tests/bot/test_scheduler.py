@@ -13,6 +13,7 @@ import pytest
 
 from bot.config import Settings
 from bot.scheduling.heartbeat.checklist import scheduled_items
+from bot.scheduling.inputs import SchedulerInputs
 from bot.scheduling.scheduler import Scheduler
 from bot.scheduling.when import parse_when
 from tests.bot.monitor_helpers import JPEG, Clock, FakePipelines, make_router, result
@@ -25,7 +26,7 @@ def hb_settings(settings: Settings, **hb: object) -> Settings:
 
 @pytest.fixture
 async def sched(settings: Settings):
-    s = Scheduler(settings, tick_seconds=0.01)
+    s = Scheduler(SchedulerInputs(settings), tick_seconds=0.01)
     yield s
     s.stop()
 
@@ -105,7 +106,7 @@ async def test_stop_cancels_a_running_coroutine_job_and_ends_the_thread(sched: S
 
 
 async def test_heartbeat_runs_at_a_fractional_interval_and_an_idle_one_calls_nothing(settings: Settings) -> None:
-    s = Scheduler(hb_settings(settings, interval_minutes=0.001), tick_seconds=0.01)  # every 60 ms
+    s = Scheduler(SchedulerInputs(hb_settings(settings, interval_minutes=0.001)), tick_seconds=0.01)  # every 60 ms
     outcomes: list[str] = []
     run = s.heartbeat.run
 
@@ -123,12 +124,12 @@ async def test_heartbeat_runs_at_a_fractional_interval_and_an_idle_one_calls_not
 
 
 def test_cron_jobs_persist_and_the_daily_summary_is_seeded_once(settings: Settings) -> None:
-    s = Scheduler(settings)
+    s = Scheduler(SchedulerInputs(settings))
     assert [j.describe() for j in s.jobs()] == ["daily_summary: daily_summary, daily at 18:00"]
     s.add_job("cam1-hourly", "snapshot", camera="cam1", **parse_when("every hour"))
     assert s.remove_job("daily_summary")
 
-    again = Scheduler(settings)  # a restart: jobs come back, the deleted default stays deleted
+    again = Scheduler(SchedulerInputs(settings))  # a restart: jobs come back, the deleted default stays deleted
     assert [j.describe() for j in again.jobs()] == ["cam1-hourly: snapshot of cam1, every 60 min"]
     with pytest.raises(ValueError, match="unknown job action"):
         again.add_job("x", "launch_rockets", at="10:00")
@@ -169,7 +170,7 @@ async def test_snapshot_job_posts_the_latest_frame_of_the_camera(settings: Setti
     pipes.add("cam1")
     pipes.push("cam1", result(faces=2))
     memory = MemoryStore(tmp_path, clock=clock, use_embeddings=False)
-    s = Scheduler(settings, router=router, pipelines=pipes, memory=memory, tick_seconds=0.01)
+    s = Scheduler(SchedulerInputs(settings, router=router, pipelines=pipes, memory=memory), tick_seconds=0.01)
     s.add_job("cam1-hourly", "snapshot", camera="cam1", every_minutes=60)
     s.start()
     try:
@@ -185,7 +186,8 @@ async def test_snapshot_job_posts_the_latest_frame_of_the_camera(settings: Setti
 
 async def test_interval_jobs_wait_for_active_hours(settings: Settings) -> None:
     three_am = datetime(2026, 3, 4, 3, 0, tzinfo=UTC).timestamp()
-    s = Scheduler(hb_settings(settings, active_hours="07:00-22:00"), tick_seconds=0.01, clock=lambda: three_am)
+    s = Scheduler(SchedulerInputs(hb_settings(settings, active_hours="07:00-22:00"), clock=lambda: three_am),
+                  tick_seconds=0.01)
     fired: list[str] = []
     s.actions["snapshot"] = lambda job: fired.append(job.name)
     s.add_job("night", "snapshot", camera="cam1", every_minutes=0.001)

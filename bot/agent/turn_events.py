@@ -1,5 +1,4 @@
-"""The events a turn yields and the small rules behind them: final reply kind, thinking, frames, HEARTBEAT_OK; and
-the finished turn that turn-end hooks are given."""
+"""A turn's events and their small rules (final reply kind, thinking, frames, HEARTBEAT_OK); the turn-end hook's input."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A turn's events and their small rules (final reply kind, thinking, frames, HEARTBEAT_OK); the turn-end hook's input."""
+"""A turn's events and their rules (final reply kind, thinking, frames, HEARTBEAT_OK); what turn-end hooks get."""
 
 from __future__ import annotations
 

@@ -27,6 +27,8 @@ class Clock:
 class CountingAgent:
     """Stands in for the model: counts heartbeat turns (each is at least one Messages API call), answers OK."""
 
+    llm_available = True
+
     def __init__(self) -> None:
         self.calls = 0
 
@@ -68,8 +70,9 @@ async def simulate(root: Path, crossings_at: list[int], interval_min: float = 15
     from bot.backends.base import InferenceResult
     from bot.config import load_settings
     from bot.monitoring.alerts import AlertRouter
-    from bot.monitoring.heartbeat import Heartbeat
     from bot.monitoring.monitor import Monitor
+    from bot.scheduling.heartbeat import Heartbeat
+    from bot.scheduling.inputs import SchedulerInputs
     from workspace.memory import MemoryStore
 
     settings = load_settings({"VISION_AGENT_WORKSPACE": str(root), "VISION_AGENT_HEARTBEAT_MINUTES": str(interval_min)})
@@ -85,7 +88,7 @@ async def simulate(root: Path, crossings_at: list[int], interval_min: float = 15
     monitor = Monitor(router, pipes, settings, MemoryStore(root, clock=clock, use_embeddings=False), clock=clock)
     monitor.start()
     agent = CountingAgent()
-    hb = Heartbeat(agent, monitor, router, settings, None, pipes, None, clock=clock)
+    hb = Heartbeat(SchedulerInputs(settings, agent=agent, monitor=monitor, router=router, pipelines=pipes, clock=clock))
     beat_every, beats, count_in = int(interval_min * 60), 0, 0
     events = set(crossings_at)
     for minute in range(minutes):

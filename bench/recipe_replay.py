@@ -55,10 +55,8 @@ def _parts(root: Path, api_url: str) -> tuple[Any, Any, Any]:
     backend = DirectBackend(settings)
     mgr = PipelineManager(lambda: backend, ws.state_dir / "active_state.json", settings)
     tools = build_registry()
-    box: list[Services] = []
-    recipes = RecipeService(ws, settings, tools, lambda: box[0])
-    box.append(Services(workspace=ws, pipelines=mgr, recipes=recipes))
-    return settings, ws, box[0]
+    recipes = RecipeService(ws, settings, tools)
+    return settings, ws, Services(workspace=ws, pipelines=mgr, recipes=recipes)
 
 
 async def _compose(api: Any, settings: Any, ws: Any, services: Any, door: Path) -> dict[str, float]:
@@ -70,7 +68,7 @@ async def _compose(api: Any, settings: Any, ws: Any, services: Any, door: Path) 
 
     llm = LLMClient(settings, ws.state_dir / "usage.json")
     agent = Agent(llm=llm, tools=services.recipes.registry, sessions=SessionStore(ws.sessions_dir),
-                  settings=settings, workspace=ws, services=services)
+                  settings=settings, workspace=ws, services=services, turn_end=[services.recipes.on_turn_end])
     api.enqueue(*_scripted(door))
     start = time.perf_counter()
     async for _ in agent.process_message("bench:door", QUESTION, None, OPERATOR):
@@ -88,12 +86,10 @@ async def _replay(api: Any, settings: Any, ws: Any, services: Any, side: Path) -
     from bot.commands.context import CommandContext
     from bot.commands.dispatch import run_command
     from bot.rights import LOCAL_CHANNEL, OPERATOR
-    from bot.services import Services
 
     services.recipes.save("door-count", "line count at the door", "bench:door", OPERATOR)
     before = len(api.requests)
-    ctx = CommandContext(settings, Services(pipelines=services.pipelines, workspace=ws, recipes=services.recipes),
-                         user_id=LOCAL_CHANNEL, channel_id=LOCAL_CHANNEL, session_key="bench:door", operator=True)
+    ctx = CommandContext(settings, services, user_id=LOCAL_CHANNEL, channel_id=LOCAL_CHANNEL, session_key="bench:door", operator=True)
     start = time.perf_counter()
     reply = await run_command(f"recipe run door-count source={side}", ctx)
     seconds = time.perf_counter() - start

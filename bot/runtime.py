@@ -6,7 +6,6 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 
 from bot.agent.loop import Agent
@@ -19,16 +18,17 @@ from bot.config import Settings
 from bot.llm.client import LLMClient
 from bot.llm.errors import NO_KEY
 from bot.media.redaction import add_secrets, redact
+from bot.monitoring.alert_frames import AlertFrames
 from bot.monitoring.alerts import AlertRouter
 from bot.monitoring.events_log import EventLog
 from bot.monitoring.monitor import Monitor
-from bot.monitoring.scheduler import Scheduler
-from bot.monitoring.webhooks.frames import AlertFrames
 from bot.monitoring.webhooks.sender import WebhookSender, from_settings
 from bot.pipelines.manager import PipelineManager
 from bot.pipelines.restore import BackgroundRestore
 from bot.pipelines.status import status_line
 from bot.recipes.service import RecipeService
+from bot.scheduling.inputs import SchedulerInputs
+from bot.scheduling.scheduler import Scheduler
 from bot.services import Services
 from tools import build_registry
 from workspace import Workspace
@@ -38,7 +38,8 @@ log = logging.getLogger(__name__)
 
 
 class Runtime:
-    """settings -> workspace -> memory -> router -> pipelines -> monitor -> tools -> LLM -> sessions -> agent.
+    """settings -> workspace -> memory -> router -> pipelines -> monitor -> tools -> recipes -> services -> LLM ->
+    sessions -> agent -> scheduler (each built once, from what is built before it).
 
     The backend is the one lazy piece (a BackendProvider: `inference` is imported on first use only). Replace
     `runtime.backend` before `start()` to run on another backend (tests do). Use `async with Runtime(settings) as rt:`
@@ -52,6 +53,7 @@ class Runtime:
     pipelines: PipelineManager
     monitor: Monitor
     tools: ToolRegistry
+    recipes: RecipeService
     llm: LLMClient
     sessions: SessionStore
     agent: Agent
@@ -116,25 +118,25 @@ class Runtime:
             settings=s, router=self.router, memory=self.memory, pipelines=self.pipelines, clock=self.clock,
             clips=self.pipelines.clips,
         )
+        self.tools = build_registry()
+        self.recipes = RecipeService(ws, s, self.tools)  # replays through the agent's own registry
         self.services = Services(
             workspace=ws, backend=self.backend, pipelines=self.pipelines, memory=self.memory, router=self.router,
-            monitor=self.monitor, events=self.events,
+            monitor=self.monitor, events=self.events, recipes=self.recipes,
         )
-        self.tools = build_registry()
-        # Recipes replay through the agent's own registry, with the services as they are when one runs.
-        self.services = replace(self.services, recipes=RecipeService(ws, s, self.tools, lambda: self.services))
         self.llm = LLMClient(s, usage_path=ws.state_dir / "usage.json")
         self.sessions = SessionStore(ws.sessions_dir)
         self.agent = Agent(
             llm=self.llm, tools=self.tools, sessions=self.sessions, settings=s, workspace=ws,
             services=self.services, pipelines_text=self.pipelines_text,
+            turn_end=[self.recipes.on_turn_end],  # recipes keep the turns that set something up
         )
         if not self.background:
             return
-        self.scheduler = Scheduler(s, self.agent, self.monitor, ws, router=self.router, pipelines=self.pipelines,
-                                   memory=self.memory)
-        self.services = replace(self.services, scheduler=self.scheduler)
-        self.agent.services = self.services
+        # Above the agent: it drives heartbeats and cron jobs through it (the agent never knows of it).
+        self.scheduler = Scheduler(SchedulerInputs(
+            s, agent=self.agent, monitor=self.monitor, router=self.router, pipelines=self.pipelines,
+            memory=self.memory, workspace=ws))
         self.monitor.start()  # listens to pipeline results before any pipeline is restored
         # Saved pipelines come back in the background: the Slack connect and the CLI prompt never wait for a camera.
         self.restoring = BackgroundRestore(self.pipelines)
@@ -159,7 +161,8 @@ class Runtime:
                         session_key: str | None = None, operator: bool = False) -> CommandContext:
         """The context `bot.commands.dispatch.run_command` needs, from this runtime's services (operator: the CLI,
         REST and MCP adapters' own commands; never a Slack person)."""
-        return CommandContext(self.settings, self.services, user_id, channel_id, session_key, operator)
+        return CommandContext(self.settings, self.services, user_id, channel_id, session_key, operator,
+                              scheduler=self.scheduler)
 
     # shutdown -----------------------------------------------------------
     async def close(self) -> None:

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 if TYPE_CHECKING:
     from bot.backends.provider import BackendProvider
     from bot.monitoring.alerts import AlertRouter
     from bot.monitoring.events_log import EventLog
     from bot.monitoring.monitor import Monitor
-    from bot.monitoring.scheduler import Scheduler
     from bot.pipelines.manager import PipelineManager
-    from bot.recipes.service import RecipeService
+    from bot.rights import Requester
     from workspace import Workspace
     from workspace.memory import MemoryStore
 
@@ -23,9 +24,32 @@ class ServiceUnavailable(LookupError):
     """A service this process does not run; str() is a line the model or the user can act on."""
 
 
+class Recipes(Protocol):
+    """What tools and commands ask of the recipes (`bot.recipes.service.RecipeService`).
+
+    A Protocol because recipes sit above the agent (they replay through its tool registry) while these services sit
+    below it: naming the class here would be an import cycle.
+    """
+
+    def save(self, name: str, description: str, session_key: str | None, who: Requester,
+             current: Sequence[Any] | None = None) -> str: ...
+
+    async def run(self, name: str, raw: dict[str, str], who: Requester, services: Services,
+                  session_key: str = "") -> tuple[bool, str]: ...
+
+    def export(self, name: str) -> Path: ...
+
+    def lines(self) -> list[str]: ...
+
+    def delete(self, name: str) -> bool: ...
+
+
 @dataclass(frozen=True)
 class Services:
-    """What this process runs; a field is None when it does not run that piece (e.g. no monitor in a one-shot)."""
+    """What this process runs; a field is None when it does not run that piece (e.g. no monitor in a one-shot).
+
+    Built once, before the agent that carries it to every tool: what drives the agent (the scheduler) is not here.
+    """
 
     workspace: Workspace | None = None
     backend: BackendProvider | None = None
@@ -33,8 +57,7 @@ class Services:
     memory: MemoryStore | None = None
     router: AlertRouter | None = None
     monitor: Monitor | None = None
-    scheduler: Scheduler | None = None
-    recipes: RecipeService | None = None
+    recipes: Recipes | None = None
     events: EventLog | None = None  # every alert and tier-1 event, sent or held (.state/events.jsonl)
 
 

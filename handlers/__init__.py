@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from slack_bolt.async_app import AsyncApp
+
 from bot.runtime import Runtime
 from handlers import actions, commands, home, messages
 from handlers.alert_book import AlertBook
@@ -16,7 +18,7 @@ from handlers.queue import SessionQueues
 from handlers.threads import ThreadBook
 
 
-def register(app: Any, runtime: Runtime) -> SlackBot:
+def register(app: AsyncApp, runtime: Runtime) -> SlackBot:
     """Attach every Slack surface of the bot to a Bolt AsyncApp; returns the SlackBot state they share."""
     ws = runtime.workspace
     bot = SlackBot(

@@ -56,15 +56,14 @@ def check_tokens(settings: Settings) -> tuple[str, str]:
     return bot, app
 
 
-def narrow_heartbeat_wait(runtime: Any, team_id: str) -> list[str] | None:
+def narrow_heartbeat_wait(runtime: Runtime, team_id: str) -> list[str] | None:
     """Make the heartbeat wait only for chat turns in the channel its alerts go to (not every Slack session).
 
     Returns the new prefixes, or None when the broad default ('slack:') stays.
     """
-    heartbeat = getattr(getattr(runtime, "scheduler", None), "heartbeat", None)
-    router = getattr(runtime, "router", None)
-    if heartbeat is None or router is None:
+    if runtime.scheduler is None:  # no heartbeat in this process
         return None
+    heartbeat, router = runtime.scheduler.heartbeat, runtime.router
     # Where a heartbeat alert goes at start-up (a later `/vision route` for all cameras does not re-narrow this).
     channel = router.channel_for(DEFAULT_CAMERA)
     m = _CHANNEL_ID.match((channel or "").strip())
@@ -96,7 +95,7 @@ def build_app(client: AsyncWebClient, identity: dict[str, Any]) -> AsyncApp:
     return app
 
 
-async def run(settings: Settings, runtime: Any = None, *, on_ready: Callable[[SlackBot], Any] | None = None,
+async def run(settings: Settings, runtime: Runtime | None = None, *, on_ready: Callable[[SlackBot], Any] | None = None,
               stop: asyncio.Event | None = None) -> int:
     """Serve until `stop` is set (or forever); `on_ready(bot)` once connected (tests, benchmarks).
 

@@ -6,7 +6,10 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from slack_bolt.async_app import AsyncApp
+from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.monitoring.lanes import Lanes
 from handlers.alert_book import AlertBook
@@ -15,6 +18,11 @@ from handlers.files import FileFetcher
 from handlers.inflight import InflightBook
 from handlers.queue import SessionQueues
 from handlers.threads import Deduper, ThreadBook
+
+if TYPE_CHECKING:
+    from bot.agent.loop import Agent
+    from bot.config import Settings
+    from bot.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
@@ -33,9 +41,9 @@ class Stats:
 class SlackBot:
     """Everything the Slack handlers share. Built by `handlers.register`; reached in listeners as context["vision"]."""
 
-    runtime: Any
-    app: Any  # the Bolt AsyncApp
-    client: Any  # the app's AsyncWebClient (used off the request path: turns, alerts)
+    runtime: Runtime
+    app: AsyncApp
+    client: AsyncWebClient  # the app's client (used off the request path: turns, alerts)
     threads: ThreadBook
     fetcher: FileFetcher
     inflight: InflightBook  # turns taken and not finished, finished after a crash
@@ -55,12 +63,12 @@ class SlackBot:
     _tasks: set[asyncio.Task[Any]] = field(default_factory=set)
 
     @property
-    def settings(self) -> Any:
+    def settings(self) -> Settings:
         return self.runtime.settings
 
     @property
-    def agent(self) -> Any:
-        return getattr(self.runtime, "agent", None)
+    def agent(self) -> Agent:
+        return self.runtime.agent  # built: `serve` starts the runtime before `register` builds this
 
     def llm_unavailable(self) -> str | None:
         """Why free text cannot go to Claude right now (one line), or None."""

@@ -6,7 +6,7 @@ import asyncio
 import logging
 import time
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
@@ -14,6 +14,9 @@ from bot.api.hosting import ApiHost
 from bot.api.server import mount
 from bot.backends.base import LIVE
 from handlers.context import SlackBot
+
+if TYPE_CHECKING:
+    from bot.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
@@ -32,9 +35,9 @@ async def socket_connected(bot: SlackBot) -> bool:
         return False
 
 
-def pipelines_running(runtime: Any) -> int:
+def pipelines_running(runtime: Runtime) -> int:
     """Counted from the manager's last-known handles: never builds the (slow) backend for a health probe."""
-    mgr = getattr(runtime, "pipelines", None)
+    mgr = runtime.services.pipelines
     if mgr is None:
         return 0
     try:
@@ -43,14 +46,11 @@ def pipelines_running(runtime: Any) -> int:
         return 0
 
 
-def last_heartbeat(runtime: Any, socket: Any) -> tuple[float | None, str]:
+def last_heartbeat(runtime: Runtime, socket: Any) -> tuple[float | None, str]:
     """The scheduler's last heartbeat run if it records one, else the socket's last ping/pong with Slack."""
-    sched = getattr(runtime, "scheduler", None)
-    for owner, name in ((sched, "last_heartbeat"), (getattr(sched, "heartbeat", None), "last_run")):
-        value = getattr(owner, name, None)
-        if isinstance(value, (int, float)):
-            return float(value), "scheduler"
-    pong = getattr(socket, "last_ping_pong_time", None)
+    if runtime.scheduler is not None and runtime.scheduler.heartbeat.last_run is not None:
+        return runtime.scheduler.heartbeat.last_run, "scheduler"
+    pong = getattr(socket, "last_ping_pong_time", None)  # the aiohttp socket-mode client's, once it has pinged
     return (float(pong) if pong else None), "socket"
 
 

@@ -197,6 +197,8 @@ async def _ask(bot: SlackBot, turn: Turn, r: TurnRenderer, text: str, attachment
 async def _title(bot: SlackBot, conv: Conversation, text: str) -> None:
     """An agent DM thread is titled after its first answer: the question's first line (best effort)."""
     title = " ".join(text.split())[:TITLE_CHARS] or "Vision Agent"
+    if conv.thread_ts is None:  # only a thread has a title (the caller checks; this tells the type checker)
+        return
     try:
         await bot.client.assistant_threads_setTitle(channel_id=conv.channel, thread_ts=conv.thread_ts, title=title)
     except Exception as exc:  # a title is never worth failing a turn (e.g. no Agent feature in this workspace)

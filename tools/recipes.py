@@ -40,7 +40,8 @@ async def save_recipe(args: SaveRecipeArgs, ctx: ToolContext) -> ToolResult:
 async def run_recipe(args: RunRecipeArgs, ctx: ToolContext) -> ToolResult:
     raw = {k: str(v) for k, v in args.parameters.items()}
     try:
-        ok, text = await need(ctx.services.recipes, "recipes").run(args.name, raw, ctx.requester, ctx.session_key)
+        recipes = need(ctx.services.recipes, "recipes")
+        ok, text = await recipes.run(args.name, raw, ctx.requester, ctx.services, ctx.session_key)
     except (ValueError, LookupError) as exc:
         return ToolResult.error(str(exc))
     if not ok:

@@ -14,7 +14,8 @@ from bot.llm.errors import LLMError
 from bot.llm.tokens import clip_text, content_tokens, prompt_tokens
 
 if TYPE_CHECKING:
-    from bot.llm.client import WaitBudget
+    from bot.agent.sessions import SessionStore
+    from bot.llm.client import LLMClient, WaitBudget
     from workspace.memory import MemoryStore
 
 log = logging.getLogger(__name__)
@@ -81,7 +82,7 @@ class ContextGuard:
     itself fails and the history is over the window, the old turns are dropped with a plain note instead.
     """
 
-    def __init__(self, llm: Any, sessions: Any, window: int, memory: MemoryStore | None = None,
+    def __init__(self, llm: LLMClient, sessions: SessionStore, window: int, memory: MemoryStore | None = None,
                  message_tokens: int | None = None) -> None:
         self.llm, self.sessions, self.window, self.memory = llm, sessions, window, memory
         self.message_tokens = min(message_tokens or window, window // 4)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from bot.agent import blocks as msgs
 from bot.agent.compaction import ContextGuard, turn_starts
@@ -15,6 +15,8 @@ from bot.agent.prompt import build_system, skills_in, skills_reloaded, turn_cont
 from bot.agent.streaming import TextStream
 from bot.agent.tools import Attachment, ToolContext, ToolResult
 from bot.agent.turn_events import (
+    FinishedTurn,
+    TurnHook,
     _ev,
     _noted,
     attachment_of,
@@ -25,9 +27,15 @@ from bot.agent.turn_events import (
     thinking_events,
 )
 from bot.events import AgentEvent, EventType
-from bot.llm.client import LLMError, PromptTooLong, ToolCall, WaitBudget
+from bot.llm.client import LLMClient, LLMError, PromptTooLong, ToolCall, WaitBudget
 from bot.rights import OPERATOR, Requester
 from bot.services import Services
+
+if TYPE_CHECKING:
+    from bot.agent.registry import ToolRegistry
+    from bot.agent.sessions import SessionStore
+    from bot.config import Settings
+    from workspace import Workspace
 
 log = logging.getLogger(__name__)
 
@@ -40,15 +48,16 @@ class Agent:
     def __init__(
         self,
         *,
-        llm: Any,
-        tools: Any,
-        sessions: Any,
-        settings: Any,
-        workspace: Any,
+        llm: LLMClient,
+        tools: ToolRegistry,
+        sessions: SessionStore,
+        settings: Settings,
+        workspace: Workspace,
         services: Services | None = None,
         capabilities: str | Callable[[], str] = "",
         pipelines_text: Callable[[], str] | None = None,
         clock: Callable[[], datetime] | None = None,
+        turn_end: Iterable[TurnHook] = (),
     ) -> None:
         self.llm, self.tools, self.sessions = llm, tools, sessions
         self.settings, self.workspace = settings, workspace
@@ -57,6 +66,9 @@ class Agent:
         self._pipelines_text = pipelines_text
         self._clock = clock or datetime.now
         self._active: dict[str, int] = {}
+        # Called after every turn that ended with its final event (the recipes keep the turns that set things up);
+        # the loop knows nothing of what its subscribers do.
+        self.turn_end: list[TurnHook] = list(turn_end)
         self.guard = ContextGuard(llm, sessions, settings.llm.context_window, self.services.memory,
                                   settings.llm.max_message_tokens)
 
@@ -106,6 +118,11 @@ class Agent:
         """Record a message the agent posted (e.g. an alert) as a user/assistant pair, so replies have context."""
         for message in msgs.seed_pair(text, image):
             self.sessions.append(key, message)
+
+    @property
+    def llm_available(self) -> bool:
+        """Whether a turn can reach the model now (an API key is set): a heartbeat is skipped otherwise."""
+        return self.llm.available
 
     def busy(self, prefix: str = "") -> bool:
         """Whether a turn is running or queued in any session whose key starts with prefix."""
@@ -175,7 +192,7 @@ class Agent:
                 yield ev
             if not resp.tool_calls:
                 final = final_event(resp, mode, self.settings.llm.max_tokens)
-                self._record(key, who, steps, final, mode)
+                self._turn_ended(FinishedTurn(key, who, steps, final, heartbeat=mode == "heartbeat"))
                 yield final
                 return
             async for ev in self._run_tools(key, resp.tool_calls, ctx, steps):
@@ -203,16 +220,12 @@ class Agent:
             results += [msgs.interrupted_result(c.id) for c in calls if c.id not in done]
             self.sessions.append(key, {"role": "user", "content": results})
 
-    def _record(self, key: str, who: Requester, steps: list[tuple[ToolCall, ToolResult]], final: AgentEvent,
-                mode: str) -> None:
-        """A conversation turn that ended with a reply is offered to the recipes' trajectory log (RecipeService.record)."""
-        recipes = self.services.recipes
-        if recipes is None or mode != "full" or not steps or final.type is EventType.ERROR:
-            return
-        try:
-            recipes.record(key, who, steps, final.data.get("text", ""))
-        except Exception:  # recording is a by-product: the user still gets the reply
-            log.exception("recording the turn of %s failed", key)
+    def _turn_ended(self, turn: FinishedTurn) -> None:
+        for hook in self.turn_end:
+            try:
+                hook(turn)
+            except Exception:  # a hook's work is a by-product: the user still gets the reply
+                log.exception("a turn-end hook failed for %s", turn.session_key)
 
     # -- helpers ---------------------------------------------------------------------------------------------
 
@@ -229,8 +242,7 @@ class Agent:
             return f"(pipeline status unavailable: {exc})"
 
     def _match_skills(self, text: str) -> list[str]:
-        match = getattr(self.workspace, "match_skills", None)
-        return [s.name for s in match(text)] if match else []
+        return [s.name for s in self.workspace.match_skills(text)]
 
     def _restore_skills(self, key: str, skills: Sequence[str]) -> None:
         # A skill this turn only pointed to ("loaded earlier") may have been summarised away: load it again.

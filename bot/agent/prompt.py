@@ -5,10 +5,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from datetime import datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from bot.agent.prompt_text import CORE_IDENTITY, DEFAULT_HEARTBEAT_CHECKLIST, HEARTBEAT_IDENTITY
 from bot.media.redaction import redact
+
+if TYPE_CHECKING:
+    from bot.agent.registry import ToolRegistry
+    from workspace import Workspace
 
 log = logging.getLogger(__name__)
 
@@ -24,12 +28,12 @@ def _text(text: str) -> dict[str, Any]:
     return {"type": "text", "text": redact(text)}
 
 
-def _tool_line(tools: Any) -> str:
-    names = list(getattr(tools, "names", None) or [])
+def _tool_line(tools: ToolRegistry | None) -> str:
+    names = tools.names if tools is not None else []
     return f"\n\nTools available in this process: {', '.join(names)}." if names else ""
 
 
-def _workspace_blocks(workspace: Any, only: Iterable[str] = PROMPT_FILES) -> list[dict[str, Any]]:
+def _workspace_blocks(workspace: Workspace | None, only: Iterable[str] = PROMPT_FILES) -> list[dict[str, Any]]:
     files = workspace.load_prompt_files() if workspace is not None else {}
     wanted = set(only)
     # A fixed order, whatever order the loader used, so the cached prefix never reshuffles.
@@ -38,7 +42,7 @@ def _workspace_blocks(workspace: Any, only: Iterable[str] = PROMPT_FILES) -> lis
     return [_text(f"# {name}\n\n{files[name].strip()}") for name in names if files[name].strip()]
 
 
-def _skills_list(workspace: Any) -> list[dict[str, Any]]:
+def _skills_list(workspace: Workspace | None) -> list[dict[str, Any]]:
     # Stable: it changes only when a skill file changes, like AGENTS.md, so it belongs to the cached prefix.
     skills = workspace.list_skills() if workspace is not None else []
     if not skills:
@@ -51,10 +55,9 @@ def _skills_list(workspace: Any) -> list[dict[str, Any]]:
     )]
 
 
-def _recipes_list(workspace: Any) -> list[dict[str, Any]]:
+def _recipes_list(workspace: Workspace | None) -> list[dict[str, Any]]:
     # Stable: it changes only when a recipe is saved or deleted (runs update files, not names or descriptions).
-    files = getattr(workspace, "recipes", None)
-    listing = files.listing() if files is not None else []
+    listing = workspace.recipes.listing() if workspace is not None else []
     if not listing:
         return []
     lines = [f"- {name}: {desc or '(no description)'}" for name, desc in listing]
@@ -65,7 +68,7 @@ def _recipes_list(workspace: Any) -> list[dict[str, Any]]:
     )]
 
 
-def stable_blocks(workspace: Any, tools: Any, mode: str, capabilities: str) -> list[dict[str, Any]]:
+def stable_blocks(workspace: Workspace | None, tools: ToolRegistry | None, mode: str, capabilities: str) -> list[dict[str, Any]]:
     """The cacheable prefix; byte-identical between turns unless a workspace file, skill or capability changes."""
     if mode == "heartbeat":
         checklist = (workspace.heartbeat_checklist() if workspace is not None else "").strip()
@@ -83,7 +86,7 @@ def stable_blocks(workspace: Any, tools: Any, mode: str, capabilities: str) -> l
     return blocks
 
 
-def _loaded_skills(workspace: Any, skills_loaded: Iterable[str], loaded_before: Iterable[str] = ()) -> list[str]:
+def _loaded_skills(workspace: Workspace | None, skills_loaded: Iterable[str], loaded_before: Iterable[str] = ()) -> list[str]:
     before = set(loaded_before)
     parts: list[str] = []
     for name in skills_loaded:
@@ -117,7 +120,7 @@ def skills_in(messages: Iterable[dict[str, Any]]) -> set[str]:
 
 
 def turn_context(
-    workspace: Any,
+    workspace: Workspace | None,
     pipelines_text: str = "",
     skills_loaded: Iterable[str] = (),
     now: datetime | None = None,
@@ -135,7 +138,7 @@ def turn_context(
     return _wrap(parts + _loaded_skills(workspace, skills_loaded, loaded_before))
 
 
-def skills_reloaded(workspace: Any, names: Iterable[str]) -> str:
+def skills_reloaded(workspace: Workspace | None, names: Iterable[str]) -> str:
     """A turn-context text carrying these skills in full again (after compaction summarised the earlier copy)."""
     parts = _loaded_skills(workspace, names)
     return _wrap(["The earlier conversation was summarised; skills this request relies on, in full again:", *parts]
@@ -143,8 +146,8 @@ def skills_reloaded(workspace: Any, names: Iterable[str]) -> str:
 
 
 def build_system(
-    workspace: Any,
-    tools: Any = None,
+    workspace: Workspace | None,
+    tools: ToolRegistry | None = None,
     mode: Literal["full", "heartbeat"] = "full",
     capabilities: str = "",
 ) -> list[dict[str, Any]]:

@@ -14,6 +14,7 @@ from bot.services import Services
 
 if TYPE_CHECKING:
     from bot.config import Settings
+    from bot.llm.client import ToolCall
     from workspace import Workspace
 
 __all__ = ["Attachment", "Tool", "ToolArgs", "ToolContext", "ToolFunc", "ToolResult"]
@@ -55,7 +56,7 @@ class ToolContext:
     attachments: list[Attachment] = field(default_factory=list)
     services: Services = field(default_factory=Services)  # typed: ctx.services.pipelines, ctx.services.memory
     requester: Requester = field(default_factory=Requester)  # who asked this turn (nobody known: refused by allowlists)
-    turn: list[Any] = field(default_factory=list)  # this turn's (ToolCall, ToolResult) so far: save_recipe reads it
+    turn: list[tuple[ToolCall, ToolResult]] = field(default_factory=list)  # this turn's calls so far: save_recipe reads it
 
     @property
     def workspace(self) -> Workspace | None:

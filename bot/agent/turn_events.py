@@ -1,8 +1,10 @@
-"""The events a turn yields and the small rules behind them: final reply kind, thinking, frames, HEARTBEAT_OK."""
+"""A turn's events and their rules (final reply kind, thinking, frames, HEARTBEAT_OK); what turn-end hooks get."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -10,6 +12,7 @@ from typing import Any
 from bot.agent.tools import Attachment, ToolResult
 from bot.events import AgentEvent, EventType
 from bot.llm.client import LLMResponse, ToolCall
+from bot.rights import Requester
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +29,20 @@ def is_heartbeat_ok(text: str) -> bool:
         return False
     bare = t.strip(_DECOR).upper()
     return bare.startswith(_OK_TOKEN) or bare.endswith(_OK_TOKEN)
+
+
+@dataclass(frozen=True)
+class FinishedTurn:
+    """A turn that ended with its final event (a reply, a question, or an error line), for the turn-end hooks."""
+
+    session_key: str
+    requester: Requester
+    steps: list[tuple[ToolCall, ToolResult]]  # the tool calls the turn made, in order
+    final: AgentEvent  # RESPONSE, ASK_USER or ERROR
+    heartbeat: bool = False  # a heartbeat turn, not a conversation
+
+
+TurnHook = Callable[[FinishedTurn], None]  # runs after the turn, on the turn's task; must not block
 
 
 def _ev(kind: EventType, **data: Any) -> AgentEvent:

@@ -22,7 +22,7 @@ async def pipeline_frame(request: web.Request) -> web.Response:
 
 
 async def alert_frame(request: web.Request) -> web.Response:
-    """Kept for the newest alerts only (`bot/monitoring/webhooks/frames.py`); an alert's frame never changes."""
+    """Kept for the newest alerts only (`bot/monitoring/alert_frames.py`); an alert's frame never changes."""
     frames = need(request.app[HOST_KEY].services.router, "alert routing").frames
     frame = frames.get(request.match_info["id"]) if frames is not None else None
     if frame is None:

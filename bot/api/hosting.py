@@ -8,14 +8,16 @@ from aiohttp import web
 
 if TYPE_CHECKING:
     from bot.config import Settings
+    from bot.scheduling.scheduler import Scheduler
     from bot.services import Services
 
 
 class ApiHost(Protocol):
-    """Read on every request: the runtime replaces `services` once the scheduler is built."""
+    """What the API reads on every request (the Runtime is one): settings, the services, the scheduler if it runs."""
 
     settings: Settings
     services: Services
+    scheduler: Scheduler | None
 
 
 HOST_KEY: web.AppKey[ApiHost] = web.AppKey("vision_agent_api_host")

@@ -38,7 +38,7 @@ def _ctx(request: web.Request) -> CommandContext:
     """A command context for the operator (LOCAL_CHANNEL): an API client acts as whoever runs the bot."""
     host = _host(request)
     return CommandContext(settings=host.settings, services=host.services, user_id=LOCAL_CHANNEL, channel_id=LOCAL_CHANNEL,
-                          operator=True)
+                          operator=True, scheduler=host.scheduler)
 
 
 def _may_change(ctx: CommandContext) -> None:

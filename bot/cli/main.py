@@ -8,13 +8,15 @@ import os
 import sys
 import warnings
 from importlib.metadata import entry_points
-from typing import Any
+from typing import TYPE_CHECKING
 
 from bot.media.redaction import install_log_redaction
 from workspace import Workspace, WorkspaceError
 
 # Settings, the runtime, the REPL and the inference server are imported by the command that needs them: they load
 # pydantic, the LLM SDK or `inference` (up to seconds), and `vision-agent --help` must answer at once.
+if TYPE_CHECKING:  # annotations only: never loaded at run time
+    from bot.config import Settings
 
 EXIT_USAGE = 2  # bad settings, missing key, bad arguments: the user can fix it
 
@@ -106,7 +108,7 @@ def _fail(message: str, code: int = EXIT_USAGE) -> int:
     return code
 
 
-def load_settings_or_none() -> tuple[Any, int]:
+def load_settings_or_none() -> tuple[Settings | None, int]:
     """(settings, 0), or (None, exit code) after printing the one-line SettingsError."""
     from bot.config import SettingsError, load_settings  # start-up cost (see the module top)
 
@@ -146,7 +148,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
     return interactive(settings, args.session or "default", args.image)
 
 
-def _slack_ready(settings: Any) -> bool:
+def _slack_ready(settings: Settings) -> bool:
     return settings.slack.bot_token is not None and settings.slack.app_token is not None
 
 
@@ -188,7 +190,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 ADAPTERS = "vision_agent.adapters"  # entry-point group: adapters register themselves (pyproject.toml)
 
 
-def _serve(settings: Any) -> int:
+def _serve(settings: Settings) -> int:
     # The core never imports an adapter (docs/architecture.md, .importlinter): the Slack adapter is found through
     # the entry point it declares, so `bot` stays free of slack_bolt and a build without it says so plainly.
     found = entry_points(group=ADAPTERS, name="slack")

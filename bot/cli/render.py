@@ -6,7 +6,7 @@ import json
 import re
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.live import Live
@@ -16,6 +16,11 @@ from rich.text import Text
 from bot.agent.steps import label as step_label
 from bot.events import AgentEvent, EventType
 from bot.media.redaction import MASKS, redact
+
+if TYPE_CHECKING:
+    from bot.commands.context import CommandReply
+    from bot.monitoring.alerts import Alert
+    from bot.runtime import Runtime
 
 _SLACK_BOLD = re.compile(r"(?<![\w*])\*(\S(?:[^*\n]*\S)?)\*(?![\w*])")
 _MAX_RESULT = 600
@@ -73,7 +78,7 @@ class Renderer:
     def error(self, text: str) -> None:
         self._say(f"error: {text}", "bold red")
 
-    def banner(self, rt: Any, session: str) -> None:
+    def banner(self, rt: Runtime, session: str) -> None:
         s = rt.settings
         self.console.print(Text.assemble(("Vision Agent", "bold"), (
             f" - workspace {rt.workspace.root}, model {s.llm.model}, backend {s.inference.backend}, "
@@ -144,20 +149,20 @@ class Renderer:
         elif ev.type is EventType.ALERT:
             self._say(f"ALERT {d.get('camera')}: {d.get('summary') or d.get('text')}", "bold red")
 
-    def command_reply(self, reply: Any, frames_dir: Path) -> None:
+    def command_reply(self, reply: CommandReply, frames_dir: Path) -> None:
         text = _SLACK_BOLD.sub(r"\1", reply.text)  # the command core writes Slack-style *bold*
-        self._say(text, "" if getattr(reply, "ok", True) else "red")
-        if getattr(reply, "frame", None):
-            caption = getattr(reply, "frame_caption", "") or "snapshot"
+        self._say(text, "" if reply.ok else "red")
+        if reply.frame:
+            caption = reply.frame_caption or "snapshot"
             path = save_frame(frames_dir, {"image": reply.frame}, caption)
             self._say(f"  ▣ {caption} saved to {path}", "magenta")
 
-    def alert(self, alert: Any, frames_dir: Path) -> None:
+    def alert(self, alert: Alert, frames_dir: Path) -> None:
         when = time.strftime("%H:%M:%S", time.localtime(alert.time))
         line = f"ALERT {when} {alert.camera} [{alert.rule}]: {alert.summary or alert.text}"
         self._say(line, "bold red")
         if alert.frame:
             path = save_frame(frames_dir, {"image": alert.frame}, f"alert-{alert.camera}")
             self.console.print(Text(f"  ▣ alert frame saved to {path}", style="magenta"))
-        if getattr(alert, "clip_path", None):
+        if alert.clip_path:
             self.console.print(Text(f"  ▶ alert clip saved to {alert.clip_path}", style="magenta"))

@@ -8,7 +8,7 @@ import signal
 import sys
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from bot.cli.oneshot import attachment_for, why_no_agent
 from bot.cli.render import Renderer
@@ -19,6 +19,7 @@ from bot.runtime import Runtime
 if TYPE_CHECKING:
     from bot.agent.tools import Attachment
     from bot.config import Settings
+    from bot.monitoring.alerts import Alert
 
 log = logging.getLogger(__name__)
 REPL_HELP = """Type a message to talk to the agent. Commands:
@@ -116,7 +117,7 @@ class _Repl:
                                                                   session_key=f"cli:{self.session}", operator=True))
         self.out.command_reply(reply, self.rt.workspace.frames_dir)
 
-    async def _on_alert(self, alert: Any, channel: str | None) -> None:
+    async def _on_alert(self, alert: Alert, channel: str | None) -> None:
         self.out.alert(alert, self.rt.workspace.frames_dir)
 
     # input without blocking the loop (alerts and pipelines keep running while the prompt waits)

@@ -14,6 +14,7 @@ from bot.services import Services
 if TYPE_CHECKING:
     from bot.config import Settings
     from bot.pipelines.manager import PipelineManager
+    from bot.scheduling.scheduler import Scheduler
     from workspace import Workspace
 
 __all__ = ["LOCAL_CHANNEL", "CommandContext", "CommandReply", "fail", "parse_options"]
@@ -44,6 +45,8 @@ class CommandContext:
     # The person at the terminal, an API or MCP client: set only by those adapters' own code, never from a payload
     # (a Slack channel or user that happens to be called "cli" is a Slack person like any other).
     operator: bool = False
+    # `schedule`, `jobs`, `unschedule`: the scheduler sits above the agent, so it is not one of the Services.
+    scheduler: Scheduler | None = None
 
     @property
     def workspace(self) -> Workspace | None:

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from bot.commands.context import CommandContext, CommandReply, fail
-from bot.recipes.service import RecipeService
 from bot.rights import CONTROLLED, RECIPES, refusal
-from bot.services import need
+from bot.services import Recipes, need
 
 USAGE = ("Usage: `/vision recipe save NAME [description…]` | `recipe run NAME [key=value …]` | "
          "`recipe export NAME` | `recipe delete NAME` · `/vision recipes` lists them")
@@ -14,7 +13,7 @@ USAGE = ("Usage: `/vision recipe save NAME [description…]` | `recipe run NAME 
 CHANGES = {"save": RECIPES, "delete": RECIPES, "export": RECIPES, "run": CONTROLLED}
 
 
-def _service(ctx: CommandContext) -> RecipeService:
+def _service(ctx: CommandContext) -> Recipes:
     return need(ctx.services.recipes, "recipes")
 
 
@@ -46,12 +45,12 @@ async def recipe(tokens: list[str], ctx: CommandContext) -> CommandReply:
                         f"`python {path.name} --help` lists its options).", file=path.read_bytes(), file_name=path.name)
 
 
-async def _run(service: RecipeService, name: str, rest: list[str], ctx: CommandContext) -> CommandReply:
+async def _run(service: Recipes, name: str, rest: list[str], ctx: CommandContext) -> CommandReply:
     values: dict[str, str] = {}
     for tok in rest:
         key, eq, val = tok.partition("=")
         if not eq or not key:
             return fail(f"`{tok}`: parameters are key=value, e.g. source=cam2 fps=5.")
         values[key.lower()] = val
-    ok, text = await service.run(name, values, ctx.requester, ctx.session_key or "")
+    ok, text = await service.run(name, values, ctx.requester, ctx.services, ctx.session_key or "")
     return CommandReply(text, ok=ok)

@@ -9,8 +9,8 @@ from zoneinfo import ZoneInfo
 
 from bot.commands.context import CommandContext, CommandReply, fail, parse_options
 from bot.commands.rules import resolve_camera
-from bot.monitoring.cron_jobs import CronJob
-from bot.monitoring.when import parse_when
+from bot.scheduling.cron_jobs import CronJob
+from bot.scheduling.when import parse_when
 
 SCHEDULE_USAGE = ("Usage: `/vision schedule summary at HH:MM` | `/vision schedule snapshot CAMERA every hour|every N "
                   "minutes|at HH:MM` | `/vision schedule heartbeat every N minutes` [name=NAME] [to=#channel|MESSAGE_LINK]")
@@ -21,10 +21,10 @@ _ACTIONS = {"summary": "daily_summary", "snapshot": "snapshot", "heartbeat": "he
 
 
 def _scheduler(ctx: CommandContext) -> Any:
-    if ctx.services.scheduler is None:
+    if ctx.scheduler is None:
         raise LookupError("Scheduled jobs need the long-running bot: use them in `vision-agent chat` or "
                           "`vision-agent serve`.")
-    return ctx.services.scheduler
+    return ctx.scheduler
 
 
 def _when(words: list[str], what: str) -> dict[str, Any]:
@@ -128,7 +128,7 @@ def next_run(ctx: CommandContext, job: CronJob) -> str:
     if not job.enabled:
         return "never (disabled)"
     tz = ZoneInfo(ctx.settings.heartbeat.timezone)
-    lookup = getattr(ctx.services.scheduler, "next_run", None)
+    lookup = getattr(ctx.scheduler, "next_run", None)
     when: datetime | None = lookup(job.name) if lookup else None
     if when is None and job.at:  # the scheduler thread is not running here: the daily time is still known
         now = datetime.now(tz)
@@ -142,7 +142,7 @@ def next_run(ctx: CommandContext, job: CronJob) -> str:
 
 def jobs_status(ctx: CommandContext) -> list[str]:
     """The status line about jobs (none when the scheduler does not run here)."""
-    if ctx.services.scheduler is None:
+    if ctx.scheduler is None:
         return []
-    jobs = sorted(ctx.services.scheduler.jobs(), key=lambda j: j.name)
+    jobs = sorted(ctx.scheduler.jobs(), key=lambda j: j.name)
     return ["*Jobs*: " + (", ".join(f"{j.name} (next {next_run(ctx, j)})" for j in jobs) or "none")]

@@ -9,7 +9,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
-from bot.media.reach import is_loopback
+from bot.config.net import is_loopback
 
 
 class _Section(BaseModel):

@@ -13,6 +13,7 @@ import socket
 from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
 
+from bot.config.net import is_loopback  # noqa: F401  (re-exported: servers and backends import it from here)
 from bot.media.redaction import redact
 
 DEFAULT_PORTS = {"http": 80, "https": 443, "rtsp": 554, "rtsps": 322, "rtmp": 1935, "rtmps": 443,
@@ -54,17 +55,6 @@ def _blocked(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
         if inner is not None:
             return _blocked(inner)
     return not ip.is_global or ip.is_multicast
-
-
-def is_loopback(host: str) -> bool:
-    """True for 127.0.0.0/8, ::1 and 'localhost': where a server may listen without a token (any other name may
-    resolve anywhere)."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def origin(url: str) -> str | None:

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from bot.monitoring.alert_frames import AlertFrames
 from bot.monitoring.events_log import EventLog, event_type_of
 from bot.monitoring.lanes import Lanes
-from bot.monitoring.webhooks.frames import AlertFrames
 from bot.storage import Storage, open_storage
 
 log = logging.getLogger(__name__)

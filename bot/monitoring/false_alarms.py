@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
 from bot.monitoring.rules import Rule
@@ -47,7 +48,7 @@ class FalseAlarms:
     """Records false alarms and tightens a rule that keeps crying wolf (see the module docstring)."""
 
     def __init__(self, router: AlertRouter, monitor: Monitor | None, memory: MemoryStore | None,
-                 settings: Settings, clock: Any = time.time) -> None:
+                 settings: Settings, clock: Callable[[], float] = time.time) -> None:
         self.router, self.monitor, self.memory = router, monitor, memory
         self._table = router.storage.table(TABLE)
         self.limit = settings.monitoring.false_alarm_limit

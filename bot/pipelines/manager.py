@@ -1,4 +1,4 @@
-"""PipelineManager: starts, controls and stops pipelines on the backend, and restores the saved ones on start-up."""
+"""PipelineManager: starts, controls and stops pipelines on the backend (bringing saved ones back: restore.py)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,6 @@ from bot.media.sniff import STILL_HINT, still_image
 from bot.pipelines.backend_choice import BackendChoice
 from bot.pipelines.clips import ClipRecorder
 from bot.pipelines.request import StartRequest
-from bot.pipelines.restore import restore_all
 from bot.pipelines.state import PipelineConfig, PipelineNotFound
 from bot.pipelines.table import PipelineTable
 
@@ -161,13 +160,6 @@ class PipelineManager(PipelineTable):
             self._save()
         log.info("pipeline %s (%s) started on %s", cfg.name, cfg.pipeline_id, handle.video_reference)
         return handle
-
-    async def restore(self) -> builtins.list[PipelineHandle]:
-        """Bring back every pipeline saved in active_state.json, one try each (`bot.pipelines.restore` has the rest).
-
-        One the inference server still runs (the bot died without close()) is adopted, not started a second time.
-        """
-        return await restore_all(self)
 
     async def _control(self, name_or_id: str, action: str) -> PipelineHandle:
         pid = self.resolve(name_or_id).pipeline_id

@@ -110,7 +110,10 @@ async def bring_back(mgr: PipelineManager, pending: list[PipelineConfig], backof
 
 
 async def restore_all(mgr: PipelineManager, backoff: tuple[float, ...] = ()) -> list[PipelineHandle]:
-    """Every pipeline saved in active_state.json, with `backoff` retries for the ones whose source fails."""
+    """Every pipeline saved in active_state.json, with `backoff` retries for the ones whose source fails.
+
+    One the inference server still runs (the bot died without close()) is adopted, not started a second time.
+    """
     pending, given_up = take_saved(mgr)
     order = [c.pipeline_id for c in load_state(mgr.state_path)]
     done = {h.pipeline_id: h for h in [*given_up.values(), *await bring_back(mgr, pending, backoff)]}

@@ -4,13 +4,15 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bot.agent.registry import ToolRegistry
 from bot.agent.tools import ToolContext, ToolResult
+from bot.agent.turn_events import FinishedTurn
+from bot.events import EventType
 from bot.media.cameras import camera_name_for, find_camera, named_zones
 from bot.media.redaction import redact
 from bot.pipelines.naming import default_name
@@ -34,7 +36,7 @@ SECRET = ("The setup's source holds a password or token; add the camera to CAMER
           "name, then save again.")
 
 
-def _calls(steps: list[tuple[Any, ToolResult]]) -> list[dict[str, Any]]:
+def _calls(steps: Sequence[tuple[Any, ToolResult]]) -> list[dict[str, Any]]:
     """(ToolCall, ToolResult) pairs as the trajectory stores them."""
     return [{"tool": c.name, "input": c.input, "result": r.text, "is_error": r.is_error} for c, r in steps]
 
@@ -45,18 +47,28 @@ def _has_secret(value: Any) -> bool:
 
 
 class RecipeService:
-    """Recipes of one workspace, replayed through the same tool registry the agent uses."""
+    """Recipes of one workspace, replayed through the same tool registry the agent uses.
+
+    It hears of finished turns through the agent's turn-end hook (`on_turn_end`); a replay runs with the services
+    of whoever asks for it (a tool's or a command's), like any tool call.
+    """
 
     def __init__(self, workspace: Workspace, settings: Settings, registry: ToolRegistry,
-                 services: Callable[[], Services], clock: Callable[[], datetime] = datetime.now,
+                 clock: Callable[[], datetime] = datetime.now,
                  first_result_timeout: float = FIRST_RESULT_TIMEOUT) -> None:
         self.workspace, self.settings, self.registry = workspace, settings, registry
         self.files = workspace.recipes
         self.trajectories = TrajectoryLog(workspace.sessions_dir / "trajectories")
-        self._services, self._clock, self.timeout = services, clock, first_result_timeout
+        self._clock, self.timeout = clock, first_result_timeout
 
     # record -------------------------------------------------------------
-    def record(self, key: str, who: Requester, steps: list[tuple[Any, ToolResult]], answer: str) -> bool:
+    def on_turn_end(self, turn: FinishedTurn) -> None:
+        """The agent's turn-end hook: a conversation turn that used tools and ended with a reply may be a setup."""
+        if turn.heartbeat or not turn.steps or turn.final.type is EventType.ERROR:
+            return
+        self.record(turn.session_key, turn.requester, turn.steps, turn.final.data.get("text", ""))
+
+    def record(self, key: str, who: Requester, steps: Sequence[tuple[Any, ToolResult]], answer: str) -> bool:
         """Keep a turn that changed something and ended with a reply; True when it was kept."""
         calls = _calls(steps)
         if not any(self._changed(c) for c in calls):
@@ -70,7 +82,7 @@ class RecipeService:
 
     # save ---------------------------------------------------------------
     def save(self, name: str, description: str, session_key: str | None, who: Requester,
-             current: list[tuple[Any, ToolResult]] | None = None) -> str:
+             current: Sequence[tuple[Any, ToolResult]] | None = None) -> str:
         """Save the session's last recorded setup (Slack slash commands: the channel's) as recipes/NAME.json.
 
         current: the calls of the turn asking to save, when that same turn set something up ("count the door and
@@ -101,7 +113,8 @@ class RecipeService:
         return (f"{'Replaced' if replaced else 'Saved'} recipe *{name}* ({len(steps)} step{'s' * (len(steps) != 1)}; "
                 f"defaults: {shown}).{note} Run it with `/vision recipe run {name} [key=value …]`.")
 
-    def _latest(self, session_key: str | None, who: Requester, current: list[tuple[Any, ToolResult]]) -> dict | None:
+    def _latest(self, session_key: str | None, who: Requester,
+                current: Sequence[tuple[Any, ToolResult]]) -> dict | None:
         calls = _calls(current)
         if any(self._changed(c) for c in calls):
             return {"calls": scrub(calls), "answer": "", "session": session_key}
@@ -123,8 +136,11 @@ class RecipeService:
         return found
 
     # run ----------------------------------------------------------------
-    async def run(self, name: str, raw: dict[str, str], who: Requester, session_key: str = "") -> tuple[bool, str]:
-        """Replay NAME with `key=value` overrides, no model; (ok, one message) and the metadata updated."""
+    async def run(self, name: str, raw: dict[str, str], who: Requester, services: Services,
+                  session_key: str = "") -> tuple[bool, str]:
+        """Replay NAME with `key=value` overrides, no model; (ok, one message) and the metadata updated.
+
+        services: the asker's (the tool's or command's context): the replayed tools run with them."""
         recipe = self.load(name)
         meta = recipe["metadata"]
         reason = meta.get("invalid") or why_invalid(recipe, self._clock())
@@ -137,8 +153,8 @@ class RecipeService:
                 takes = ", ".join(values) or "none"
                 raise ValueError(f"unknown parameter {key}=; recipe {recipe['name']} takes {takes}.")
             values[key] = model.coerce(key, text, values[key])
-        self._free_names(recipe, values, given=set(raw))
-        ctx = ToolContext(self.settings, session_key, [], self._services(), who)
+        self._free_names(recipe, values, set(raw), services)
+        ctx = ToolContext(self.settings, session_key, [], services, who)
         outcome = await replay(recipe, values, self.registry, ctx, self.timeout)
         # Read again: another replay of this recipe may have ended meanwhile (no await from here to the save).
         recipe = self.load(name)
@@ -150,10 +166,10 @@ class RecipeService:
         tail = f"\nThe recipe is now invalid: {meta['invalid']}." if meta["invalid"] else ""
         return outcome.ok, head + ":\n" + "\n".join(redact(line) for line in outcome.lines) + tail
 
-    def _free_names(self, recipe: dict[str, Any], values: dict[str, Any], given: set[str]) -> None:
+    def _free_names(self, recipe: dict[str, Any], values: dict[str, Any], given: set[str], services: Services) -> None:
         """Pipelines not named by the user are named like `/vision start` names them: after the new source, or the
         recorded name while that one is not running (`door-2` while `door` still counts)."""
-        pipelines = self._services().pipelines
+        pipelines = services.pipelines
         for step in recipe["steps"]:
             name_key, source_key = (model.hole(step["input"].get(k)) for k in ("pipeline_name", "video_reference"))
             if pipelines is None or name_key is None or name_key in given:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from bot.monitoring.alert_frames import AlertFrames
 from bot.monitoring.alerts import Alert, AlertRouter
-from bot.monitoring.webhooks.frames import AlertFrames
 
 
 def test_only_the_newest_frames_are_kept_and_a_restart_keeps_their_order(tmp_path: Path) -> None:

@@ -14,8 +14,8 @@ import threading
 from dataclasses import replace
 from pathlib import Path
 
+from bot.monitoring.alert_frames import AlertFrames
 from bot.monitoring.alerts import Alert, AlertRouter
-from bot.monitoring.webhooks.frames import AlertFrames
 
 RACE_WAIT = 0.3  # seconds a store or clip waits for a later alert's to start (only reached when there is no race)
 

@@ -16,8 +16,9 @@ from bot.commands.schedule import SCHEDULE_USAGE
 from bot.config import load_settings
 from bot.monitoring.monitor import Monitor
 from bot.monitoring.rules import Rule
-from bot.monitoring.scheduler import Scheduler
 from bot.pipelines.manager import PipelineManager
+from bot.scheduling.inputs import SchedulerInputs
+from bot.scheduling.scheduler import Scheduler
 from bot.services import Services
 from tests.bot.monitor_helpers import dwell_result, make_router
 from tests.fakes.slack_api import SlackEmulator
@@ -37,9 +38,9 @@ def make_ctx(settings, workspace_dir: Path, backend: FakeBackend, **who) -> Comm
     router, sink = make_router(workspace_dir, time.time, cooldown=settings.monitoring.alert_cooldown_seconds)  # as the runtime wires it
     mgr = PipelineManager(lambda: backend, workspace_dir / "active_state.json", settings)
     monitor = Monitor(router, mgr, settings, db_path=workspace_dir / ".state" / "monitor.json")
-    scheduler = Scheduler(settings, None, monitor, None, router=router, pipelines=mgr,
+    scheduler = Scheduler(SchedulerInputs(settings, monitor=monitor, router=router, pipelines=mgr),
                           db_path=workspace_dir / ".state" / "cron.json")
-    ctx = CommandContext(settings, Services(pipelines=mgr, router=router, monitor=monitor, scheduler=scheduler),
+    ctx = CommandContext(settings, Services(pipelines=mgr, router=router, monitor=monitor), scheduler=scheduler,
                          **({"user_id": "U1", "channel_id": "C1"} | who))
     ctx.sink = sink  # type: ignore[attr-defined] - the test reads what was alerted
     return ctx

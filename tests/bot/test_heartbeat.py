@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -14,8 +15,9 @@ from bot.agent.loop import Agent
 from bot.agent.sessions import SessionStore
 from bot.config import Settings
 from bot.llm.client import LLMClient
-from bot.monitoring.heartbeat import Heartbeat
 from bot.monitoring.monitor import Monitor
+from bot.scheduling.heartbeat import Heartbeat
+from bot.scheduling.inputs import SchedulerInputs
 from bot.services import Services
 from tests.bot.monitor_helpers import Clock, FakePipelines, make_router, result
 from tests.fakes.anthropic_api import text
@@ -66,17 +68,9 @@ class Rig:
         self.pipes.add("door", started_at=clock())
         self.monitor = Monitor(self.router, self.pipes, settings, self.memory, clock=clock)
         self.monitor.start()
-        self.hb = Heartbeat(
-            self.agent,
-            self.monitor,
-            self.router,
-            settings,
-            self.ws,
-            self.pipes,
-            self.memory,
-            clock=clock,
-            max_wait_seconds=5,
-        )
+        self.inputs = SchedulerInputs(settings, agent=self.agent, monitor=self.monitor, router=self.router,
+                                      pipelines=self.pipes, memory=self.memory, workspace=self.ws, clock=clock)
+        self.hb = Heartbeat(self.inputs, max_wait_seconds=5)
         self.crossings = 0
 
     async def cross(self) -> None:
@@ -210,7 +204,7 @@ async def _drain(gen) -> list:
 
 
 async def test_daily_summary_counts_per_camera_in_an_isolated_session(rig: Rig, anthropic_api) -> None:
-    from bot.monitoring.cron_jobs import daily_summary
+    from bot.scheduling.cron_jobs import daily_summary
 
     anthropic_api.handler = lambda body: text("Hi! I am here.")
     await _drain(rig.agent.process_message("cli:main", "hello"))  # a chat the summary must not touch
@@ -238,14 +232,14 @@ async def test_daily_summary_counts_per_camera_in_an_isolated_session(rig: Rig, 
 
 
 async def test_daily_summary_on_an_empty_day_posts_nothing_and_calls_nothing(rig: Rig, anthropic_api) -> None:
-    from bot.monitoring.cron_jobs import daily_summary
+    from bot.scheduling.cron_jobs import daily_summary
 
     assert await daily_summary(rig.agent, rig.memory, rig.router) is None
     assert rig.sink.alerts == [] and anthropic_api.requests == []
 
 
 async def test_without_a_model_tier_one_news_is_dropped_quietly(rig: Rig, anthropic_api) -> None:
-    hb = Heartbeat(None, rig.monitor, rig.router, rig.hb.settings, rig.ws, rig.pipes, rig.memory, clock=rig.clock)
+    hb = Heartbeat(replace(rig.inputs, agent=None))
     await rig.cross()
     assert await hb.run() == "no-llm"
     assert rig.monitor.news.pending() == [] and anthropic_api.requests == []

@@ -11,6 +11,7 @@ import pytest
 from bot.backends.base import BackendError
 from bot.pipelines.manager import PipelineManager, PipelineNotFound
 from bot.pipelines.request import StartRequest
+from bot.pipelines.restore import restore_all
 from tests.tools.fake_backend import FakeBackend, FakeServer, FakeServerBackend, result
 
 SECRET_URL = "rtsp://admin:hunter2@10.0.0.5:554/stream1"
@@ -124,7 +125,7 @@ async def test_state_is_written_atomically_and_restored_after_restart(backend, s
     video.unlink()  # the file source is gone by the next start-up
     fresh = FakeBackend()
     second = PipelineManager(lambda: fresh, state, settings)
-    restored = {h.name: h for h in await second.restore()}
+    restored = {h.name: h for h in await restore_all(second)}
     assert restored["webcam"].status == "paused" and restored["webcam"].pipeline_id == b.pipeline_id
     assert restored["clip"].status == "error" and "no such file" in restored["clip"].error
     assert restored["clip"].pipeline_id == a.pipeline_id
@@ -137,7 +138,7 @@ async def test_state_is_written_atomically_and_restored_after_restart(backend, s
 async def test_corrupt_state_file_restores_nothing(backend, state, settings):
     state.parent.mkdir(parents=True, exist_ok=True)
     state.write_text("{not json")
-    assert await PipelineManager(lambda: backend, state, settings).restore() == []
+    assert await restore_all(PipelineManager(lambda: backend, state, settings)) == []
 
 
 async def test_stop_all_and_backend_created_lazily(state, settings):
@@ -181,7 +182,7 @@ async def test_after_a_crash_a_pipeline_the_server_still_runs_is_adopted_not_sta
     restarted = PipelineManager(lambda: second, state, settings)
     seen = []
     restarted.add_result_listener(lambda h, r: seen.append((h.name, r.frame_id)))
-    restored = {h.name: h for h in await restarted.restore()}
+    restored = {h.name: h for h in await restore_all(restarted)}
     assert (restored["door"].pipeline_id, restored["door"].status) == (door.pipeline_id, "running")
     assert (restored["yard"].pipeline_id, restored["yard"].status) == (yard.pipeline_id, "paused")
     assert not [c for c in second.calls if c[0] == "start_pipeline"] and server.started == 2
@@ -201,7 +202,7 @@ async def test_a_pipeline_the_server_lost_is_started_fresh_with_its_new_server_i
     assert server.running == set() and _saved(state)[0]["server_id"] == "srv-1"
 
     second = FakeServerBackend(server)
-    restored = await PipelineManager(lambda: second, state, settings).restore()
+    restored = await restore_all(PipelineManager(lambda: second, state, settings))
     assert [(h.pipeline_id, h.status) for h in restored] == [(door.pipeline_id, "running")]
     assert [c[0] for c in second.calls] == ["adopt_pipeline", "start_pipeline"]
     assert _saved(state)[0]["server_id"] == "srv-2" and server.running == {"srv-2"}

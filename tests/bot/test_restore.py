@@ -105,9 +105,9 @@ async def test_one_try_per_restart_counts_towards_giving_up(tmp_path: Path, sett
     path = tmp_path / "active_state.json"
     save_state(path, [PipelineConfig("pipe_1", "door", DEAD[0], "builtin/people")])
     for _ in range(GIVE_UP_AFTER):
-        await PipelineManager(lambda: backend, path, settings).restore()
+        await restore_all(PipelineManager(lambda: backend, path, settings))
     assert backend.tries == GIVE_UP_AFTER
-    await PipelineManager(lambda: backend, path, settings).restore()
+    await restore_all(PipelineManager(lambda: backend, path, settings))
     assert backend.tries == GIVE_UP_AFTER  # the next start-up no longer opens it
 
 

@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 
 from bot.config import Settings
-from bot.monitoring.heartbeat.checklist import scheduled_items
-from bot.monitoring.scheduler import Scheduler
-from bot.monitoring.when import parse_when
+from bot.scheduling.heartbeat.checklist import scheduled_items
+from bot.scheduling.inputs import SchedulerInputs
+from bot.scheduling.scheduler import Scheduler
+from bot.scheduling.when import parse_when
 from tests.bot.monitor_helpers import JPEG, Clock, FakePipelines, make_router, result
 from tests.fakes.waits import patience
 from workspace.memory import MemoryStore
@@ -26,7 +27,7 @@ def hb_settings(settings: Settings, **hb: object) -> Settings:
 
 @pytest.fixture
 async def sched(settings: Settings):
-    s = Scheduler(settings, tick_seconds=0.01)
+    s = Scheduler(SchedulerInputs(settings), tick_seconds=0.01)
     yield s
     s.stop()
 
@@ -46,7 +47,7 @@ async def test_survives_a_failing_job_and_keeps_running_the_others(sched: Schedu
 
     sched.every(0.03, broken, "broken")
     sched.every(0.03, lambda: good.append(time.monotonic()), "good")
-    with caplog.at_level(logging.ERROR, logger="bot.monitoring.scheduler"):
+    with caplog.at_level(logging.ERROR, logger="bot.scheduling.scheduler"):
         sched.start()
         await wait_for(lambda: sched.failures["broken"] >= 3 and len(good) >= 3)
     assert sched._thread is not None and sched._thread.is_alive()
@@ -106,7 +107,7 @@ async def test_stop_cancels_a_running_coroutine_job_and_ends_the_thread(sched: S
 
 
 async def test_heartbeat_runs_at_a_fractional_interval_and_an_idle_one_calls_nothing(settings: Settings) -> None:
-    s = Scheduler(hb_settings(settings, interval_minutes=0.001), tick_seconds=0.01)  # every 60 ms
+    s = Scheduler(SchedulerInputs(hb_settings(settings, interval_minutes=0.001)), tick_seconds=0.01)  # every 60 ms
     outcomes: list[str] = []
     run = s.heartbeat.run
 
@@ -124,12 +125,12 @@ async def test_heartbeat_runs_at_a_fractional_interval_and_an_idle_one_calls_not
 
 
 def test_cron_jobs_persist_and_the_daily_summary_is_seeded_once(settings: Settings) -> None:
-    s = Scheduler(settings)
+    s = Scheduler(SchedulerInputs(settings))
     assert [j.describe() for j in s.jobs()] == ["daily_summary: daily_summary, daily at 18:00"]
     s.add_job("cam1-hourly", "snapshot", camera="cam1", **parse_when("every hour"))
     assert s.remove_job("daily_summary")
 
-    again = Scheduler(settings)  # a restart: jobs come back, the deleted default stays deleted
+    again = Scheduler(SchedulerInputs(settings))  # a restart: jobs come back, the deleted default stays deleted
     assert [j.describe() for j in again.jobs()] == ["cam1-hourly: snapshot of cam1, every 60 min"]
     with pytest.raises(ValueError, match="unknown job action"):
         again.add_job("x", "launch_rockets", at="10:00")
@@ -170,7 +171,7 @@ async def test_snapshot_job_posts_the_latest_frame_of_the_camera(settings: Setti
     pipes.add("cam1")
     pipes.push("cam1", result(faces=2))
     memory = MemoryStore(tmp_path, clock=clock, use_embeddings=False)
-    s = Scheduler(settings, router=router, pipelines=pipes, memory=memory, tick_seconds=0.01)
+    s = Scheduler(SchedulerInputs(settings, router=router, pipelines=pipes, memory=memory), tick_seconds=0.01)
     s.add_job("cam1-hourly", "snapshot", camera="cam1", every_minutes=60)
     s.start()
     try:
@@ -186,7 +187,8 @@ async def test_snapshot_job_posts_the_latest_frame_of_the_camera(settings: Setti
 
 async def test_interval_jobs_wait_for_active_hours(settings: Settings) -> None:
     three_am = datetime(2026, 3, 4, 3, 0, tzinfo=UTC).timestamp()
-    s = Scheduler(hb_settings(settings, active_hours="07:00-22:00"), tick_seconds=0.01, clock=lambda: three_am)
+    s = Scheduler(SchedulerInputs(hb_settings(settings, active_hours="07:00-22:00"), clock=lambda: three_am),
+                  tick_seconds=0.01)
     fired: list[str] = []
     s.actions["snapshot"] = lambda job: fired.append(job.name)
     s.add_job("night", "snapshot", camera="cam1", every_minutes=0.001)

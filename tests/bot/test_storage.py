@@ -11,7 +11,8 @@ from bot.config import Settings
 from bot.monitoring.alerts import AlertRouter
 from bot.monitoring.monitor import Monitor
 from bot.monitoring.rules import Rule
-from bot.monitoring.scheduler import Scheduler
+from bot.scheduling.inputs import SchedulerInputs
+from bot.scheduling.scheduler import Scheduler
 from bot.storage import Record, Storage, Table, TinyDBStorage
 
 
@@ -84,7 +85,7 @@ def test_router_monitor_and_scheduler_run_on_another_backend(tmp_path: Path, set
     monitor.add_rule(Rule("line_crossed", "door", cooldown_seconds=60))
     assert [r.id for r in Monitor(router, None, settings, storage=store).rules("door")] == ["line_crossed"]
 
-    sched = Scheduler(settings, storage=store)
+    sched = Scheduler(SchedulerInputs(settings), storage=store)
     sched.add_job("snap", "snapshot", camera="door", every_minutes=30)
-    assert {j.name for j in Scheduler(settings, storage=store).jobs()} >= {"snap"}
+    assert {j.name for j in Scheduler(SchedulerInputs(settings), storage=store).jobs()} >= {"snap"}
     assert not (tmp_path / "unused.json").exists()  # nothing went to TinyDB

@@ -129,7 +129,7 @@ async def test_a_scheduled_summary_with_a_target_goes_into_that_thread(
     street_bot: RunningBot, slack_api: SlackEmulator
 ) -> None:
     from bot.commands.schedule import parse_target
-    from bot.monitoring.cron_jobs import daily_summary
+    from bot.scheduling.cron_jobs import daily_summary
 
     root, _ = slack_api.message("daily reports go here", channel="C0OTHER")
     link = f"<https://emulated.slack.com/archives/C0OTHER/p{root.replace('.', '')}>"

@@ -13,6 +13,7 @@ from bot.backends.provider import BackendProvider
 from bot.backends.workflows import detection_workflow
 from bot.pipelines.manager import PipelineManager
 from bot.pipelines.request import StartRequest
+from bot.pipelines.restore import restore_all
 from bot.services import Services
 from tests.fakes.waits import patience
 from tests.fixtures.inference import crossing_line, make_video
@@ -112,7 +113,7 @@ async def test_restart_restores_pipelines_and_marks_a_missing_source(settings, w
     seen = []
     second.add_result_listener(lambda h, r: seen.append(h.name))
     try:
-        restored = {h.name: h for h in await second.restore()}
+        restored = {h.name: h for h in await restore_all(second)}
         assert restored["yard"].status == "error" and restored["yard"].error
         assert restored["hall"].status in ("starting", "running")
         deadline = time.monotonic() + 20

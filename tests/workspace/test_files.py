@@ -116,7 +116,7 @@ def test_camera_tables_follow_their_headers() -> None:
 
 
 def test_template_heartbeat_schedules_nothing(tmp_path: Path) -> None:
-    from bot.monitoring.heartbeat.checklist import scheduled_items
+    from bot.scheduling.heartbeat.checklist import scheduled_items
 
     ws = Workspace(tmp_path)
     ws.init()

@@ -1,3 +1,3 @@
-"""Events to other programs: the signed webhook sender (sender), its HMAC signature (signing) and the frames kept
-per alert for a webhook's `frame_url` (frames). Empty on purpose: `alerts` imports `frames`, `sender` imports
-`alerts`; importing the package must not pull in the sender."""
+"""Events to other programs: the signed webhook sender (sender) and its HMAC signature (signing). Empty on purpose:
+importing the package must not pull in the sender. The frames a webhook's `frame_url` serves are the router's
+(`bot.monitoring.alert_frames`)."""

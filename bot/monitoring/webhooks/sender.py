@@ -31,7 +31,7 @@ from bot.media.redaction import redact
 from bot.monitoring.events_log import SOURCE, event_type_of
 from bot.monitoring.webhooks.signing import signed_headers
 
-if TYPE_CHECKING:  # annotations only: alerts imports webhooks.frames, so a runtime import would be a cycle
+if TYPE_CHECKING:
     from bot.config.settings import Settings, WebhookConfig
     from bot.monitoring.alerts import Alert
 

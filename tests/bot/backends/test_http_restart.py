@@ -16,6 +16,7 @@ import pytest
 from bot.backends.http.backend import HttpBackend
 from bot.config import load_settings
 from bot.pipelines.manager import PipelineManager
+from bot.pipelines.restore import restore_all
 from tests.fakes.waits import patience
 from tests.fixtures.inference import REPO, make_video
 
@@ -88,7 +89,7 @@ async def test_restart_adopts_the_pipeline_the_server_kept_and_restarts_one_it_l
         managers.append(PipelineManager(lambda: backend, state, settings))
         seen = []
         managers[0].add_result_listener(lambda h, r: seen.append(h.pipeline_id))
-        restored = await managers[0].restore()
+        restored = await restore_all(managers[0])
         assert [(h.pipeline_id, h.status) for h in restored] == [(pipeline_id, "running")]
         assert set(await probe.server_pipelines()) - before == {old}  # adopted: no second copy on the server
         await _until(lambda: asyncio.sleep(0, bool(seen)))  # and its results flow to this process
@@ -98,7 +99,7 @@ async def test_restart_adopts_the_pipeline_the_server_kept_and_restarts_one_it_l
         await _until(lambda: _gone(probe, old))
         fresh = HttpBackend(settings)
         managers.append(PipelineManager(lambda: fresh, state, settings))
-        restored = await managers[1].restore()
+        restored = await restore_all(managers[1])
         assert [(h.pipeline_id, h.status) for h in restored] == [(pipeline_id, "running")]
         new = _server_id(state)
         assert new != old and set(await probe.server_pipelines()) - before == {new}

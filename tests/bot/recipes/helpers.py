@@ -26,8 +26,8 @@ class Rig:
     recipes: RecipeService
 
     def command(self, user: str = LOCAL_CHANNEL, channel: str = LOCAL_CHANNEL, session: str | None = None) -> CommandContext:
-        return CommandContext(self.settings, Services(pipelines=self.mgr, workspace=self.ws, recipes=self.recipes),
-                              user_id=user, channel_id=channel, session_key=session, operator=user == LOCAL_CHANNEL)
+        return CommandContext(self.settings, self.services, user_id=user, channel_id=channel, session_key=session,
+                              operator=user == LOCAL_CHANNEL)
 
 
 def rig(settings: Settings, backend: Any, timeout: float = 20.0) -> Rig:
@@ -35,9 +35,7 @@ def rig(settings: Settings, backend: Any, timeout: float = 20.0) -> Rig:
     ws.init()
     mgr = PipelineManager(lambda: backend, ws.state_dir / "active_state.json", settings)
     tools = build_registry()
-    holder: dict[str, Services] = {}
-    recipes = RecipeService(ws, settings, tools, lambda: holder["services"], first_result_timeout=timeout)
+    recipes = RecipeService(ws, settings, tools, first_result_timeout=timeout)
     services = Services(workspace=ws, pipelines=mgr, recipes=recipes)
-    holder["services"] = services
     return Rig(settings, ws, mgr, tools, services, recipes)
 

@@ -39,7 +39,7 @@ def r(llm_settings: Settings) -> Rig:
 async def agent(r: Rig):
     llm = LLMClient(r.settings, r.ws.state_dir / "usage.json", retry_base_delay=0.001)
     yield Agent(llm=llm, tools=r.tools, sessions=SessionStore(r.ws.sessions_dir), settings=r.settings,
-                workspace=r.ws, services=r.services)
+                workspace=r.ws, services=r.services, turn_end=[r.recipes.on_turn_end])
     await llm.aclose()
 
 
@@ -96,7 +96,7 @@ async def test_run_recipe_is_refused_for_someone_the_allowlist_leaves_out(r: Rig
     anthropic_api.enqueue(tool_use(start(door)), text("Counting."))
     llm = LLMClient(guarded, g.ws.state_dir / "usage.json", retry_base_delay=0.001)
     agent = Agent(llm=llm, tools=g.tools, sessions=SessionStore(g.ws.sessions_dir), settings=guarded,
-                  workspace=g.ws, services=g.services)
+                  workspace=g.ws, services=g.services, turn_end=[g.recipes.on_turn_end])
     await turn(agent, "count the door")
     g.recipes.save("door-count", "", "cli:a", OPERATOR)
     anthropic_api.enqueue(tool_use(("run_recipe", {"name": "door-count"})), text("I may not."))
@@ -111,7 +111,7 @@ async def test_replay_next_to_the_original_gets_a_free_name(r: Rig, agent: Agent
     anthropic_api.enqueue(tool_use(start(clip(r, "door.mp4"))), text("Counting."))
     await turn(agent, "count the door")
     r.recipes.save("door-count", "", "cli:a", OPERATOR)
-    ok, reply = await r.recipes.run("door-count", {}, OPERATOR)
+    ok, reply = await r.recipes.run("door-count", {}, OPERATOR, r.services)
     assert ok and "*door-2*" in reply, reply
-    ok, reply = await r.recipes.run("door-count", {"name": "front"}, OPERATOR)
+    ok, reply = await r.recipes.run("door-count", {"name": "front"}, OPERATOR, r.services)
     assert ok and "*front*" in reply, reply

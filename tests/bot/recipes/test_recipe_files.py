@@ -130,7 +130,7 @@ async def test_allowlist_refuses_saving_and_running_but_not_listing(settings: Se
 async def test_a_pipeline_that_delivers_nothing_fails_the_step(r: Rig) -> None:
     r.recipes.record(SESSION, OPERATOR, [started("door", str(video(r)), line="10,0,10,100")], "ok")
     r.recipes.save("door-count", "", SESSION, OPERATOR)
-    ok, reply = await r.recipes.run("door-count", {}, OPERATOR)  # the fake backend's pipeline never yields a result
+    ok, reply = await r.recipes.run("door-count", {}, OPERATOR, r.services)  # the fake backend's pipeline never yields a result
     assert not ok and "Step 1 (start_pipeline) failed: door is running but gave no result within 0.5 s" in reply
 
 
@@ -141,5 +141,5 @@ async def test_a_hand_edited_step_calling_another_tool_is_not_run(r: Rig) -> Non
     recipe = json.loads(path.read_text())
     recipe["steps"] = [{"tool": "remember", "input": {"content": "planted"}}]
     path.write_text(json.dumps(recipe))
-    ok, reply = await r.recipes.run("door-count", {}, OPERATOR)
+    ok, reply = await r.recipes.run("door-count", {}, OPERATOR, r.services)
     assert not ok and "remember is not a step a recipe replays" in reply

@@ -56,7 +56,7 @@ def videos(r: Rig) -> tuple[Path, Path]:
 async def compose_and_save(r: Rig, anthropic_api, door: Path) -> Agent:
     llm = LLMClient(r.settings, r.ws.state_dir / "usage.json", retry_base_delay=0.001)
     agent = Agent(llm=llm, tools=r.tools, sessions=SessionStore(r.ws.sessions_dir), settings=r.settings,
-                  workspace=r.ws, services=r.services)
+                  workspace=r.ws, services=r.services, turn_end=[r.recipes.on_turn_end])
     anthropic_api.enqueue(
         tool_use(("start_pipeline", {"video_reference": str(door), "pipeline_name": "door", "model_id": "builtin/faces",
                                      "line": "middle"})),
@@ -96,7 +96,7 @@ async def test_saved_line_count_replays_on_another_video_without_the_model(r: Ri
     anthropic_api.enqueue(text("ok"))
     llm = LLMClient(r.settings, r.ws.state_dir / "usage.json")
     agent = Agent(llm=llm, tools=r.tools, sessions=SessionStore(r.ws.sessions_dir), settings=r.settings,
-                  workspace=r.ws, services=r.services)
+                  workspace=r.ws, services=r.services, turn_end=[r.recipes.on_turn_end])
     [ev async for ev in agent.process_message("cli:other", "hi", None, OPERATOR)]
     await llm.aclose()
     system = json.dumps(anthropic_api.requests[-1].body["system"])

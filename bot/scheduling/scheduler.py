@@ -6,31 +6,22 @@ import asyncio
 import inspect
 import logging
 import threading
-import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from zoneinfo import ZoneInfo
 
 import schedule
 
-from bot.monitoring import cron_jobs
 from bot.monitoring.alerts import in_window
-from bot.monitoring.cron_jobs import CronJob
-from bot.monitoring.heartbeat import Heartbeat
+from bot.scheduling import cron_jobs
+from bot.scheduling.cron_jobs import CronJob
+from bot.scheduling.heartbeat import Heartbeat
+from bot.scheduling.inputs import SchedulerInputs
 from bot.storage import Storage, open_storage
-
-if TYPE_CHECKING:
-    from bot.agent.loop import Agent
-    from bot.config import Settings
-    from bot.monitoring.alerts import AlertRouter
-    from bot.monitoring.monitor import Monitor
-    from bot.pipelines.manager import PipelineManager
-    from workspace import Workspace
-    from workspace.memory import MemoryStore
 
 log = logging.getLogger(__name__)
 
@@ -42,31 +33,21 @@ class Scheduler:
 
     def __init__(
         self,
-        settings: Settings,
-        agent: Agent | None = None,
-        monitor: Monitor | None = None,
-        workspace: Workspace | None = None,
+        inputs: SchedulerInputs,
         *,
-        router: AlertRouter | None = None,
-        pipelines: PipelineManager | None = None,
-        memory: MemoryStore | None = None,
         db_path: Path | None = None,
         tick_seconds: float = 1.0,
         health_seconds: float = 10.0,
-        clock: Callable[[], float] = time.time,
         storage: Storage | None = None,
     ) -> None:
-        self.settings = settings
-        self.monitor = monitor
-        self.router = router or getattr(monitor, "router", None)
-        self.pipelines = pipelines or getattr(monitor, "pipelines", None)
-        self.memory = memory or getattr(monitor, "memory", None)
-        self.agent = agent
-        self.heartbeat = Heartbeat(agent, monitor, self.router, settings, workspace, self.pipelines, self.memory, clock)
+        self.inputs = inputs
+        self.settings, self.monitor = inputs.settings, inputs.monitor
+        self.heartbeat = Heartbeat(inputs)
         self.tick_seconds, self.health_seconds = tick_seconds, health_seconds
-        self._tz = ZoneInfo(settings.heartbeat.timezone)
-        self._clock = clock
-        self._store = storage if storage is not None else open_storage(db_path or Path(settings.workspace) / ".state" / "cron.json")
+        self._tz = ZoneInfo(self.settings.heartbeat.timezone)
+        self._clock = inputs.clock
+        self._store = storage if storage is not None else open_storage(
+            db_path or Path(self.settings.workspace) / ".state" / "cron.json")
         self._jobs = self._store.table("jobs")
         self._sched = schedule.Scheduler()
         self._lock = threading.RLock()
@@ -81,10 +62,10 @@ class Scheduler:
         self.failures: Counter[str] = Counter()
         self.actions: dict[str, Action] = {
             "heartbeat": lambda job: self.heartbeat.run(job.target),
-            "daily_summary": lambda job: cron_jobs.daily_summary(self.agent, self.memory, self.router,
+            "daily_summary": lambda job: cron_jobs.daily_summary(inputs.agent, inputs.memory, inputs.router,
                                                                  target=job.target),
-            "snapshot": lambda job: cron_jobs.snapshot(self.pipelines, self.router, self.memory, job.camera or "",
-                                                       job.target),
+            "snapshot": lambda job: cron_jobs.snapshot(inputs.pipelines, inputs.router, inputs.memory,
+                                                       job.camera or "", job.target),
         }
         self._seed_defaults()
 

@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
 from bot.backends.base import InferenceResult
-from bot.monitoring.heartbeat.checklist import ChecklistItem
 from bot.monitoring.news import MonitorEvent
 from bot.pipelines.status import status_line
+from bot.scheduling.heartbeat.checklist import ChecklistItem
 
 if TYPE_CHECKING:
     from bot.pipelines.manager import PipelineManager
@@ -42,11 +42,8 @@ def compose(now: datetime, tz: ZoneInfo, events: list[MonitorEvent], due: list[C
 
 
 def _pipeline_lines(pipelines: PipelineManager | None) -> list[str]:
-    snap = getattr(pipelines, "snapshot", None)
-    out = []
-    for h in snap() if snap else []:
-        out.append("- " + status_line(h, latest=_latest(pipelines, h.pipeline_id)))
-    return out
+    handles = pipelines.snapshot() if pipelines is not None else []
+    return ["- " + status_line(h, latest=_latest(pipelines, h.pipeline_id)) for h in handles]
 
 
 def _latest(pipelines: PipelineManager | None, pid: str) -> InferenceResult | None:
@@ -66,13 +63,12 @@ def frames(events: list[MonitorEvent], pipelines: PipelineManager | None, checkl
     out: dict[str, bytes] = {}
     for e in sorted(events, key=lambda e: -e.time):
         if e.camera not in out:
-            latest = _latest(pipelines, e.pipeline_id) if e.pipeline_id and pipelines is not None else None
-            frame = e.frame or getattr(latest, "frame", None)
+            latest = _latest(pipelines, e.pipeline_id) if e.pipeline_id else None
+            frame = e.frame or (latest.frame if latest is not None else None)
             if frame:
                 out[e.camera] = frame
-    snap = getattr(pipelines, "snapshot", None)
-    for h in snap() if checklist_due and snap else []:
-        frame = getattr(_latest(pipelines, h.pipeline_id), "frame", None) if h.status == "running" else None
-        if frame and h.name not in out:
-            out[h.name] = frame
+    for h in pipelines.snapshot() if checklist_due and pipelines is not None else []:
+        latest = _latest(pipelines, h.pipeline_id) if h.status == "running" else None
+        if latest is not None and latest.frame and h.name not in out:
+            out[h.name] = latest.frame
     return list(out.values())[:MAX_FRAMES]

@@ -16,9 +16,9 @@ from bot.rights import OPERATOR
 from bot.services import need
 
 if TYPE_CHECKING:
-    from bot.agent.loop import Agent
     from bot.monitoring.alerts import AlertRouter
     from bot.pipelines.manager import PipelineManager
+    from bot.scheduling.inputs import DrivenAgent
     from workspace.memory import MemoryStore
 
 log = logging.getLogger(__name__)
@@ -87,7 +87,7 @@ def summary_lines(day: str, by_camera: dict[str, list[str]]) -> list[str]:
 
 
 async def daily_summary(
-    agent: Agent | None, memory: MemoryStore | None, router: AlertRouter | None, date: str | None = None,
+    agent: DrivenAgent | None, memory: MemoryStore | None, router: AlertRouter | None, date: str | None = None,
     target: tuple[str | None, str | None] = (None, None),
 ) -> str | None:
     """Post a short report of a day's observations and alerts (default today); None on a day with nothing."""
@@ -110,7 +110,7 @@ async def daily_summary(
     return text
 
 
-async def _narrative(agent: Agent, day: str, log_text: str) -> str:
+async def _narrative(agent: DrivenAgent, day: str, log_text: str) -> str:
     """A few sentences from the model, in a session of its own (never a chat session)."""
     prompt = (
         f"Write the daily summary for {day} in at most five short sentences: what happened on each camera, "

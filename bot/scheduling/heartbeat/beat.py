@@ -5,29 +5,19 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import time
-from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from zoneinfo import ZoneInfo
 
-from bot.agent.loop import is_heartbeat_ok
+from bot.agent.turn_events import is_heartbeat_ok
 from bot.events import EventType
 from bot.monitoring.alerts import DEFAULT_CAMERA, Alert, in_window
-from bot.monitoring.heartbeat.checklist import ChecklistItem, scheduled_items
-from bot.monitoring.heartbeat.prompt import compose, frames
 from bot.monitoring.news import MonitorEvent
+from bot.scheduling.heartbeat.checklist import ChecklistItem, scheduled_items
+from bot.scheduling.heartbeat.prompt import compose, frames
+from bot.scheduling.inputs import SchedulerInputs
 from bot.services import need
-
-if TYPE_CHECKING:
-    from bot.agent.loop import Agent
-    from bot.config import Settings
-    from bot.monitoring.alerts import AlertRouter
-    from bot.monitoring.monitor import Monitor
-    from bot.pipelines.manager import PipelineManager
-    from workspace import Workspace
-    from workspace.memory import MemoryStore
 
 log = logging.getLogger(__name__)
 
@@ -35,22 +25,11 @@ log = logging.getLogger(__name__)
 class Heartbeat:
     """One `run()` per scheduler tick. Outcomes: off-hours, idle, no-llm, capped, ok, alert, error."""
 
-    def __init__(
-        self,
-        agent: Agent | None,
-        monitor: Monitor | None,
-        router: AlertRouter | None,
-        settings: Settings,
-        workspace: Workspace | None = None,
-        pipelines: PipelineManager | None = None,
-        memory: MemoryStore | None = None,
-        clock: Callable[[], float] = time.time,
-        state_path: Path | None = None,
-        max_wait_seconds: float = 300.0,
-    ) -> None:
-        self.agent, self.monitor, self.router, self.settings = agent, monitor, router, settings
-        self.workspace, self.pipelines, self.memory = workspace, pipelines, memory
-        self._clock = clock
+    def __init__(self, inputs: SchedulerInputs, state_path: Path | None = None, max_wait_seconds: float = 300.0) -> None:
+        self.agent, self.monitor, self.router = inputs.agent, inputs.monitor, inputs.router
+        self.settings = settings = inputs.settings
+        self.workspace, self.pipelines, self.memory = inputs.workspace, inputs.pipelines, inputs.memory
+        self._clock = inputs.clock
         self._tz = ZoneInfo(settings.heartbeat.timezone)
         self.cap = settings.heartbeat.daily_llm_cap
         self.max_wait_seconds = max_wait_seconds
@@ -117,7 +96,7 @@ class Heartbeat:
             due = self.due_items(now)
             if not pending and not due:
                 return "idle"
-            if self.agent is None or not getattr(getattr(self.agent, "llm", None), "available", True):
+            if self.agent is None or not self.agent.llm_available:
                 if self.monitor is not None:
                     self.monitor.news.take()  # no model to ask; their tier-1 alerts already went out
                 return "no-llm"

@@ -50,7 +50,7 @@ def make_ctx(settings, workspace_dir: Path, backend: FakeBackend, **who) -> Comm
 def ctx(settings, workspace_dir: Path, backend: FakeBackend):
     ctx = make_ctx(settings, workspace_dir, backend)
     yield ctx
-    ctx.services.scheduler.stop()
+    ctx.scheduler.stop()
 
 
 @pytest.mark.parametrize(
@@ -170,7 +170,7 @@ async def test_unrule_removes_and_explains_misses(ctx):
 async def test_schedule_saves_a_named_job(ctx, text, name, fields):
     reply = await run_command(text, ctx)
     assert reply.ok, reply.text
-    job = next(j for j in ctx.services.scheduler.jobs() if j.name == name)
+    job = next(j for j in ctx.scheduler.jobs() if j.name == name)
     assert {k: getattr(job, k) for k in fields} == fields
     assert f"`/vision unschedule {name}`" in reply.text
 
@@ -202,7 +202,7 @@ async def test_a_heartbeat_job_says_whether_the_configured_one_also_runs(base_en
 async def test_schedule_mistakes_say_what_to_type(ctx, text, expected):
     reply = await run_command(text, ctx)
     assert not reply.ok and expected in reply.text
-    assert [j.name for j in ctx.services.scheduler.jobs()] == ["daily_summary"]  # only the seeded default
+    assert [j.name for j in ctx.scheduler.jobs()] == ["daily_summary"]  # only the seeded default
 
 
 async def test_jobs_show_the_next_run_and_unschedule_removes(ctx):
@@ -213,14 +213,14 @@ async def test_jobs_show_the_next_run_and_unschedule_removes(ctx):
     assert re.fullmatch(r"• `summary-19:00` — daily_summary, daily at 19:00; next \w{3} 19:00 UTC", listing[3])
     assert listing[2] == "• `snapshot-dock-hourly` — snapshot of dock, every 60 min; next within 60 min once " \
         "the scheduler runs"
-    ctx.services.scheduler.start()  # now `schedule` knows the interval job's next run
+    ctx.scheduler.start()  # now `schedule` knows the interval job's next run
     soon = datetime.now(ZoneInfo("UTC")) + timedelta(minutes=60)
     line = next(x for x in (await run_command("jobs", ctx)).text.splitlines() if "snapshot-dock-hourly" in x)
     shown = re.search(r"next \w{3} (\d\d:\d\d) UTC$", line)
     assert shown, line
     assert shown[1] in {f"{soon:%H:%M}", f"{soon - timedelta(minutes=1):%H:%M}"}
     assert (await run_command("unschedule snapshot-dock-hourly", ctx)).ok
-    assert ctx.services.scheduler.next_run("snapshot-dock-hourly") is None
+    assert ctx.scheduler.next_run("snapshot-dock-hourly") is None
     miss = await run_command("unschedule snapshot-dock-hourly", ctx)
     assert not miss.ok and "the jobs are: `daily_summary`, `summary-19:00`" in miss.text
 
@@ -240,7 +240,7 @@ async def test_allowlist_covers_rules_and_schedules_but_not_listing(base_env, wo
     for text in ("rule dock line", "unrule dock line_crossed", "schedule summary at 10:00", "unschedule daily_summary"):
         reply = await run_command(text, stranger)
         assert not reply.ok and "Only <@U1>" in reply.text
-    assert stranger.services.monitor.rules() == [] and len(stranger.services.scheduler.jobs()) == 1
+    assert stranger.services.monitor.rules() == [] and len(stranger.scheduler.jobs()) == 1
     assert (await run_command("rules", stranger)).ok and (await run_command("jobs", stranger)).ok
 
 

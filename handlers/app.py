@@ -22,11 +22,12 @@ from bot.config import Settings
 from bot.media.redaction import install_log_redaction
 from bot.monitoring.alerts import DEFAULT_CAMERA
 from bot.runtime import Runtime
-from handlers import messages, register
+from handlers import register
 from handlers.context import SlackBot
-from handlers.delivery import retry_handlers
 from handlers.health import HealthServer
-from handlers.socket import AckingSocketModeHandler, ack_unparseable, on_listener_error, quiet_socket_logger
+from handlers.listeners import messages
+from handlers.transport.delivery import retry_handlers
+from handlers.transport.socket import AckingSocketModeHandler, ack_unparseable, on_listener_error, quiet_socket_logger
 
 log = logging.getLogger(__name__)
 _CHANNEL_ID = re.compile(r"^(?:<#)?(?P<id>[CG][A-Z0-9]{6,})(?:\|[^>]*)?>?$")  # C0123ABCD or <#C0123ABCD|name>

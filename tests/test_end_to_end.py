@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from handlers.alerts import FALSE_ALARM_ACTION, MUTE_ACTION, STOP_ACTION
+from handlers.alerts.sink import FALSE_ALARM_ACTION, MUTE_ACTION, STOP_ACTION
 from tests.fakes.anthropic_api import FakeAnthropic, text
 from tests.fakes.slack_api import ApiCall, SlackEmulator
 from tests.fixtures.inference import crossing_line, make_video

@@ -6,8 +6,8 @@ import json
 import time
 from typing import Any
 
-from handlers.alert_book import PostedAlert
-from handlers.mrkdwn import SECTION_LIMIT, escape, to_mrkdwn
+from handlers.state.alert_book import PostedAlert
+from handlers.transport.mrkdwn import SECTION_LIMIT, escape, to_mrkdwn
 
 STOP_ACTION = "vision_stop_pipeline"
 MUTE_ACTION = "vision_mute_camera"

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from pathlib import Path
 from typing import Any
 
 from slack_sdk.errors import SlackApiError
 
-from bot.media.redaction import redact
 from bot.monitoring.alerts import Alert
-from handlers.alert_blocks import (
+from handlers.alerts.blocks import (
     FALSE_ALARM_ACTION,
     MUTE_ACTION,
     MUTE_SECONDS,
@@ -20,9 +18,10 @@ from handlers.alert_blocks import (
     alert_blocks,
     fallback_text,
 )
-from handlers.alert_book import AlertBook, PostedAlert
 from handlers.context import SlackBot
-from handlers.threads import session_key
+from handlers.state.alert_book import AlertBook, PostedAlert
+from handlers.state.threads import session_key
+from handlers.transport.uploads import upload_unshared
 
 __all__ = ["FALSE_ALARM_ACTION", "MUTE_ACTION", "MUTE_SECONDS", "STOP_ACTION", "SlackAlertSink"]
 
@@ -39,19 +38,6 @@ async def upload_clip(client: Any, channel: str, thread_ts: str, clip_path: str,
                                      title=f"{camera}: the seconds around the alert")
     except (OSError, SlackApiError) as exc:
         log.warning("clip upload to %s failed: %s", channel, getattr(exc, "response", {}).get("error", exc))
-
-
-async def upload_unshared(client: Any, image: bytes, camera: str, when: float) -> str | None:
-    """Upload the frame without a channel (shared nowhere; an image block shows it); its file id, or None."""
-    stamp = time.strftime("%H:%M:%S UTC", time.gmtime(when))
-    try:
-        resp = await client.files_upload_v2(file=image, filename=f"{camera}-{int(when)}.jpg",
-                                            title=redact(f"{camera} at {stamp}")[:250])
-    except SlackApiError as exc:
-        log.warning("alert frame upload failed: %s; the alert goes out without it", exc.response.get("error"))
-        return None
-    file = resp.get("file") or {}
-    return file.get("id") if isinstance(file, dict) else None
 
 
 def seed_text(alert: Alert) -> str:

@@ -13,7 +13,7 @@ from typing import Any
 
 from slack_sdk.errors import SlackApiError
 
-from handlers.mrkdwn import escape
+from handlers.transport.mrkdwn import escape
 
 log = logging.getLogger(__name__)
 

@@ -12,10 +12,10 @@ from slack_sdk.errors import SlackApiError
 from bot.agent.steps import label
 from bot.events import AgentEvent, EventType
 from bot.media.redaction import redact
-from handlers.feedback import feedback_blocks
-from handlers.mrkdwn import escape, escape_plain, fallback_text
-from handlers.stream_text import for_slack, markdown_pieces
-from handlers.threads import Conversation
+from handlers.answers.feedback import feedback_blocks
+from handlers.answers.stream_text import for_slack, markdown_pieces
+from handlers.state.threads import Conversation
+from handlers.transport.mrkdwn import escape, escape_plain, fallback_text
 
 log = logging.getLogger(__name__)
 

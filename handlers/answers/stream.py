@@ -16,8 +16,8 @@ from typing import Any
 
 from slack_sdk.errors import SlackApiError
 
-from handlers.stream_text import MAX_MARKDOWN, clean_head, for_slack, unshown
-from handlers.threads import Conversation
+from handlers.answers.stream_text import MAX_MARKDOWN, clean_head, for_slack, unshown
+from handlers.state.threads import Conversation
 
 log = logging.getLogger(__name__)
 

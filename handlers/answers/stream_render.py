@@ -21,12 +21,12 @@ from typing import Any
 from bot.agent.steps import label, outcome
 from bot.events import AgentEvent, EventType
 from bot.media.redaction import redact
-from handlers.alerts import upload_unshared
-from handlers.feedback import feedback_blocks
-from handlers.render import TurnRenderer
-from handlers.stream import AnswerStream, StreamFailed
-from handlers.stream_text import for_slack, unshown
-from handlers.threads import Conversation
+from handlers.answers.feedback import feedback_blocks
+from handlers.answers.render import TurnRenderer
+from handlers.answers.stream import AnswerStream, StreamFailed
+from handlers.answers.stream_text import for_slack, unshown
+from handlers.state.threads import Conversation
+from handlers.transport.uploads import upload_unshared
 
 log = logging.getLogger(__name__)
 

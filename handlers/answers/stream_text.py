@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from bot.media.redaction import redact
-from handlers.mrkdwn import split_text
+from handlers.transport.mrkdwn import split_text
 
 MAX_MARKDOWN = 12_000  # docs.slack.dev: a markdown block's text, and one appendStream's markdown_text, <= 12,000
 # `<!channel>`, `<!here>`, `<!everyone>`, `<!subteam^…>` and the bare words notify a whole channel or team. The

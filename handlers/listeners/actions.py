@@ -12,12 +12,12 @@ from slack_sdk.errors import SlackApiError
 
 from bot.monitoring.false_alarms import FalseAlarm, FalseAlarms
 from bot.rights import CONTROLLED, Requester, refusal
-from handlers.alerts import FALSE_ALARM_ACTION, MUTE_ACTION, MUTE_SECONDS, STOP_ACTION
-from handlers.commands import answer, command_context
+from handlers.alerts.sink import FALSE_ALARM_ACTION, MUTE_ACTION, MUTE_SECONDS, STOP_ACTION
+from handlers.answers.feedback import FEEDBACK_ACTION, GOOD, STOP_TURN_ACTION
 from handlers.context import SlackBot
-from handlers.feedback import FEEDBACK_ACTION, GOOD, STOP_TURN_ACTION
-from handlers.mrkdwn import escape
-from handlers.threads import DM_ROOT, session_key
+from handlers.listeners.commands import answer, command_context
+from handlers.state.threads import DM_ROOT, session_key
+from handlers.transport.mrkdwn import escape
 
 log = logging.getLogger(__name__)
 

@@ -9,9 +9,9 @@ from typing import Any
 from slack_sdk.errors import SlackApiError
 
 from bot.commands.dispatch import CommandContext, CommandReply, run_command
+from handlers.answers.render import upload_frame
 from handlers.context import SlackBot
-from handlers.mrkdwn import escape
-from handlers.render import upload_frame
+from handlers.transport.mrkdwn import escape
 
 log = logging.getLogger(__name__)
 

@@ -10,13 +10,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bot.rights import Requester
+from handlers.answers.feedback import run_stoppable
+from handlers.answers.render import WORKING, TurnRenderer, react
+from handlers.answers.stream_render import renderer_for
 from handlers.context import SlackBot
-from handlers.feedback import run_stoppable
-from handlers.inflight import resume_plan, turn_key
-from handlers.queue import Job
-from handlers.render import WORKING, TurnRenderer, react
-from handlers.stream_render import renderer_for
-from handlers.threads import Conversation, conversation_for
+from handlers.state.inflight import resume_plan, turn_key
+from handlers.state.queue import Job
+from handlers.state.threads import Conversation, conversation_for
 
 log = logging.getLogger(__name__)
 

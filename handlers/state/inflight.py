@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from handlers.threads import Conversation
+from handlers.state.threads import Conversation
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from slack_bolt.response import BoltResponse
 from slack_sdk.socket_mode.request import SocketModeRequest
 
 log = logging.getLogger(__name__)
-socket_log = logging.getLogger("handlers.socket.sdk")  # the SDK's socket client logs here, through QuietReconnects
+socket_log = logging.getLogger("handlers.transport.socket.sdk")  # the SDK's socket client logs here, through QuietReconnects
 
 QUIET_FOR = 60.0  # seconds a socket may be down (reconnecting) before it is worth a warning
 

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from bot.media.clip_video import encode_clip
-from handlers.threads import session_key
+from handlers.state.threads import session_key
 from tests.bot.test_clips import jpeg_of
 from tests.fakes.slack_api import SlackEmulator
 from tests.fixtures.slack import RunningBot

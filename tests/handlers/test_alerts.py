@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from bot.monitoring.alerts import Alert
-from handlers.alerts import FALSE_ALARM_ACTION, MUTE_ACTION, STOP_ACTION
+from handlers.alerts.sink import FALSE_ALARM_ACTION, MUTE_ACTION, STOP_ACTION
 from tests.fakes.anthropic_api import FakeAnthropic, text
 from tests.fakes.slack_api import SlackEmulator
 from tests.fixtures.slack import RunningBot, await_answers, start_bot, stop_bot

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from handlers import commands
+from handlers.listeners import commands
 from tests.fakes.slack_api import SlackEmulator
 from tests.fixtures.slack import RunningBot, start_bot, stop_bot
 from tests.handlers.test_files import jpeg

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from handlers import commands
+from handlers.listeners import commands
 from tests.fakes.anthropic_api import API_KEY, FakeAnthropic, text, tool_use
 from tests.fakes.slack_api import SlackEmulator
 from tests.fixtures.slack import RunningBot, answers, start_bot, stop_bot

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from handlers.socket import QuietReconnects
+from handlers.transport.socket import QuietReconnects
 from tests.fakes.anthropic_api import FakeAnthropic, text
 from tests.fakes.slack_api import SlackEmulator
 from tests.fakes.slack_socket import Envelope

@@ -15,8 +15,8 @@ import pytest
 from PIL import Image
 
 from bot.events import AgentEvent, EventType
-from handlers.render import TurnRenderer
-from handlers.threads import Conversation
+from handlers.answers.render import TurnRenderer
+from handlers.state.threads import Conversation
 from tests.fakes.anthropic_api import FakeAnthropic, text, tool_use
 from tests.fakes.slack_api import SlackEmulator
 from tests.fixtures.slack import RunningBot, await_answers, start_bot, stop_bot

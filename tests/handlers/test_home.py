@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from handlers.home import MAX_PROMPTS, suggested_prompts
+from handlers.listeners.home import MAX_PROMPTS, suggested_prompts
 from tests.fakes.slack_api import SlackEmulator
 from tests.fixtures.slack import RunningBot
 

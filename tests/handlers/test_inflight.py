@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from bot.agent.sessions import SessionStore
-from handlers.inflight import RESUMED, InflightBook, resume_plan
-from handlers.threads import Conversation
+from handlers.state.inflight import RESUMED, InflightBook, resume_plan
+from handlers.state.threads import Conversation
 
 
 def conv(ts: str) -> Conversation:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from handlers.mrkdwn import SECTION_LIMIT, escape, split_text, to_mrkdwn
+from handlers.transport.mrkdwn import SECTION_LIMIT, escape, split_text, to_mrkdwn
 
 
 def test_bold_headings_links_and_bullets_become_mrkdwn() -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from handlers.feedback import FEEDBACK_ACTION, STOP_TURN_ACTION
+from handlers.answers.feedback import FEEDBACK_ACTION, STOP_TURN_ACTION
 from tests.fakes.anthropic_api import FakeAnthropic, text, tool_use
 from tests.fakes.slack_api import ApiCall, SlackEmulator
 from tests.fakes.slack_events import HUMAN

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from handlers.mrkdwn import escape
-from handlers.stream_text import clean_head, for_slack, markdown_pieces, unshown
+from handlers.answers.stream_text import clean_head, for_slack, markdown_pieces, unshown
+from handlers.transport.mrkdwn import escape
 
 
 def test_the_rest_of_the_answer_follows_what_streamed_whatever_the_whitespace() -> None:

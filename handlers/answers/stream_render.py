@@ -2,7 +2,7 @@
 
 The TurnRenderer interface, streamed (docs.slack.dev chat.startStream/appendStream/stopStream). The stream opens at
 the turn's first visible event; each tool call is a task card (in_progress, then complete or error with a short
-redacted result); the answer's text streams in, batched (handlers/stream.py); the final RESPONSE/ASK_USER adds what
+redacted result); the answer's text streams in, batched (handlers/answers/stream.py); the final RESPONSE/ASK_USER adds what
 the stream has not shown yet, so the answer is in the message once; stopStream adds the 👍/👎 row. A frame is
 uploaded without a channel and shown by an image block right after its step.
 

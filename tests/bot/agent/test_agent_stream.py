@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from bot.agent.steps import label, outcome
 from bot.events import EventType
-from tests.bot.test_agent import collect, make_agent, ws  # noqa: F401 - the workspace fixture
+from tests.bot.agent.test_agent import collect, make_agent, ws  # noqa: F401 - the workspace fixture
 from tests.fakes.anthropic_api import text, tool_use
 
 

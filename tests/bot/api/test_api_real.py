@@ -17,7 +17,7 @@ from bot.backends.provider import BackendProvider
 from bot.config import load_settings
 from bot.monitoring.webhooks.signing import SIGNATURE_HEADER, TIMESTAMP_HEADER, verify
 from bot.runtime import Runtime
-from tests.bot.test_webhooks import Receiver
+from tests.bot.monitoring.test_webhooks import Receiver
 
 TOKEN = "api-token-0123456789abcdef"
 HOOK = "hook-secret-0123456789"

@@ -16,7 +16,7 @@ from bot.api.server import ApiServer
 from bot.backends.provider import BackendProvider
 from bot.config import load_settings
 from bot.runtime import Runtime
-from tests.bot.test_api import AUTH, CAMERAS, TOKEN
+from tests.bot.api.test_api import AUTH, CAMERAS, TOKEN
 from tests.tools.fake_backend import FakeBackend
 
 EXAMPLES = 15  # per operation: ~20 operations, a few seconds in all

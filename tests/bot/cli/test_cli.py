@@ -13,7 +13,7 @@ import pytest
 from bot.cli import main
 from tests.fakes.anthropic_api import FakeAnthropic, error, text, tool_use
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 EXE = str(Path(sys.executable).with_name("vision-agent"))
 _KEEP = ("PATH", "HOME", "LANG", "NO_PROXY", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "TMPDIR")
 

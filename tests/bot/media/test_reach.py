@@ -175,7 +175,7 @@ def public_site(monkeypatch):
 
 
 def test_an_http_video_source_is_looked_at_before_the_video_reader_gets_it(ctx, public_site, port_watch: PortWatch):
-    from tests.handlers.test_files import jpeg
+    from tests.handlers.transport.test_files import jpeg
 
     base, pages = public_site
     port = base.rsplit(":", 1)[1]

@@ -14,7 +14,7 @@ from rich.console import Console
 from bot.cli.render import Renderer
 from bot.events import AgentEvent, EventType
 from bot.media.redaction import RedactingFilter, add_secrets, install_log_redaction, redact
-from tests.bot.test_cli import ROOT, _run
+from tests.bot.cli.test_cli import ROOT, _run
 from tests.fakes.anthropic_api import FakeAnthropic, text, tool_use
 
 URL = "rtsp://admin:S3cret@10.0.0.5/stream"

@@ -11,7 +11,7 @@ import pytest
 from bot.config import Settings
 from bot.monitoring.monitor import Monitor
 from bot.monitoring.rules import Rule
-from tests.bot.monitor_helpers import (
+from tests.fixtures.monitoring import (
     JPEG,
     Clock,
     FakePipelines,

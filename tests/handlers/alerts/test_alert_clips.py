@@ -7,10 +7,10 @@ from pathlib import Path
 
 from bot.media.clip_video import encode_clip
 from handlers.state.threads import session_key
-from tests.bot.test_clips import jpeg_of
+from tests.bot.pipelines.test_clips import jpeg_of
 from tests.fakes.slack_api import SlackEmulator
 from tests.fixtures.slack import RunningBot
-from tests.handlers.test_alerts import alert, alert_bot  # noqa: F401 - alert_bot is a fixture
+from tests.handlers.alerts.test_alerts import alert, alert_bot  # noqa: F401 - alert_bot is a fixture
 
 
 async def test_alert_clip_is_uploaded_into_the_alert_thread_and_named_in_its_session(

@@ -13,7 +13,7 @@ from handlers.alerts.sink import FALSE_ALARM_ACTION, MUTE_ACTION, STOP_ACTION
 from tests.fakes.anthropic_api import FakeAnthropic, text
 from tests.fakes.slack_api import SlackEmulator
 from tests.fixtures.slack import RunningBot, await_answers, start_bot, stop_bot
-from tests.handlers.test_files import jpeg
+from tests.handlers.transport.test_files import jpeg
 from tests.tools.fake_backend import FakeBackend
 
 

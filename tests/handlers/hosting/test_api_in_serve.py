@@ -12,7 +12,7 @@ from PIL import Image
 
 from bot.monitoring.alerts import Alert
 from bot.monitoring.webhooks.signing import SIGNATURE_HEADER, TIMESTAMP_HEADER, verify
-from tests.bot.test_webhooks import Receiver
+from tests.bot.monitoring.test_webhooks import Receiver
 from tests.fakes.slack_api import SlackEmulator
 from tests.fixtures.common import free_port
 from tests.fixtures.slack import start_bot, stop_bot

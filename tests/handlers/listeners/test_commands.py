@@ -10,7 +10,7 @@ import pytest
 from handlers.listeners import commands
 from tests.fakes.slack_api import SlackEmulator
 from tests.fixtures.slack import RunningBot, start_bot, stop_bot
-from tests.handlers.test_files import jpeg
+from tests.handlers.transport.test_files import jpeg
 from tests.tools.fake_backend import FakeBackend, result
 
 

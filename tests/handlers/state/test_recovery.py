@@ -13,8 +13,8 @@ from pathlib import Path
 from tests.fakes.anthropic_api import FakeAnthropic, Reply, text
 from tests.fakes.slack_api import SlackEmulator
 from tests.fixtures.slack import answers
-from tests.handlers.test_delivery import bot_posts, reactions
-from tests.handlers.test_messages import user_texts
+from tests.handlers.listeners.test_messages import user_texts
+from tests.handlers.transport.test_delivery import bot_posts, reactions
 
 QUESTION = "how many people are in the lobby?"
 THREADS = 5

@@ -12,7 +12,7 @@ from bot.monitoring.alerts import Alert
 from tests.fakes.anthropic_api import FakeAnthropic, Reply, text, tool_use
 from tests.fakes.slack_api import SlackEmulator
 from tests.fixtures.slack import RunningBot, start_bot, stop_bot
-from tests.handlers.test_files import jpeg
+from tests.handlers.transport.test_files import jpeg
 from tests.tools.fake_backend import FakeBackend
 
 THREADS = 20

@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # Web API method (as called on the SDK client) -> the bot scope Slack requires for it.
 METHOD_SCOPES = {
     "chat_postMessage": "chat:write",
-    "chat_update": "chat:write",  # alerts updated in place by their summary (part B)
+    "chat_update": "chat:write",  # alerts updated in place by their summary
     "chat_delete": "chat:write",  # the Stop line of a running turn, removed when the turn ends
     "chat_startStream": "chat:write",  # streamed answers (handlers/answers/stream.py), docs.slack.dev: chat:write
     "chat_appendStream": "chat:write",

@@ -14,7 +14,7 @@ import pytest
 import supervision as sv
 
 from bot.config import Settings
-from tests.fixtures.monitoring import run_to_end
+from tests.bot.monitor_helpers import run_to_end
 
 DATA = Path(__file__).resolve().parents[2] / "fixtures" / "data"
 pytestmark = pytest.mark.slow

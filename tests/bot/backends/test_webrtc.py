@@ -15,9 +15,9 @@ from bot.backends.base import BackendError
 from bot.backends.webrtc.backend import WebRtcBackend, webrtc_source
 from bot.backends.workflows import detection_workflow
 from bot.config import load_settings
+from tests.bot.monitor_helpers import run_to_end
 from tests.fixtures.common import free_port
 from tests.fixtures.inference import crossing_line
-from tests.fixtures.monitoring import run_to_end
 
 
 @pytest.mark.slow

@@ -18,8 +18,8 @@ from bot.monitoring.monitor import Monitor
 from bot.monitoring.rules import Rule
 from bot.monitoring.scheduler import Scheduler
 from bot.pipelines.manager import PipelineManager
+from tests.bot.monitor_helpers import dwell_result, make_router
 from tests.fakes.slack_api import SlackEmulator
-from tests.fixtures.monitoring import dwell_result, make_router
 from tests.fixtures.slack import RunningBot
 from tests.tools.fake_backend import FakeBackend, result
 

@@ -10,7 +10,7 @@ import pytest
 from bot.config import Settings
 from bot.monitoring.monitor import Monitor
 from bot.monitoring.rules import Rule
-from tests.fixtures.monitoring import make_router, run_to_end
+from tests.bot.monitor_helpers import make_router, run_to_end
 from workspace.memory import MemoryStore
 
 STREET = Path(__file__).resolve().parents[2] / "fixtures" / "data" / "vtest_street_60f.mp4"  # 6 s at 10 fps

@@ -10,7 +10,7 @@ from bot.config import Settings
 from bot.media.redaction import redact
 from bot.monitoring.events_log import EventLog, event_type_of
 from bot.monitoring.monitor import Monitor
-from tests.fixtures.monitoring import Clock, FakePipelines, make_router, result
+from tests.bot.monitor_helpers import Clock, FakePipelines, make_router, result
 
 
 def test_query_filters_by_since_camera_and_type_newest_last(tmp_path: Path) -> None:

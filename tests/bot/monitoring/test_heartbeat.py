@@ -17,8 +17,8 @@ from bot.llm.client import LLMClient
 from bot.monitoring.heartbeat import Heartbeat
 from bot.monitoring.monitor import Monitor
 from bot.services import Services
+from tests.bot.monitor_helpers import Clock, FakePipelines, make_router, result
 from tests.fakes.anthropic_api import text
-from tests.fixtures.monitoring import Clock, FakePipelines, make_router, result
 from tools import build_registry
 from workspace import Workspace
 from workspace.memory import MemoryStore

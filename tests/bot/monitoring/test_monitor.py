@@ -11,7 +11,7 @@ import pytest
 from bot.config import Settings
 from bot.monitoring.monitor import Monitor
 from bot.monitoring.rules import Rule
-from tests.fixtures.monitoring import (
+from tests.bot.monitor_helpers import (
     JPEG,
     Clock,
     FakePipelines,

@@ -15,7 +15,7 @@ from bot.config import Settings
 from bot.monitoring.heartbeat.checklist import scheduled_items
 from bot.monitoring.scheduler import Scheduler
 from bot.monitoring.when import parse_when
-from tests.fixtures.monitoring import JPEG, Clock, FakePipelines, make_router, result
+from tests.bot.monitor_helpers import JPEG, Clock, FakePipelines, make_router, result
 from workspace.memory import MemoryStore
 
 

@@ -13,7 +13,7 @@ from bot.monitoring.monitor import Monitor
 from bot.monitoring.rules import Rule
 from bot.monitoring.timeline import Timeline
 from bot.services import Services
-from tests.fixtures.monitoring import Clock, FakePipelines, dwell_result, make_router, result
+from tests.bot.monitor_helpers import Clock, FakePipelines, dwell_result, make_router, result
 from tools import build_registry
 from workspace.memory import MemoryStore
 

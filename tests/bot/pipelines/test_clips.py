@@ -17,7 +17,7 @@ from bot.media.clip_video import encode_clip
 from bot.monitoring.monitor import Monitor
 from bot.pipelines.clips import ClipRecorder, FrameRing
 from bot.services import Services
-from tests.fixtures.monitoring import make_router, run_to_end
+from tests.bot.monitor_helpers import make_router, run_to_end
 from tools import build_registry
 
 

@@ -10,10 +10,10 @@ import pytest
 
 from bot.monitoring.rules import Rule
 from handlers.alerts.sink import FALSE_ALARM_ACTION, MUTE_ACTION, STOP_ACTION
+from tests.bot.monitor_helpers import FakePipelines, result
 from tests.fakes.anthropic_api import FakeAnthropic, text
 from tests.fakes.slack_api import ApiCall, SlackEmulator
 from tests.fakes.slack_events import HUMAN
-from tests.fixtures.monitoring import FakePipelines, result
 from tests.fixtures.slack import RunningBot, start_bot, stop_bot
 from tests.handlers.transport.test_files import jpeg
 

@@ -7,15 +7,15 @@ from typing import Any
 from slack_bolt.async_app import AsyncApp
 
 from bot.runtime import Runtime
-from handlers import actions, commands, home, messages
-from handlers.alert_book import AlertBook
-from handlers.alerts import SlackAlertSink
+from handlers.alerts.sink import SlackAlertSink
 from handlers.context import SlackBot
-from handlers.delivery import RetryingRespond
-from handlers.files import FileFetcher
-from handlers.inflight import InflightBook
-from handlers.queue import SessionQueues
-from handlers.threads import ThreadBook
+from handlers.listeners import actions, commands, home, messages
+from handlers.state.alert_book import AlertBook
+from handlers.state.inflight import InflightBook
+from handlers.state.queue import SessionQueues
+from handlers.state.threads import ThreadBook
+from handlers.transport.delivery import RetryingRespond
+from handlers.transport.files import FileFetcher
 
 
 def register(app: AsyncApp, runtime: Runtime) -> SlackBot:

@@ -17,16 +17,16 @@ from slack_bolt.authorization import AuthorizeResult
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.api.server import ApiServer
 from bot.config import Settings
 from bot.media.redaction import install_log_redaction
 from bot.monitoring.alerts import DEFAULT_CAMERA
 from bot.runtime import Runtime
-from handlers import messages, register
+from handlers import register
 from handlers.context import SlackBot
-from handlers.delivery import retry_handlers
-from handlers.health import HealthServer
-from handlers.socket import AckingSocketModeHandler, ack_unparseable, on_listener_error, quiet_socket_logger
+from handlers.hosting.servers import host_servers
+from handlers.listeners import messages
+from handlers.transport.delivery import retry_handlers
+from handlers.transport.socket import AckingSocketModeHandler, ack_unparseable, on_listener_error, quiet_socket_logger
 
 log = logging.getLogger(__name__)
 _CHANNEL_ID = re.compile(r"^(?:<#)?(?P<id>[CG][A-Z0-9]{6,})(?:\|[^>]*)?>?$")  # C0123ABCD or <#C0123ABCD|name>
@@ -123,21 +123,7 @@ async def run(settings: Settings, runtime: Runtime | None = None, *, on_ready: C
         handler.client.message_listeners.append(ack_unparseable)
         stack.push_async_callback(handler.close_async)
         bot.socket = handler.client
-        if settings.slack.health_port is not None:  # the REST API shares it unless api.port gives it its own
-            health = HealthServer(bot, settings.slack.health_port, settings.slack.health_host,
-                                  api=runtime if settings.api.port is None else None)
-            await health.start()
-            stack.push_async_callback(health.stop)
-        if settings.api.port is not None:
-            api = ApiServer(runtime, settings.api.host, settings.api.port)
-            await api.start()
-            stack.push_async_callback(api.stop)
-        if settings.mcp.serve_port is not None:  # MCP clients share this runtime's pipelines, rules and events
-            from bot.mcp.serve import McpHttpServer  # the mcp SDK and uvicorn: only when MCP is asked for
-
-            mcp = McpHttpServer(runtime, settings.mcp.host, settings.mcp.serve_port)
-            await mcp.start()
-            stack.push_async_callback(mcp.stop)
+        await host_servers(stack, bot, runtime, settings)  # /healthz, REST API, MCP: whichever are configured
         await handler.connect_async()
         log.info("connected to Slack as %s in %s", identity.get("user"), identity.get("team"))
         messages.resume_open_turns(bot)  # turns a crash interrupted: answered now, without a new message

@@ -12,12 +12,12 @@ from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.monitoring.lanes import Lanes
-from handlers.alert_book import AlertBook
-from handlers.feedback import RunningTurns
-from handlers.files import FileFetcher
-from handlers.inflight import InflightBook
-from handlers.queue import SessionQueues
-from handlers.threads import Deduper, ThreadBook
+from handlers.answers.feedback import RunningTurns
+from handlers.state.alert_book import AlertBook
+from handlers.state.inflight import InflightBook
+from handlers.state.queue import SessionQueues
+from handlers.state.threads import Deduper, ThreadBook
+from handlers.transport.files import FileFetcher
 
 if TYPE_CHECKING:
     from bot.agent.loop import Agent

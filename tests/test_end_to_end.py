@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from handlers.alerts import FALSE_ALARM_ACTION, MUTE_ACTION, STOP_ACTION
+from handlers.alerts.sink import FALSE_ALARM_ACTION, MUTE_ACTION, STOP_ACTION
 from tests.fakes.anthropic_api import FakeAnthropic, text
 from tests.fakes.slack_api import ApiCall, SlackEmulator
 from tests.fakes.waits import patience
@@ -91,7 +91,7 @@ async def test_face_crossing_alerts_once_in_the_routed_channel_and_a_thread_repl
         ts = slack_api.messages(ALERTS)[0]["ts"]
 
         await slack_api.await_for("files.completeUploadExternal")
-        # The frame is shared nowhere (the alert's image block shows it); the event clip (issue 15) goes in the thread.
+        # The frame is shared nowhere (the alert's image block shows it); the event clip goes in the thread.
         [shared] = [c for c in slack_api.calls_to("files.completeUploadExternal") if "channel_id" not in c.params]
         [image] = [b for b in alert.params["blocks"] if b["type"] == "image"]
         assert image["slack_file"]["id"] == shared.params["files"][0]["id"]

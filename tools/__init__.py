@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from bot.agent.registry import ToolRegistry
 from tools import clips, discovery, inference, memory, pipelines, reasoning, recipes
-from tools import events as event_tools  # get_events (issue 13)
+from tools import events as event_tools  # get_events: what happened, read from the event log
 
 # Order matters: definitions are emitted in this order and the last one carries cache_control.
 TOOL_NAMES = [

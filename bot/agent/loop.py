@@ -43,7 +43,7 @@ HEARTBEAT_TURNS_KEPT = 3
 
 
 class Agent:
-    """One small loop, everything injected (CONVENTIONS 4). Turns of a session serialize on its lock."""
+    """One small loop, everything injected (so tests build it from fakes). Turns of a session serialize on its lock."""
 
     def __init__(
         self,

@@ -40,7 +40,7 @@ _CRED_IN_JSON = re.compile(
 )
 # Slack bot/app/user tokens and Anthropic keys, whoever's they are: their shape alone says they are secrets.
 _TOKEN_SHAPE = re.compile(r"\b(?P<kind>xox[abposr]|xapp|sk-ant)-[A-Za-z0-9_-]+")
-# The bot's own secrets (env only, CONVENTIONS 8): their literal values are masked even where no shape matches.
+# The bot's own secrets, named by their env vars: their literal values are masked even where no shape matches.
 SECRET_ENV = ("SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "ANTHROPIC_API_KEY", "ROBOFLOW_API_KEY")
 # Where redact() leaves its *** (after user:, //, key=, xoxb-): renderers keep these from becoming emphasis markup.
 MASKS = re.compile(r"(?<=[:/=-])\*\*\*")

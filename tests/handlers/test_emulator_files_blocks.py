@@ -7,7 +7,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from tests.fakes.slack_api import SlackEmulator
-from tests.handlers.test_files import jpeg
+from tests.handlers.transport.test_files import jpeg
 
 
 def image(fid: str) -> list[dict]:

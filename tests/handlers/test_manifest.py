@@ -12,9 +12,9 @@ ROOT = Path(__file__).resolve().parents[2]
 # Web API method (as called on the SDK client) -> the bot scope Slack requires for it.
 METHOD_SCOPES = {
     "chat_postMessage": "chat:write",
-    "chat_update": "chat:write",  # alerts updated in place by their summary (part B)
+    "chat_update": "chat:write",  # alerts updated in place by their summary
     "chat_delete": "chat:write",  # the Stop line of a running turn, removed when the turn ends
-    "chat_startStream": "chat:write",  # streamed answers (handlers/stream.py), docs.slack.dev: chat:write
+    "chat_startStream": "chat:write",  # streamed answers (handlers/answers/stream.py), docs.slack.dev: chat:write
     "chat_appendStream": "chat:write",
     "chat_stopStream": "chat:write",
     "assistant_threads_setStatus": "chat:write",  # accepted with chat:write since 2026-03
@@ -44,7 +44,7 @@ def manifest() -> dict:
 
 
 def methods_called() -> set[str]:
-    src = "\n".join(p.read_text() for p in (ROOT / "handlers").glob("*.py"))
+    src = "\n".join(p.read_text() for p in (ROOT / "handlers").rglob("*.py"))
     direct = {m.replace(".", "_") for m in re.findall(r"api_call\(\s*\"([\w.]+)\"", src)}  # methods by name
     called = set(re.findall(r"client\.([a-z]+_[A-Za-z0-9_]+)\(", src)) | set(re.findall(r"\(client\.(reactions_\w+)", src))
     return (called - {"api_call"}) | direct
@@ -59,7 +59,7 @@ def test_bot_scopes_are_exactly_what_the_code_uses() -> None:
     m = manifest()
     events = set(m["settings"]["event_subscriptions"]["bot_events"])
     needed = ({METHOD_SCOPES[x] for x in methods_called()} | {EVENT_SCOPES[e] for e in events}) - {None}
-    needed |= {"files:read"}  # url_private downloads (handlers/files.py) need it, with no SDK method call
+    needed |= {"files:read"}  # url_private downloads (handlers/transport/files.py) need it, with no SDK method call
     needed |= {"commands"} if m["features"]["slash_commands"] else set()
     assert set(m["oauth_config"]["scopes"]["bot"]) == needed
 

@@ -68,7 +68,7 @@ async def test_the_pixel_limit_comes_from_settings(reg, backend, workspace_dir, 
     settings = load_settings({**base_env, "VISION_AGENT_MAX_PIXELS": "1000"})
     mgr = PipelineManager(lambda: backend, workspace_dir / "active_state.json", settings)
     ctx = ToolContext(settings=settings, services=Services(backend=BackendProvider.of(backend), pipelines=mgr))
-    from tests.handlers.test_files import jpeg
+    from tests.handlers.transport.test_files import jpeg
 
     (workspace_dir / "small.jpg").write_bytes(jpeg(64, 48))  # 3072 pixels
     res = await reg.execute("run_inference", {"image": "small.jpg", "model_id": "builtin/faces"}, ctx)
@@ -78,7 +78,7 @@ async def test_the_pixel_limit_comes_from_settings(reg, backend, workspace_dir, 
 @pytest.mark.parametrize("ref", ["photo.jpg", "renamed.mp4", "http://93.184.215.14/snapshot.jpg",
                                  "rtsp://93.184.215.14/cam.png?x=1"])
 async def test_a_still_image_as_a_video_source_is_refused(reg, ctx, backend, workspace_dir, ref):
-    from tests.handlers.test_files import jpeg
+    from tests.handlers.transport.test_files import jpeg
 
     (workspace_dir / "photo.jpg").write_bytes(jpeg())
     (workspace_dir / "renamed.mp4").write_bytes(jpeg())  # sniffed, not trusted by name
@@ -89,7 +89,7 @@ async def test_a_still_image_as_a_video_source_is_refused(reg, ctx, backend, wor
 
 
 async def test_vision_start_refuses_a_still_image_and_a_loopback_stream(settings, workspace_dir, backend, port_watch):
-    from tests.handlers.test_files import jpeg
+    from tests.handlers.transport.test_files import jpeg
 
     (workspace_dir / "photo.png").write_bytes(jpeg())
     router = AlertRouter(workspace_dir / ".state" / "alerts.json", default_channel="#general")
@@ -103,7 +103,7 @@ async def test_vision_start_refuses_a_still_image_and_a_loopback_stream(settings
 
 
 async def test_a_saved_still_image_pipeline_is_not_restarted(settings, workspace_dir, backend, caplog):
-    from tests.handlers.test_files import jpeg
+    from tests.handlers.transport.test_files import jpeg
 
     (workspace_dir / "photo.jpg").write_bytes(jpeg())
     state = workspace_dir / "active_state.json"
@@ -152,7 +152,7 @@ async def test_on_the_real_backend_a_camera_port_is_opened_and_its_hosts_other_p
 
 
 async def test_an_image_outside_the_allowed_folders_is_refused_as_outside_not_sniffed(reg, ctx, tmp_path):
-    from tests.handlers.test_files import jpeg
+    from tests.handlers.transport.test_files import jpeg
 
     (tmp_path / "private.jpg").write_bytes(jpeg())
     res = await reg.execute("start_pipeline", {"video_reference": str(tmp_path / "private.jpg"), "pipeline_name": "p",

@@ -1,0 +1,120 @@
+"""The Slack alert sink: one alert = one top-level message (frame inside, buttons), updated in place by its summary."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+from typing import Any
+
+from slack_sdk.errors import SlackApiError
+
+from bot.monitoring.alerts import Alert
+from handlers.alerts.blocks import (
+    FALSE_ALARM_ACTION,
+    MUTE_ACTION,
+    MUTE_SECONDS,
+    STOP_ACTION,
+    alert_blocks,
+    fallback_text,
+)
+from handlers.context import SlackBot
+from handlers.state.alert_book import AlertBook, PostedAlert
+from handlers.state.threads import session_key
+from handlers.transport.uploads import upload_unshared
+
+__all__ = ["FALSE_ALARM_ACTION", "MUTE_ACTION", "MUTE_SECONDS", "STOP_ACTION", "SlackAlertSink"]
+
+log = logging.getLogger(__name__)
+NOT_READY_WAIT = 1.0  # a file just uploaded may not be usable in a block for a moment: one retry after this
+
+
+async def upload_clip(client: Any, channel: str, thread_ts: str, clip_path: str, camera: str) -> None:
+    """The alert's clip into its thread (a video cannot sit in an image block); a failure is logged, the alert stands."""
+    path = Path(clip_path)
+    try:
+        data = await asyncio.to_thread(path.read_bytes)
+        await client.files_upload_v2(channel=channel, thread_ts=thread_ts, file=data, filename=path.name,
+                                     title=f"{camera}: the seconds around the alert")
+    except (OSError, SlackApiError) as exc:
+        log.warning("clip upload to %s failed: %s", channel, getattr(exc, "response", {}).get("error", exc))
+
+
+def seed_text(alert: Alert) -> str:
+    """What the alert's thread session starts with; the clip id is how the model asks for the clip's frames."""
+    text = f"[alert posted to this thread] {alert.camera}: {alert.text}" + (f" ({alert.summary})" if alert.summary else "")
+    if alert.clip_path:
+        text += f"\n[a clip of the seconds around the event is in the thread: clip id {Path(alert.clip_path).stem}]"
+    return text
+
+
+class SlackAlertSink:
+    """An AlertRouter sink. After posting, the alert's thread becomes a session seeded with the alert,
+    so a reply under it ("is that a delivery?") is about that event, no mention needed."""
+
+    def __init__(self, bot: SlackBot, book: AlertBook) -> None:
+        self.bot, self.book = bot, book
+
+    async def __call__(self, alert: Alert, channel: str | None) -> None:
+        if alert.about and not alert.channel and await self._summarise(alert):
+            return  # the summary went into the alert it is about
+        if not channel:
+            log.warning("alert from %s not posted: no channel; set VISION_AGENT_ALERT_CHANNEL or use "
+                        "`/vision route #channel`", alert.camera)
+            return
+        client = self.bot.client
+        # One lane per channel: while an alert waits out a 429, the next one for that channel queues behind it,
+        # so alerts arrive in the order they happened.
+        async with self.bot.lanes.hold(channel):
+            file_id = await upload_unshared(client, alert.frame, alert.camera, alert.time) if alert.frame else None
+            posted = await self._post(alert, channel, file_id)
+            if posted is None:
+                return
+            root = alert.thread_ts or posted.ts
+            if alert.clip_path:
+                await upload_clip(client, posted.channel, root, alert.clip_path, alert.camera)
+        self.book.put(posted)
+        self.bot.threads.remember(self.bot.team_id, posted.channel, root, origin="alert")
+        agent = self.bot.agent
+        if agent is not None:
+            agent.seed_session(session_key(self.bot.team_id, posted.channel, root), seed_text(alert), alert.frame)
+
+    async def _post(self, alert: Alert, channel: str, file_id: str | None) -> PostedAlert | None:
+        """chat.postMessage with the frame's image block; if Slack will not take the image, once more, then without."""
+        draft = PostedAlert.of(alert, channel, "", file_id)
+        attempts = [(True, 0.0), (True, NOT_READY_WAIT), (False, 0.0)] if file_id else [(False, 0.0)]
+        for with_image, wait in attempts:
+            await asyncio.sleep(wait)
+            try:
+                resp = await self.bot.client.chat_postMessage(
+                    channel=channel, thread_ts=alert.thread_ts, blocks=alert_blocks(draft, with_image),
+                    text=fallback_text(draft), unfurl_links=False, unfurl_media=False)
+            except SlackApiError as exc:
+                error = exc.response.get("error")
+                if error == "invalid_blocks" and with_image:
+                    log.info("alert image not accepted yet (%s); trying again", error)
+                    continue
+                log.error("alert to %s failed: %s (invite the bot to the channel or fix the route)", channel, error)
+                return None
+            return PostedAlert.of(alert, resp["channel"], resp["ts"], file_id if with_image else None)
+        return None
+
+    async def _summarise(self, alert: Alert) -> bool:
+        """Put a tier-2 summary into the newest posted alert it is about (chat.update); False if none could take it."""
+        posted = next((p for p in map(self.book.get, reversed(alert.about)) if p is not None), None)
+        if posted is None:
+            return False
+        updated = posted.with_summary(alert.text)
+        async with self.bot.lanes.hold(posted.channel):
+            try:
+                await self.bot.client.chat_update(channel=posted.channel, ts=posted.ts, text=fallback_text(updated),
+                                                  blocks=alert_blocks(updated))
+            except SlackApiError as exc:
+                log.warning("summary not added to alert %s (%s); posting it", posted.ts, exc.response.get("error"))
+                return False
+        self.book.put(updated)
+        agent = self.bot.agent
+        if agent is not None:
+            key = session_key(self.bot.team_id, posted.channel, posted.ts)
+            agent.seed_session(key, f"[tier-2 summary added to this alert] {alert.text}")
+        return True

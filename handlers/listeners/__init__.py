@@ -1,0 +1,1 @@
+"""The Slack surfaces: one module per surface (messages, /vision, buttons, the DM opening), each with `register(app, bot)`."""

@@ -1,0 +1,71 @@
+"""/vision: the shared command core (bot.commands.dispatch), answered ephemerally within Slack's 3 seconds."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from slack_sdk.errors import SlackApiError
+
+from bot.commands.dispatch import CommandContext, CommandReply, run_command
+from handlers.answers.render import upload_frame
+from handlers.context import SlackBot
+from handlers.transport.mrkdwn import escape
+
+log = logging.getLogger(__name__)
+
+ACK_BUDGET = 2.0  # seconds we wait for the command before acking with "working on it" (Slack allows 3)
+
+
+def command_context(bot: SlackBot, user_id: str | None, channel_id: str | None) -> CommandContext:
+    return bot.runtime.command_context(user_id, channel_id)
+
+
+async def answer(text: str, ctx: CommandContext) -> CommandReply:
+    """run_command, with a last-resort line if it ever raises."""
+    try:
+        return await run_command(text, ctx)
+    except Exception as exc:  # run_command promises not to raise; if it does, the user still gets a line
+        log.exception("/vision %s failed", text)
+        return CommandReply(f"`/vision {text}` failed ({type(exc).__name__}); check the bot's logs.", ok=False)
+
+
+async def handle_vision(ack: Any, command: dict[str, Any], respond: Any, context: Any) -> None:
+    """Ack with the answer when it is ready in time, else ack "working" and answer via response_url."""
+    bot: SlackBot = context["vision"]
+    text = str(command.get("text") or "").strip()
+    ctx = command_context(bot, command.get("user_id"), command.get("channel_id"))
+    task = asyncio.ensure_future(answer(text, ctx))
+    done, _ = await asyncio.wait({task}, timeout=ACK_BUDGET)
+    if task in done:
+        reply = task.result()
+        await ack(response_type="ephemeral", text=escape(reply.text))
+    else:
+        await ack(response_type="ephemeral", text=f":hourglass_flowing_sand: Working on `/vision {escape(text)}`…")
+        reply = await task
+        await respond(response_type="ephemeral", replace_original=True, text=escape(reply.text))
+    if reply.frame:
+        channel = str(reply.post_channel or command.get("channel_id") or "")
+        problem = await upload_frame(bot.client, channel, None, reply.frame, reply.frame_caption, name="snapshot")
+        if problem:
+            await respond(response_type="ephemeral", replace_original=False, text=problem)
+    if reply.file:
+        problem = await post_file(bot.client, str(command.get("channel_id") or ""), reply.file, reply.file_name)
+        if problem:
+            await respond(response_type="ephemeral", replace_original=False, text=problem)
+
+
+async def post_file(client: Any, channel: str, data: bytes, name: str) -> str | None:
+    """Post a command's file (an exported recipe script) to the channel; None, or why it could not."""
+    try:
+        await client.files_upload_v2(channel=channel, file=data, filename=name, title=name)
+        return None
+    except SlackApiError as exc:
+        err = exc.response.get("error", "error")
+        log.warning("file upload to %s failed: %s", channel, err)
+        return f"I could not post {name} here ({err}); it is saved in the bot's workspace under exports/."
+
+
+def register(app: Any, bot: SlackBot) -> None:
+    app.command("/vision")(handle_vision)

@@ -1,0 +1,210 @@
+"""Mentions, DMs and thread follow-ups → one serial session queue per thread → agent turns rendered in place."""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import logging
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from bot.rights import Requester
+from handlers.answers.feedback import run_stoppable
+from handlers.answers.render import WORKING, TurnRenderer, react
+from handlers.answers.stream_render import renderer_for
+from handlers.context import SlackBot
+from handlers.state.inflight import resume_plan, turn_key
+from handlers.state.queue import Job
+from handlers.state.threads import Conversation, conversation_for
+
+log = logging.getLogger(__name__)
+
+# Subtypes that are a person saying something; everything else (edits, deletes, joins, bot_message…) is ignored.
+HUMAN_SUBTYPES = {None, "file_share", "thread_broadcast"}
+_LINK = re.compile(r"<((?:https?|mailto):[^|>]+)(?:\|([^>]*))?>")
+_CHANNEL = re.compile(r"<#([A-Z0-9]+)(?:\|([^>]*))?>")
+FEEDBACK_WAIT = 2.0
+TITLE_CHARS = 60
+EMPTY_HINT = "Hi! Ask me about a camera or a picture — attach an image or name a camera. `/vision help` lists commands."
+
+
+@dataclass
+class Turn:
+    conv: Conversation
+    text: str
+    files: list[dict[str, Any]] = field(default_factory=list)
+    user: str = ""  # who wrote it: the tools this turn runs act with this person's rights
+    feedback: asyncio.Task[Any] | None = None  # the "working" reaction, sent before any turn starts
+    started: int | None = None  # taken up again after a restart: session length when it first began
+    answered: bool = False  # taken up again after a restart with its answer already in the thread
+
+
+_FIELD_TYPES = {"channel": str, "ts": str, "user": str, "text": str, "thread_ts": str, "files": list}
+
+
+def well_formed(event: Any) -> bool:
+    """The fields the adapter relies on have Slack's types (a malformed payload is dropped, not crashed on)."""
+    return (isinstance(event, dict) and bool(event.get("channel")) and bool(event.get("ts"))
+            and all(event.get(k) is None or isinstance(event[k], t) for k, t in _FIELD_TYPES.items()))
+
+
+def is_from_person(event: dict[str, Any], bot: SlackBot) -> bool:
+    """Ignore our own posts, other bots, edits/deletes/joins, hidden events and malformed payloads."""
+    if not well_formed(event) or event.get("subtype") not in HUMAN_SUBTYPES or event.get("hidden"):
+        return False
+    if event.get("bot_id") or event.get("bot_profile") or not event.get("user"):
+        return False
+    return event["user"] != bot.bot_user_id
+
+
+def clean_text(text: str, bot_user_id: str) -> str:
+    """What the person wrote, minus our @-mention, with Slack's link/channel markup made plain."""
+    text = re.sub(rf"<@{re.escape(bot_user_id)}(?:\|[^>]*)?>", "", text or "") if bot_user_id else text or ""
+    text = _LINK.sub(lambda m: m.group(1), text)
+    text = _CHANNEL.sub(lambda m: f"#{m.group(2) or m.group(1)}", text)
+    return html.unescape(text).strip()
+
+
+def take(bot: SlackBot, body: dict[str, Any], event: dict[str, Any], mentioned: bool) -> Turn | None:
+    """Decide synchronously (no await: arrival order is kept) whether this message is ours; queue it if so."""
+    bot.note_event()
+    if not is_from_person(event, bot):
+        return None
+    conv = conversation_for(event, str(body.get("team_id") or event.get("team") or bot.team_id))
+    mentioned = mentioned or (bool(bot.bot_user_id) and f"<@{bot.bot_user_id}" in (event.get("text") or ""))
+    if not (conv.is_dm or mentioned or bot.threads.known(conv.channel, event.get("thread_ts"))):
+        return None
+    keys = (f"{conv.channel}:{conv.message_ts}", str(body.get("event_id") or ""))
+    if bot.dedupe.seen(*keys):  # Slack's retry, or the message.channels twin of an app_mention
+        return None
+    bot.dedupe.add(*keys)
+    if conv.thread_ts and not conv.is_dm:
+        bot.threads.remember(conv.team, conv.channel, conv.thread_ts)
+    files = [f for f in event.get("files") or [] if isinstance(f, dict)]
+    turn = Turn(conv, event.get("text") or "", files, user=event["user"])
+    assert bot.queues is not None
+    bot.queues.submit(conv.key, conv.message_ts, turn)
+    bot.inflight.add(conv, turn.text, files)  # before the ack: a crash from here on is finished after restart
+    return turn
+
+
+def resume_open_turns(bot: SlackBot) -> int:
+    """Queue again the turns an earlier run took and did not finish (a crash); call once the socket is up."""
+    assert bot.queues is not None
+    open_turns = bot.inflight.open_turns()
+    for t in open_turns:
+        turn = Turn(t.conv, t.text, t.files, user=t.conv.user, started=t.started, answered=t.answered)
+        bot.queues.submit(t.conv.key, t.conv.message_ts, turn)
+        _acknowledge(bot, turn, bot.client)
+    if open_turns:
+        log.info("finishing %d turn(s) interrupted by the last stop", len(open_turns))
+    return len(open_turns)
+
+
+def _acknowledge(bot: SlackBot, turn: Turn | None, client: Any) -> None:
+    if turn is not None:  # feedback at once, even when the thread is still busy with an earlier message
+        turn.feedback = bot.spawn(react(client, turn.conv.channel, turn.conv.message_ts, add=WORKING))
+        bot.feedback.add(turn.feedback)
+        turn.feedback.add_done_callback(bot.feedback.discard)
+
+
+async def handle_mention(body: dict[str, Any], event: dict[str, Any], client: Any, context: Any) -> None:
+    """app_mention: answered in the thread rooted at the mention."""
+    _acknowledge(context["vision"], take(context["vision"], body, event, mentioned=True), client)
+
+
+async def handle_message(body: dict[str, Any], event: dict[str, Any], client: Any, context: Any) -> None:
+    """message.im / .channels / .groups: DMs, follow-ups in our threads, and mentions arriving this way first."""
+    _acknowledge(context["vision"], take(context["vision"], body, event, mentioned=False), client)
+
+
+async def run_turn(bot: SlackBot, job: Job) -> None:
+    """The queue worker: fetch images, run the agent, render its events, set the final reaction."""
+    turn: Turn = job.payload
+    r = renderer_for(bot, turn.conv)
+    bot.stats.turns += 1
+    if bot.feedback:
+        # Building a prompt holds the event loop for tens of ms; let every pending "working" reaction leave
+        # first, so people see within a moment that we are on it however many threads start at once.
+        await asyncio.wait(set(bot.feedback), timeout=FEEDBACK_WAIT)
+    try:
+        if not turn.answered:  # a turn taken up after a restart may only lack its final reaction
+            await r.status("is thinking…")
+            await _converse(bot, turn, r)
+    except asyncio.CancelledError:
+        raise  # shutting down: the turn stays open on disk and is finished after the restart
+    except Exception as exc:  # the agent or Slack broke mid-turn: say so in the thread, never silently
+        log.exception("turn in %s failed", turn.conv.key)
+        bot.stats.turn_errors += 1
+        try:
+            await r.error(f"Something went wrong on my side ({type(exc).__name__}); try again in a moment.")
+        except Exception:
+            log.exception("could not report the failure in %s", turn.conv.key)
+    bot.inflight.answered(turn.conv)
+    await r.finish(turn.feedback)  # never raises; ✅ or ⚠️ replaces 👀 even when the answer could not go out
+    bot.inflight.done(turn.conv)
+
+
+async def _converse(bot: SlackBot, turn: Turn, r: TurnRenderer) -> None:
+    if turn.started is not None:  # begun before a crash: never ask the same question twice
+        plan, text = resume_plan(bot.agent.sessions, turn.conv.key, turn.started)
+        if plan == "answer":  # the answer was saved (and paid for) but maybe never shown
+            await r.reply(text)
+            return
+        if plan == "continue":
+            await _ask(bot, turn, r, text, [])
+            return
+    attachments = []
+    if turn.files:
+        fetched = await bot.fetcher.fetch_all(turn.files, bot.client)
+        attachments = fetched.attachments
+        for line in fetched.refusals:
+            await r.note(line)
+    text = clean_text(turn.text, bot.bot_user_id)
+    if not text and not attachments:
+        if not turn.files:
+            await r.reply(EMPTY_HINT)
+        return
+    await _ask(bot, turn, r, text, attachments)
+
+
+async def _ask(bot: SlackBot, turn: Turn, r: TurnRenderer, text: str, attachments: list[Any]) -> None:
+    why_not = bot.llm_unavailable()
+    if why_not:
+        await r.error(f"I can't chat right now: {why_not}. `/vision` commands still work.")
+        return
+    asker = Requester.slack(turn.user, turn.conv.channel)
+    first = bot.agent.sessions.length(turn.conv.key) == 0
+    bot.inflight.started(turn.conv, bot.agent.sessions.length(turn.conv.key))
+
+    async def answer() -> None:
+        async for ev in bot.agent.process_message(turn.conv.key, text, attachments, asker):
+            await r.handle(ev)
+
+    conv = turn.conv
+    stopped_by = await run_stoppable(bot.client, bot.running, (conv.channel, conv.thread_ts), turn_key(conv),
+                                     turn.user, answer())
+    if stopped_by is not None:  # the loop closed every tool call it had begun; the next message starts clean
+        who = "you" if stopped_by == turn.user else "a teammate"
+        await r.note(f"Stopped, as {who} asked. Nothing more runs for this message; ask again whenever you like.")
+        r.replied = True
+        return
+    if first and turn.conv.is_dm and turn.conv.thread_ts and r.replied and not r.failed:
+        await _title(bot, turn.conv, text)
+
+
+async def _title(bot: SlackBot, conv: Conversation, text: str) -> None:
+    """An agent DM thread is titled after its first answer: the question's first line (best effort)."""
+    title = " ".join(text.split())[:TITLE_CHARS] or "Vision Agent"
+    if conv.thread_ts is None:  # only a thread has a title (the caller checks; this tells the type checker)
+        return
+    try:
+        await bot.client.assistant_threads_setTitle(channel_id=conv.channel, thread_ts=conv.thread_ts, title=title)
+    except Exception as exc:  # a title is never worth failing a turn (e.g. no Agent feature in this workspace)
+        log.info("setTitle in %s skipped (%s)", conv.channel, type(exc).__name__)
+
+
+def register(app: Any, bot: SlackBot) -> None:
+    app.event("app_mention")(handle_mention)
+    app.event("message")(handle_message)

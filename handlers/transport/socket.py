@@ -1,0 +1,111 @@
+"""Socket mode that acks every envelope and keeps ordinary reconnects out of the log.
+
+Bolt acks only what a listener handled (status 200): an event type we do not listen to, a payload a listener
+chokes on, or an envelope slack_sdk cannot parse stays unacked, and Slack sends it again three times. Here
+everything is acked once, and what we did not handle is logged once at debug level.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+from slack_bolt.adapter.socket_mode.async_internals import run_async_bolt_app, send_async_response
+from slack_bolt.error import BoltUnhandledRequestError
+from slack_bolt.response import BoltResponse
+from slack_sdk.socket_mode.request import SocketModeRequest
+
+log = logging.getLogger(__name__)
+socket_log = logging.getLogger("handlers.transport.socket.sdk")  # the SDK's socket client logs here, through QuietReconnects
+
+QUIET_FOR = 60.0  # seconds a socket may be down (reconnecting) before it is worth a warning
+
+
+def describe(body: Any) -> str:
+    """A short, secret-free description of an envelope's payload for the debug log."""
+    if not isinstance(body, dict):
+        return f"payload of type {type(body).__name__}"
+    event: dict[str, Any] = body["event"] if isinstance(body.get("event"), dict) else {}
+    kind = event.get("type") or body.get("type") or body.get("command") or "?"
+    return f"{kind!s:.60}" + (f"/{event['subtype']!s:.40}" if event.get("subtype") else "")
+
+
+class AckingSocketModeHandler(AsyncSocketModeHandler):
+    """Bolt's socket-mode handler, but an envelope Bolt did not answer with 200 is acked with an empty body."""
+
+    async def handle(self, client: Any, req: SocketModeRequest) -> None:
+        start = time.time()
+        try:
+            resp = await run_async_bolt_app(self.app, req)
+        except Exception:  # Bolt itself choked on the payload: still ack, or Slack redelivers it three times
+            log.debug("envelope %s (%s) could not be dispatched", req.envelope_id, req.type, exc_info=True)
+            resp = BoltResponse(status=500, body="")
+        if resp.status != 200:
+            log.debug("envelope %s (%s: %s) not handled (status %s); acked", req.envelope_id, req.type,
+                      describe(req.payload), resp.status)
+            resp = BoltResponse(status=200, body="")
+        await send_async_response(client, req, resp, start)
+
+
+async def ack_unparseable(client: Any, message: dict[Any, Any], raw: str | None) -> None:
+    """A socket message listener: ack envelopes slack_sdk cannot turn into a request (they reach no handler)."""
+    envelope_id = message.get("envelope_id")
+    if not isinstance(envelope_id, str) or not envelope_id:
+        return
+    if all(k in message for k in ("type", "payload")) and isinstance(message["payload"], dict | str):
+        return  # a request: AckingSocketModeHandler.handle acks it
+    log.debug("envelope %s (%s) is malformed; acked", envelope_id, str(message.get("type"))[:40])
+    await client.send_socket_mode_response({"envelope_id": envelope_id})
+
+
+async def on_listener_error(error: Exception, body: Any) -> None:
+    """Bolt's error handler: an event we do not listen to is normal; a listener that raised is a bug to see."""
+    if isinstance(error, BoltUnhandledRequestError):
+        log.debug("no listener for %s; acked", describe(body))
+    else:
+        log.error("listener failed on %s: %s", describe(body), error, exc_info=error)
+
+
+class QuietReconnects(logging.Filter):
+    """Ordinary socket drops and reconnects go to debug, without tracebacks; only a socket that stays down
+    longer than QUIET_FOR is a warning (one line, at most once per QUIET_FOR)."""
+
+    _ORDINARY = ("session", "Reconnecting", "Failed to connect", "Failed to send a ping", "Failed to close the old",
+                 "Failed to receive or enqueue", "Failed to check the current session", "CLOSE event",
+                 "Failed to run message listeners: Unsupported payload")
+
+    def __init__(self, quiet_for: float = QUIET_FOR) -> None:
+        super().__init__()
+        self.quiet_for = quiet_for
+        self.down_since: float | None = None
+        self._warned = 0.0
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        if "has been established" in text:
+            self.down_since = None
+        elif not any(k in text for k in self._ORDINARY):
+            return True
+        elif record.levelno > logging.INFO or "Reconnecting" in text:
+            now = time.monotonic()
+            self.down_since = self.down_since or now
+            if now - self.down_since >= self.quiet_for and now - self._warned >= self.quiet_for:
+                self._warned = now
+                record.msg, record.args, record.exc_info, record.exc_text = (
+                    f"Slack socket down for {int(now - self.down_since)} s, still reconnecting: "
+                    f"{text.splitlines()[0][:200]}", None, None, None)
+                record.levelno, record.levelname = logging.WARNING, "WARNING"
+                return True
+        record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+        record.exc_info = record.exc_text = None
+        return socket_log.isEnabledFor(logging.DEBUG)
+
+
+def quiet_socket_logger() -> logging.Logger:
+    """The logger to hand the socket-mode client (its level follows the root logger's, as Bolt's does)."""
+    if not any(isinstance(f, QuietReconnects) for f in socket_log.filters):
+        socket_log.addFilter(QuietReconnects())
+    socket_log.setLevel(logging.getLogger().getEffectiveLevel())
+    return socket_log

@@ -1,0 +1,53 @@
+"""The in-flight turn book: what a crash leaves on disk is read back right, and resume plans never ask twice."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bot.agent.sessions import SessionStore
+from handlers.state.inflight import RESUMED, InflightBook, resume_plan
+from handlers.state.threads import Conversation
+
+
+def conv(ts: str) -> Conversation:
+    return Conversation("T1", "C1", ts, ts, "U1")
+
+
+def test_open_turns_survive_a_reload_with_their_progress_and_a_torn_last_line(tmp_path: Path) -> None:
+    path = tmp_path / "inflight.jsonl"
+    book = InflightBook(path)
+    book.add(conv("2.0"), "second", [{"id": "F1"}])
+    book.add(conv("1.0"), "first", [])
+    book.add(conv("3.0"), "third", [])
+    book.started(conv("1.0"), 4)
+    book.answered(conv("1.0"))
+    book.started(conv("2.0"), 7)
+    book.done(conv("3.0"))
+    with path.open("a") as f:
+        f.write('{"op": "done", "key": "C1:2.')  # the process died mid-write
+    again = InflightBook(path)
+    got = [(t.conv.message_ts, t.text, t.files, t.started, t.answered) for t in again.open_turns()]
+    assert got == [("1.0", "first", [], 4, True), ("2.0", "second", [{"id": "F1"}], 7, False)]
+    assert len(path.read_text().splitlines()) == 2  # compacted to the open turns
+
+
+def test_the_file_starts_afresh_once_no_turn_is_open(tmp_path: Path) -> None:
+    book = InflightBook(tmp_path / "inflight.jsonl")
+    book.add(conv("1.0"), "q", [])
+    book.done(conv("1.0"))
+    book.done(conv("9.0"))  # unknown keys are ignored, not written
+    assert book.path.read_text() == "" and book.open_turns() == []
+
+
+def test_resume_plan_asks_fresh_continues_or_posts_the_saved_answer(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path)
+    store.append("k", {"role": "user", "content": "earlier question"})
+    store.append("k", {"role": "assistant", "content": [{"type": "text", "text": "earlier answer"}]})
+    mark = store.length("k")
+    assert resume_plan(store, "k", mark) == ("fresh", "")  # the crash came before the question was saved
+    store.append("k", {"role": "user", "content": "how many?"})
+    store.append("k", {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "x", "input": {}}]})
+    assert resume_plan(store, "k", mark) == ("continue", RESUMED)  # mid-tool: finish it, never re-ask
+    store.append("k", {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "3"}]})
+    store.append("k", {"role": "assistant", "content": [{"type": "text", "text": "Three."}]})
+    assert resume_plan(store, "k", mark) == ("answer", "Three.")  # saved but maybe never shown

@@ -32,7 +32,7 @@ async def camera_bot(slack_env: dict[str, str], slack_api: SlackEmulator) -> Asy
     (workspace / "memory" / "2026-01-01.md").write_text(f"# Observations 2026-01-01\n\n## dock\n- 09:00:00 dock "
                                                         f"camera moved to {URL}\n")
     env = {**slack_env, "ROBOFLOW_API_KEY": ROBOFLOW_KEY}
-    running = await start_bot(env, slack_api, backend=SlowStartBackend())
+    running = await start_bot(env, slack_api, backend=SlowStartBackend(hold=0.6))
     try:
         yield running
     finally:

@@ -220,6 +220,16 @@ class ClipsConfig(_Section):
     keep: int = Field(200, ge=1)  # clip files kept under WORKSPACE/clips (oldest removed)
 
 
+class ServersConfig(_Section):
+    """Limits for the HTTP servers (REST/health in bot/api/limits.py, MCP in bot/mcp/limits.py): a client that sends
+    slowly, or opens connections and never finishes them, cannot hold the server or its file descriptors."""
+
+    header_timeout_seconds: float = Field(10.0, gt=0, le=300)  # request line + headers, each request
+    body_timeout_seconds: float = Field(30.0, gt=0, le=3600)  # the whole body once the headers are in
+    max_connections: int = Field(256, ge=2, le=10_000)  # per server; at the cap the oldest unfinished one goes
+    allowed_hosts: list[str] = []  # MCP over HTTP: Host/Origin names besides loopback and mcp.host (DNS rebinding)
+
+
 class McpConfig(_Section):
     """`vision-agent mcp` (bot/mcp/): MCP clients act as the operator; read_only exposes only tools that change nothing."""
 

@@ -18,8 +18,8 @@ from bot.config import Settings, load_settings
 from bot.config.settings import ServersConfig
 from bot.mcp.serve import McpHttpServer
 from bot.runtime import Runtime
-from tests.fixtures.common import free_port
 from tests.fakes.waits import patience
+from tests.fixtures.common import free_port
 from tests.tools.fake_backend import FakeBackend
 
 TOKEN = "server-token-0123456789abcdef"

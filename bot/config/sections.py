@@ -168,6 +168,8 @@ class SlackConfig(_Section):
 class MediaConfig(_Section):
     # Images are refused above this many pixels before anything decodes them (a 445 KB PNG can claim 144 MP).
     max_pixels: int = Field(40_000_000, ge=1)
+    # An image decode the bot waits for (off the event loop, bot/media/decode.py); slower ones are skipped with a line.
+    decode_timeout_seconds: float = Field(10.0, gt=0, le=300)
 
 
 class WebhookConfig(_Section):

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from bot.agent.tools import Attachment, ToolResult
+from bot.media.decode import off_loop
 from bot.media.images import to_image_block
 from bot.media.redaction import redact
 
@@ -35,18 +36,41 @@ def _with_context(context: str) -> list[dict[str, Any]]:
     return [_text(context)] if context.strip() else []
 
 
-def user_message(text: str, attachments: Sequence[Attachment] = (), context: str = "") -> dict[str, Any]:
+Shown = dict[str, Any] | Exception  # an image block, or why the image could not be made one
+
+
+def _attachment_block(att: Attachment) -> dict[str, Any]:
+    return to_image_block(att.path.read_bytes(), USER_IMAGE_MAX)
+
+
+async def attachment_blocks(attachments: Sequence[Attachment], timeout: float) -> list[Shown]:
+    """Each attachment as an image block, decoded off the event loop within `timeout` seconds (bot/media/decode.py)."""
+    shown: list[Shown] = []
+    for att in attachments:
+        try:
+            shown.append(await off_loop(_attachment_block, att, timeout=timeout, what=f"image {att.name or att.path.name}"))
+        except (OSError, ValueError) as exc:
+            shown.append(exc)
+    return shown
+
+
+def user_message(text: str, attachments: Sequence[Attachment] = (), context: str = "",
+                 shown: Sequence[Shown] | None = None) -> dict[str, Any]:
     """A user turn: attached images as image blocks, the turn context (if any), then the text with a note
     naming each attachment. The user's text stays the last block.
 
     The note matters: tools take an `image` argument, and the model can only pass a path or file id it has seen.
+    `shown`: the attachments already decoded (`attachment_blocks`, off the loop); None decodes them here.
     """
     blocks: list[dict[str, Any]] = []
     lines: list[str] = []
     for n, att in enumerate(attachments, 1):
         problem = ""
         try:
-            blocks.append(to_image_block(att.path.read_bytes(), USER_IMAGE_MAX))
+            block = shown[n - 1] if shown is not None else _attachment_block(att)
+            if isinstance(block, Exception):
+                raise block
+            blocks.append(block)
         except (OSError, ValueError) as exc:
             problem = "could not be shown to you: " + str(exc).splitlines()[0]
             log.warning("attachment %s not shown to the model: %s", att.path, exc)
@@ -70,12 +94,28 @@ def heartbeat_message(text: str, frames: Sequence[bytes] = (), context: str = ""
     return {"role": "user", "content": blocks + _with_context(context) + [_text(status)]}
 
 
-def tool_result_block(tool_use_id: str, result: ToolResult) -> dict[str, Any]:
-    """A tool_result block: the text, plus an image block (<= 640 px) when the tool returned one."""
+async def result_image(result: ToolResult, timeout: float) -> Shown | None:
+    """A tool result's image as a block, decoded off the event loop within `timeout` seconds; None without one."""
+    if not result.image:
+        return None
+    try:
+        return await off_loop(to_image_block, result.image, RESULT_IMAGE_MAX, timeout=timeout, what="the tool's image")
+    except ValueError as exc:
+        return exc
+
+
+def tool_result_block(tool_use_id: str, result: ToolResult, image: Shown | None = None) -> dict[str, Any]:
+    """A tool_result block: the text, plus an image block (<= 640 px) when the tool returned one.
+
+    `image`: the block already made (`result_image`, off the loop); None makes it here.
+    """
     content: list[dict[str, Any]] = [_text(result.text.strip() or ("(no output)" if not result.is_error else "error"))]
     if result.image:
         try:
-            content.append(to_image_block(result.image, RESULT_IMAGE_MAX))
+            made = image if image is not None else to_image_block(result.image, RESULT_IMAGE_MAX)
+            if isinstance(made, Exception):
+                raise made
+            content.append(made)
         except ValueError as exc:
             content.append(_text(f"(the image could not be attached: {exc})"))
     block: dict[str, Any] = {"type": "tool_result", "tool_use_id": tool_use_id, "content": content}

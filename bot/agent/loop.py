@@ -92,7 +92,9 @@ class Agent:
             context = turn_context(self.workspace, self._pipelines(), skills, self._clock(), earlier)
             # Cut before it reaches the history: one oversize message must not make the thread too long for good.
             text, cut_note = self.guard.clip(text)
-            user_msg = msgs.user_message(text, atts, context)
+            # Decoded off the event loop with a time limit: a slow image gets a line, other users are served meanwhile.
+            shown = await msgs.attachment_blocks(atts, self.settings.media.decode_timeout_seconds)
+            user_msg = msgs.user_message(text, atts, context, shown)
             self.sessions.add_files(session_key, [file_record(a) for a in atts])
             # Tools may use any file shared earlier in this session (by path or Slack file id), newest first.
             shared = [attachment_of(f) for f in reversed(self.sessions.files(session_key))]
@@ -213,7 +215,9 @@ class Agent:
                           is_error=result.is_error)
                 if result.frame:
                     yield frame_event(self.workspace.frames_dir, call, result)
-                results.append(msgs.tool_result_block(call.id, self.guard.clip_result(result)))
+                clipped = self.guard.clip_result(result)
+                image = await msgs.result_image(clipped, self.settings.media.decode_timeout_seconds)
+                results.append(msgs.tool_result_block(call.id, clipped, image))
         finally:
             # Even when the turn is cancelled mid-tool, every tool_use gets its tool_result.
             done = {r["tool_use_id"] for r in results}

@@ -18,6 +18,7 @@ from pydantic import ValidationError
 
 from bot.api.errors import UserError
 from bot.api.hosting import HOST_KEY, ApiHost
+from bot.api.limits import listen, read_body
 from bot.api.openapi import document
 from bot.api.routes import ROUTES
 from bot.media.reach import is_loopback
@@ -55,6 +56,7 @@ async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
             return error(401, "missing or wrong token: send Authorization: Bearer <VISION_AGENT_API_TOKEN>",
                          {"WWW-Authenticate": "Bearer"})
     try:
+        await read_body(request, request.app[HOST_KEY].settings.servers)  # a slow body times out before any handler
         return await handler(request)
     except UserError as exc:
         return error(exc.status, str(exc))
@@ -102,19 +104,19 @@ class ApiServer:
             raise ValueError(f"refusing to serve the API on {bind} without VISION_AGENT_API_TOKEN")
         self.host, self.bind, self.port = host, bind, port
         self._runner: web.AppRunner | None = None
+        self._server: asyncio.Server | None = None
 
     async def start(self) -> int:
         self._runner = web.AppRunner(build_app(self.host), handle_signals=False, access_log=None)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.bind, self.port)
-        await site.start()
-        server = site._server  # aiohttp keeps the listening server here; port 0 -> the one the OS chose
-        if isinstance(server, asyncio.base_events.Server) and server.sockets:
-            self.port = server.sockets[0].getsockname()[1]
+        self._server, self.port = await listen(self._runner, self.bind, self.port, self.host.settings.servers)
         log.info("REST API on http://%s:%d/api (OpenAPI: /openapi.json)", self.bind, self.port)
         return self.port
 
     async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            self._server = None
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None

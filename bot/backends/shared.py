@@ -14,7 +14,8 @@ from bot.backends.imaging import decode_image
 from bot.backends.policy import check_spec
 from bot.backends.workflows import detection_workflow
 from bot.config import Settings
-from bot.media.sniff import TooManyPixels
+from bot.media.decode import off_loop
+from bot.media.sniff import ImageRejected
 
 log = logging.getLogger(__name__)
 
@@ -86,9 +87,10 @@ class BackendBase:
         parameters: dict | None = None,
         confidence: float | None = None,
     ) -> InferenceResult:
-        try:  # the header is checked against media.max_pixels before OpenCV allocates a pixel
-            frame = decode_image(image, self._settings.media.max_pixels)
-        except TooManyPixels as exc:
+        try:  # the header is checked against media.max_pixels before OpenCV allocates a pixel; off the loop, in time
+            frame = await off_loop(decode_image, image, self._settings.media.max_pixels,
+                                   timeout=self._settings.media.decode_timeout_seconds)
+        except ImageRejected as exc:  # too many pixels or scans, or too slow
             raise BackendError(str(exc)) from None
         if frame is None:
             raise BackendError("the image could not be decoded: send a JPEG or PNG file")

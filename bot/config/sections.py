@@ -168,6 +168,8 @@ class SlackConfig(_Section):
 class MediaConfig(_Section):
     # Images are refused above this many pixels before anything decodes them (a 445 KB PNG can claim 144 MP).
     max_pixels: int = Field(40_000_000, ge=1)
+    # An image decode the bot waits for (off the event loop, bot/media/decode.py); slower ones are skipped with a line.
+    decode_timeout_seconds: float = Field(10.0, gt=0, le=300)
 
 
 class WebhookConfig(_Section):
@@ -218,6 +220,16 @@ class ClipsConfig(_Section):
     buffer_bytes: int = Field(8 * 1024 * 1024, ge=64 * 1024)  # ring-buffer memory per pipeline
     max_bytes: int = Field(4 * 1024 * 1024, ge=64 * 1024)  # one clip file (Slack, webhooks); fps/quality drop to fit
     keep: int = Field(200, ge=1)  # clip files kept under WORKSPACE/clips (oldest removed)
+
+
+class ServersConfig(_Section):
+    """Limits for the HTTP servers (REST/health in bot/api/limits.py, MCP in bot/mcp/limits.py): a client that sends
+    slowly, or opens connections and never finishes them, cannot hold the server or its file descriptors."""
+
+    header_timeout_seconds: float = Field(10.0, gt=0, le=300)  # request line + headers, each request
+    body_timeout_seconds: float = Field(30.0, gt=0, le=3600)  # the whole body once the headers are in
+    max_connections: int = Field(256, ge=2, le=10_000)  # per server; at the cap the oldest unfinished one goes
+    allowed_hosts: list[str] = []  # MCP over HTTP: Host/Origin names besides loopback and mcp.host (DNS rebinding)
 
 
 class McpConfig(_Section):

@@ -18,6 +18,7 @@ from bot.config.sections import (  # re-exported: callers import the sections fr
     McpConfig,
     MediaConfig,
     MonitoringConfig,
+    ServersConfig,
     SlackConfig,
     ThinkingConfig,
     WebhookConfig,
@@ -34,7 +35,7 @@ from bot.config.sources import (
 
 __all__ = [
     "DEFAULT_WORKSPACE", "ENV_MAP", "ApiConfig", "ClipsConfig", "HeartbeatConfig", "InferenceConfig", "LLMConfig",
-    "McpConfig", "MediaConfig", "MonitoringConfig", "Settings", "SettingsError", "SlackConfig", "ThinkingConfig",
+    "McpConfig", "MediaConfig", "MonitoringConfig", "ServersConfig", "Settings", "SettingsError", "SlackConfig", "ThinkingConfig",
     "WebhookConfig", "load_settings", "workspace_path",
 ]
 
@@ -69,6 +70,7 @@ class Settings(BaseSettings):
     mcp: McpConfig = McpConfig()
     webhook: WebhookConfig = WebhookConfig()
     api: ApiConfig = ApiConfig()
+    servers: ServersConfig = ServersConfig()
 
     @field_validator("workspace", mode="after")
     @classmethod

@@ -21,11 +21,13 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import uvicorn
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from bot.mcp.adapter import McpAdapter
+from bot.mcp.limits import guarded_protocol, transport_security
 from bot.media.reach import is_loopback
 
 if TYPE_CHECKING:
@@ -68,9 +70,9 @@ class BearerGate:
         return scheme.lower() == b"bearer" and hmac.compare_digest(given.strip(), self._token)
 
 
-def http_app(adapter: McpAdapter, token: str) -> ASGIApp:
-    """The streamable HTTP endpoint at /mcp, behind the bearer gate."""
-    manager = StreamableHTTPSessionManager(app=adapter.server)
+def http_app(adapter: McpAdapter, token: str, security: TransportSecuritySettings | None = None) -> ASGIApp:
+    """The streamable HTTP endpoint at /mcp, behind the bearer gate (and the Host/Origin check: bot/mcp/limits.py)."""
+    manager = StreamableHTTPSessionManager(app=adapter.server, security_settings=security)
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
@@ -106,8 +108,11 @@ def _server(runtime: Runtime, host: str, port: int, read_only: bool | None) -> _
         raise ValueError(why)
     assert settings.mcp.token is not None  # checked by http_refusal
     token = settings.mcp.token.get_secret_value().strip()  # a redactor secret too (Runtime)
-    app = http_app(McpAdapter(runtime, read_only), token)
-    return _EmbeddedServer(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on"))
+    app = http_app(McpAdapter(runtime, read_only), token, transport_security(settings, host))
+    # h11 behind a ConnectionGuard: slow headers or bodies and half-sent connections cannot hold it (bot/mcp/limits.py)
+    return _EmbeddedServer(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on",
+                                          http=guarded_protocol(settings), timeout_keep_alive=5,
+                                          backlog=min(1024, settings.servers.max_connections * 2)))
 
 
 async def _run(server: _EmbeddedServer, stop: asyncio.Event | None) -> None:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = [
-    "CHAT_TYPES", "DEFAULT_MAX_PIXELS", "STILL_HINT", "ImageHeader", "ImageRejected", "TooManyPixels",
+    "CHAT_TYPES", "DEFAULT_MAX_PIXELS", "MAX_JPEG_SCANS", "STILL_HINT", "ImageHeader", "ImageRejected", "TooManyPixels", "TooManyScans",
     "check_image", "media_type_of", "still_image",
 ]
 
@@ -33,6 +33,10 @@ _STILL_SUFFIXES = (".jpg", ".jpeg", ".png", ".webp", ".bmp", ".tif", ".tiff", ".
 STILL_HINT = "is a still image; use run_inference or ask_about_image on it, or give a video file or stream"
 _BOMB_PIXELS = re.compile(r"\((\d+) pixels\)")
 HEAD_BYTES = 16
+# Each progressive scan is another pass over the whole image: thousands of scans make a small JPEG take minutes to
+# decode (libjpeg-turbo's advice for untrusted input is a scan limit). Encoders write about 10; 64 leaves room.
+MAX_JPEG_SCANS = 64
+_SOS = b"\xff\xda"  # start of scan; entropy-coded data stuffs 0xFF as FF 00, so this pair is a real marker
 
 
 def media_type_of(data: bytes) -> str | None:
@@ -51,6 +55,10 @@ class ImageRejected(ValueError):
 
 class TooManyPixels(ImageRejected):
     """A readable header that claims more pixels than the limit (a decompression bomb included)."""
+
+
+class TooManyScans(TooManyPixels):
+    """A JPEG whose progressive scans would cost more decoding than we allow: as costly as too many pixels."""
 
 
 @dataclass(frozen=True)
@@ -132,7 +140,16 @@ def check_image(source: bytes | Path, max_pixels: int | None = None, what: str =
                             "send it again or export it as JPEG/PNG.") from None
     if width * height > limit:
         raise _too_big(what, f"{width}×{height}", width * height, limit)
+    if media_type == "image/jpeg" and (scans := _scans(source)) > MAX_JPEG_SCANS:
+        raise TooManyScans(f"{what} is a JPEG of {scans} progressive scans (at most {MAX_JPEG_SCANS} are decoded); "
+                            "export it as a baseline JPEG or PNG.")
     return ImageHeader(media_type, width, height)
+
+
+def _scans(source: bytes | Path) -> int:
+    """How many scans a JPEG has (an embedded thumbnail's count too: an over-count, never an under-count)."""
+    data = source.read_bytes() if isinstance(source, Path) else source
+    return data.count(_SOS)
 
 
 def still_image(reference: str) -> bool:

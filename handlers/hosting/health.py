@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from bot.api.hosting import ApiHost
+from bot.api.limits import listen
 from bot.api.server import mount
 from bot.backends.base import LIVE
 from handlers.context import SlackBot
@@ -80,6 +81,7 @@ class HealthServer:
     def __init__(self, bot: SlackBot, port: int, host: str = "127.0.0.1", api: ApiHost | None = None) -> None:
         self.bot, self.port, self.host, self.api = bot, port, host, api
         self._runner: web.AppRunner | None = None
+        self._server: asyncio.Server | None = None
 
     async def start(self) -> int:
         app = web.Application()
@@ -88,11 +90,8 @@ class HealthServer:
             mount(app, self.api)
         self._runner = web.AppRunner(app, handle_signals=False, access_log=None)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.port)
-        await site.start()
-        server = site._server  # aiohttp keeps the listening server here; port 0 → the one the OS chose
-        if isinstance(server, asyncio.base_events.Server) and server.sockets:
-            self.port = server.sockets[0].getsockname()[1]
+        limits = self.bot.settings.servers  # slow or half-sent requests cannot hold it (bot/api/limits.py)
+        self._server, self.port = await listen(self._runner, self.host, self.port, limits)
         log.info("health endpoint on http://%s:%d/healthz", self.host, self.port)
         return self.port
 
@@ -101,6 +100,9 @@ class HealthServer:
         return web.json_response(body, status=status)
 
     async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            self._server = None
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None

@@ -12,13 +12,16 @@ from bot.backends.builtin.faces import HaarFaceDetectorBlockV1, HaarFaceManifest
 from bot.backends.builtin.line_counter import LineCounterBlockV1, LineCounterManifest
 from bot.backends.builtin.motion import MotionDetectorBlockV1, MotionManifest
 from bot.backends.builtin.people import HogPeopleDetectorBlockV1, HogPeopleManifest
+from bot.backends.builtin.tracker import TrackerBlockV1, TrackerManifest
 
 __all__ = [
     "HaarFaceDetectorBlockV1", "HaarFaceManifest", "HogPeopleDetectorBlockV1", "HogPeopleManifest",
-    "LineCounterBlockV1", "LineCounterManifest", "MotionDetectorBlockV1", "MotionManifest", "load_blocks",
+    "LineCounterBlockV1", "LineCounterManifest", "MotionDetectorBlockV1", "MotionManifest", "TrackerBlockV1",
+    "TrackerManifest", "load_blocks",
 ]
 
 
 def load_blocks() -> list[type[WorkflowBlock]]:
     """Entry point of the Workflows plugin (WORKFLOWS_PLUGINS=bot.backends.builtin_blocks)."""
-    return [HaarFaceDetectorBlockV1, HogPeopleDetectorBlockV1, MotionDetectorBlockV1, LineCounterBlockV1]
+    return [HaarFaceDetectorBlockV1, HogPeopleDetectorBlockV1, MotionDetectorBlockV1, LineCounterBlockV1,
+            TrackerBlockV1]

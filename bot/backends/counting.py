@@ -17,6 +17,10 @@ PEOPLE_DETECTORS = frozenset({"vision_agent/hog_people_detector@v1"})
 PEOPLE_ANCHOR, DEFAULT_ANCHOR = "BOTTOM_CENTER", "CENTER"
 # Our line counter (bot/backends/builtin/line_counter.py): remembers a track's side through short gaps.
 LINE_COUNTER_BLOCK = "vision_agent/line_counter@v1"
+# Our tracker (bot/backends/builtin/tracker.py): matches by predicted position within the reach the time between
+# frames allows, so people are tracked at 2-3 fps, where ByteTrack's overlap test finds nothing to match.
+TRACKER_BLOCK = "vision_agent/tracker@v1"
+BYTE_TRACKER_BLOCK = "roboflow_core/byte_tracker@v3"
 # Low-fps CCTV (5–10 processed frames a second, a detector that misses someone now and then):
 # keep a lost track 2 s (lost_track_buffer counts 1/30 s at any fps) and match a box to a track whose predicted box
 # it overlaps at all: ByteTrack's cost is 1 - IoU x confidence, so 0.99 takes IoU x conf >= 0.01. At 5 fps people
@@ -54,10 +58,10 @@ def anchor_for(detector_type: str) -> str:
     return PEOPLE_ANCHOR if detector_type in PEOPLE_DETECTORS else DEFAULT_ANCHOR
 
 
-def tracker_step(detections: str, name: str = "tracker") -> dict[str, Any]:
-    """A byte tracker step with the low-fps CCTV settings."""
-    return {"type": "roboflow_core/byte_tracker@v3", "name": name, "image": "$inputs.image",
-            "detections": detections, **TRACKER_SETTINGS}
+def tracker_step(detections: str, name: str = "tracker", detector_type: str = "") -> dict[str, Any]:
+    """A tracker step with the low-fps CCTV settings: ours for people (any frame rate), else the byte tracker."""
+    kind = TRACKER_BLOCK if detector_type in PEOPLE_DETECTORS else BYTE_TRACKER_BLOCK
+    return {"type": kind, "name": name, "image": "$inputs.image", "detections": detections, **TRACKER_SETTINGS}
 
 
 def with_counting_defaults(spec: Any) -> Any:

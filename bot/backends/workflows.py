@@ -73,7 +73,7 @@ def detection_workflow(
     predictions = "$steps.detector.predictions"
     track = track or line is not None or zone is not None
     if track:
-        steps.append(tracker_step(predictions))
+        steps.append(tracker_step(predictions, detector_type=detector["type"]))
         predictions = "$steps.tracker.tracked_detections"
     if zone is not None:
         zone = check_zone(zone)

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from typing import Literal
 
 import cv2
 import numpy as np
-from inference.core.workflows.core_steps.common.utils import (
-    empty_detections_with_image_metadata,
-)
 from inference.core.workflows.execution_engine.entities.base import WorkflowImageData
 from inference.core.workflows.execution_engine.entities.types import (
+    BOOLEAN_KIND,
     FLOAT_KIND,
     FLOAT_ZERO_TO_ONE_KIND,
     INTEGER_KIND,
@@ -28,6 +27,8 @@ from bot.backends.builtin.common import (
     _xywh_to_xyxy,
     to_detections,
 )
+from bot.backends.builtin.line_counter import video_time
+from bot.backends.builtin.people_scale import CameraState, observe, plan
 
 
 class HogPeopleManifest(_DetectorManifest):
@@ -38,9 +39,11 @@ class HogPeopleManifest(_DetectorManifest):
             "Detect standing people offline with OpenCV's HOG + linear SVM (model id builtin/people).",
             "Runs OpenCV's default HOG people detector; needs no weights download or network. Outputs "
             "object-detection predictions with class `person`, boxes tight from head to feet. Finds upright, "
-            "mostly unoccluded people from `min_height` px tall (the frame is upscaled so they fill the detector's "
-            "window, capped at `max_side`); misses people sitting, lying, cut off by the frame edge or seen from "
-            "above. On 768×576 street CCTV: recall 0.9, precision 0.95+ for people 60–200 px tall, ~4 fps on one core.",
+            "mostly unoccluded people; misses people sitting, lying, cut off by the frame edge or seen from "
+            "above. In video (`adaptive`) it measures how tall people are in this camera from the moving blobs "
+            "shaped like a person, upscales to that, and scans where things move (the whole frame every few "
+            "seconds); on a still image, or before it has measured, it finds people from `min_height` px tall "
+            "(the frame is upscaled so they fill the detector's window, capped at `max_side`).",
         )
     )
     confidence: Selector(kind=[FLOAT_ZERO_TO_ONE_KIND]) | FloatZeroToOne = _confidence_field(0.5)
@@ -56,6 +59,9 @@ class HogPeopleManifest(_DetectorManifest):
     iou_threshold: Selector(kind=[FLOAT_ZERO_TO_ONE_KIND]) | FloatZeroToOne = Field(
         default=0.45, description="Non-maximum suppression: of two boxes overlapping more, keep the surer one."
     )
+    adaptive: Selector(kind=[BOOLEAN_KIND]) | bool = Field(
+        default=True, description="In video: upscale to the people's measured size and scan where things move."
+    )
 
 
 # The default SVM's window is 64×128 px with the person ~96 px tall in it: upscale so min_height fills that,
@@ -64,6 +70,7 @@ _HOG_PERSON_PX = 96.0
 _HOG_WINDOW = (64, 128)  # width, height
 _HOG_MAX_SIDE = 2048  # whatever max_side a spec asks for (HOG on a 2048×1536 frame: ~1 s on one core)
 _HOG_TRIM = (0.18, 0.07)  # share of window width/height trimmed per side, measured on bench/data/vtest_people.json
+MAX_VIDEOS = 16  # cameras measured at once per block (a background model is a few MB); least recently seen goes
 
 
 class HogPeopleDetectorBlockV1(WorkflowBlock):
@@ -71,6 +78,7 @@ class HogPeopleDetectorBlockV1(WorkflowBlock):
         self._hog = cv2.HOGDescriptor()
         self._hog.setSVMDetector(cv2.HOGDescriptor_getDefaultPeopleDetector())
         self._lock = threading.Lock()
+        self._cameras: OrderedDict[str, CameraState] = OrderedDict()
 
     @classmethod
     def get_manifest(cls) -> type[WorkflowBlockManifest]:
@@ -78,16 +86,41 @@ class HogPeopleDetectorBlockV1(WorkflowBlock):
 
     def run(
         self, images: WorkflowImageData, confidence: float, min_height: int, max_side: int, scale_step: float,
-        iou_threshold: float,
+        iou_threshold: float, adaptive: bool = True,
     ) -> BlockResult:
         frame = images.numpy_image
         # Specs are untrusted: min_height 0 or max_side 10^6 must not make a 12× image (memory, minutes per frame).
         side = min(max(float(max_side), 128.0), float(_HOG_MAX_SIDE))
-        scale = min(_HOG_PERSON_PX / max(int(min_height), 8), side / max(frame.shape[:2]))
-        if frame.shape[0] * scale < _HOG_WINDOW[1] or frame.shape[1] * scale < _HOG_WINDOW[0]:
+        default_scale = _HOG_PERSON_PX / max(int(min_height), 8)
+        state = self._camera(images) if adaptive else None
+        if state is None:
+            scale, crops = default_scale, [(0, 0, frame.shape[1], frame.shape[0])]
+        else:
+            regions = observe(state, frame, self._dt(state, images))
+            scale, crops = plan(state, frame.shape, regions, default_scale, _HOG_WINDOW, _HOG_PERSON_PX)
+        found = [self._scan(frame, crop, min(scale, side / max(crop[2] - crop[0], crop[3] - crop[1])), scale_step)
+                 for crop in crops]
+        boxes = np.concatenate([b for b, _ in found]) if found else np.zeros((0, 4), np.float32)
+        margins = np.concatenate([m for _, m in found]) if found else np.zeros(0, np.float32)
+        # SVM margins are unbounded; a logistic squashes them to (0, 1) with margin 0.8 -> 0.5 (the measured
+        # operating point: precision 1.0 at recall 0.92 on the street labels; margin 0 -> 0.08).
+        conf = 1.0 / (1.0 + np.exp(-3.0 * (margins - 0.8)))
+        detections = to_detections(images, boxes, conf.astype(np.float32), "person", confidence)
+        if len(detections) > 1:
+            detections = detections.with_nms(threshold=iou_threshold)
+        if state is not None:
+            state.last_boxes = detections.xyxy.copy()
+        return {"predictions": detections}
+
+    def _scan(self, frame: np.ndarray, crop: tuple[int, int, int, int], scale: float,
+              scale_step: float) -> tuple[np.ndarray, np.ndarray]:
+        """HOG over one crop of the frame at one upscale: (boxes in frame px, SVM margins)."""
+        x1, y1, x2, y2 = crop
+        part = frame[y1:y2, x1:x2]
+        if part.shape[0] * scale < _HOG_WINDOW[1] or part.shape[1] * scale < _HOG_WINDOW[0]:
             # No person fits; and OpenCV's HOG segfaults (the whole bot) on some images smaller than its window.
-            return {"predictions": empty_detections_with_image_metadata(image=images)}
-        work = frame if scale == 1.0 else cv2.resize(frame, None, fx=scale, fy=scale, interpolation=cv2.INTER_LINEAR)
+            return np.zeros((0, 4), np.float32), np.zeros(0, np.float32)
+        work = part if scale == 1.0 else cv2.resize(part, None, fx=scale, fy=scale, interpolation=cv2.INTER_LINEAR)
         with self._lock:
             rects, weights = self._hog.detectMultiScale(
                 work, winStride=(8, 8), padding=(8, 8), scale=max(float(scale_step), 1.01)
@@ -95,12 +128,25 @@ class HogPeopleDetectorBlockV1(WorkflowBlock):
         boxes = _xywh_to_xyxy(rects)
         trim = np.array([_HOG_TRIM[0], _HOG_TRIM[1], -_HOG_TRIM[0], -_HOG_TRIM[1]], dtype=np.float32)
         sizes = np.tile(boxes[:, 2:4] - boxes[:, 0:2], 2)
-        boxes = (boxes + trim * sizes) / scale
-        # SVM margins are unbounded; a logistic squashes them to (0, 1) with margin 0.8 -> 0.5 (the measured
-        # operating point: precision 1.0 at recall 0.92 on the street labels; margin 0 -> 0.08).
-        margins = np.asarray(weights, dtype=np.float32).reshape(-1)
-        conf = 1.0 / (1.0 + np.exp(-3.0 * (margins - 0.8)))
-        detections = to_detections(images, boxes, conf.astype(np.float32), "person", confidence)
-        if len(detections) > 1:
-            detections = detections.with_nms(threshold=iou_threshold)
-        return {"predictions": detections}
+        boxes = (boxes + trim * sizes) / scale + np.array([x1, y1, x1, y1], np.float32)
+        return boxes.astype(np.float32), np.asarray(weights, dtype=np.float32).reshape(-1)
+
+    def _camera(self, images: WorkflowImageData) -> CameraState | None:
+        """This video's measured state; None for a still image (nothing to measure: the default upscale)."""
+        # The property makes up metadata for an image that came without any: only real video frames are measured.
+        if getattr(images, "_video_metadata", None) is None:
+            return None
+        key = str(images.video_metadata.video_identifier)
+        with self._lock:
+            state = self._cameras.pop(key, None) or CameraState()
+            self._cameras[key] = state
+            while len(self._cameras) > MAX_VIDEOS:
+                self._cameras.popitem(last=False)
+        return state
+
+    @staticmethod
+    def _dt(state: CameraState, images: WorkflowImageData) -> float:
+        """Seconds of video since this camera's previous frame (0 on its first)."""
+        now = video_time(images.video_metadata)
+        last, state.clock = state.clock, now
+        return 0.0 if last is None else max(0.0, now - last)

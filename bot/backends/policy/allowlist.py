@@ -9,7 +9,7 @@ inference upgrade loads a block that is in neither list, so every new block gets
 
 from __future__ import annotations
 
-from bot.backends.counting import LINE_COUNTER_BLOCK
+from bot.backends.counting import LINE_COUNTER_BLOCK, TRACKER_BLOCK
 from bot.backends.workflows import BUILTIN_MODELS
 
 
@@ -44,6 +44,8 @@ TRACKING_AND_ANALYTICS = (
     # Ours (bot/backends/builtin/line_counter.py): counts tracked boxes crossing a line, in memory only; each line
     # forgets ids after its window and keeps at most a fixed number, so a spec cannot make it grow without bound.
     LINE_COUNTER_BLOCK,
+    # Ours (bot/backends/builtin/tracker.py): per-video tracks in memory, forgotten after their window and capped.
+    TRACKER_BLOCK,
 )
 TRANSFORMS = (
     *_v("absolute_static_crop", 1), *_v("relative_statoic_crop", 1), *_v("dynamic_crop", 1),  # sic: "statoic"

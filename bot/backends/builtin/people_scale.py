@@ -1,0 +1,118 @@
+"""How big people are in this camera and where they move: what builtin/people upscales and scans, per video.
+
+HOG finds a person only at ~96 px tall (its 64x128 window). A fixed upscale fitted to one camera is blind on
+another: a 384x288 sub-stream has people 30-100 px tall. So each video keeps a background model on a small copy
+of its frames; the heights of moving blobs shaped like a standing person (taller than wide) give the typical
+person's height in this camera, and the detector upscales so that people somewhat smaller than that fill its
+window. It scans only where something moves or a person was just found (plus the whole frame now and then, for
+people standing still), so a small stream costs less than a big one instead of going blind.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+import cv2
+import numpy as np
+
+MOTION_WIDTH = 320  # px: the background model runs on a copy this wide (or the frame, if narrower)
+SAMPLES = 200  # blob heights kept per video (a rolling window: a camera that is moved re-learns)
+MIN_SAMPLES = 12  # person-shaped blobs seen before the measured size replaces the default upscale
+WARMUP_FRAMES = 3  # an empty background model calls everything foreground
+RESCAN_SECONDS = 4.0  # the whole frame is scanned this often (people who stand still make no motion)
+SMALLEST_SHARE = 0.6  # find people down to this share of the typical height (people further away)
+FULL_FRAME_SHARE = 0.5  # regions covering more of the frame than this: scan the whole frame instead
+UPSCALE_CAP = 4.0  # beyond this HOG sees interpolation, not people; and the cost grows with its square
+
+
+@dataclass
+class CameraState:
+    """One video's background model, the person-shaped blob heights seen, and where people were last found."""
+
+    subtractor: Any = None
+    frames: int = 0
+    since_full: float = float("inf")  # seconds of video since the last whole-frame scan
+    clock: float | None = None  # video time of the previous frame
+    heights: deque[float] = field(default_factory=lambda: deque(maxlen=SAMPLES))
+    last_boxes: np.ndarray = field(default_factory=lambda: np.zeros((0, 4), np.float32))
+
+    def person_height(self) -> float | None:
+        """The typical standing person's height in px (median of person-shaped moving blobs), once measured."""
+        if len(self.heights) < MIN_SAMPLES:
+            return None
+        return float(np.median(np.asarray(self.heights)))
+
+
+def observe(state: CameraState, frame: np.ndarray, dt: float) -> list[tuple[int, int, int, int]]:
+    """Feed a frame to the background model; its moving regions (x1, y1, x2, y2 in frame px), heights recorded."""
+    state.frames += 1
+    state.since_full += dt
+    f = min(1.0, MOTION_WIDTH / frame.shape[1])
+    small = cv2.resize(frame, None, fx=f, fy=f, interpolation=cv2.INTER_AREA) if f < 1.0 else frame
+    if state.subtractor is None:
+        state.subtractor = cv2.createBackgroundSubtractorMOG2(history=50, varThreshold=16, detectShadows=True)
+    mask = state.subtractor.apply(small)
+    if state.frames <= WARMUP_FRAMES:
+        return []
+    mask = np.where(mask == 255, 255, 0).astype(np.uint8)  # 127 is shadow: not part of the person's outline
+    mask = cv2.morphologyEx(mask, cv2.MORPH_OPEN, np.ones((3, 3), np.uint8))
+    mask = cv2.morphologyEx(mask, cv2.MORPH_CLOSE, np.ones((7, 3), np.uint8))  # join a body's parts, head to feet
+    contours, _ = cv2.findContours(mask, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE)
+    regions = []
+    for c in contours:
+        x, y, w, h = cv2.boundingRect(c)
+        if h < 6 or cv2.contourArea(c) < 12:
+            continue  # noise: a few pixels of flicker
+        if 1.5 <= h / w <= 4.5 and cv2.contourArea(c) >= 0.35 * w * h:
+            state.heights.append(h / f)  # standing people are 2-4 times taller than wide
+        regions.append((int(x / f), int(y / f), int((x + w) / f) + 1, int((y + h) / f) + 1))
+    return regions
+
+
+def plan(state: CameraState, shape: tuple[int, ...], regions: list[tuple[int, int, int, int]],
+         default_scale: float, window: tuple[int, int], person_px: float) -> tuple[float, list[tuple[int, int, int, int]]]:
+    """(upscale, crops to scan): the measured scale once known, over moving regions and last hits, or the frame."""
+    height, width = shape[:2]
+    typical = state.person_height()
+    whole = [(0, 0, width, height)]
+    if typical is None:
+        return default_scale, whole
+    scale = float(np.clip(person_px / (SMALLEST_SHARE * typical), window[1] / height, UPSCALE_CAP))
+    if state.since_full >= RESCAN_SECONDS:
+        state.since_full = 0.0
+        return scale, whole
+    boxes = [(int(b[0]), int(b[1]), int(b[2]), int(b[3])) for b in state.last_boxes] + [r for r in regions if r[3] - r[1] >= 0.3 * typical]
+    # Around each region: room for a whole person beside / above it, and at least the detector's window.
+    pad_x, pad_y = 0.5 * typical, 0.35 * typical
+    min_w, min_h = window[0] / scale, window[1] / scale
+    crops = []
+    for x1, y1, x2, y2 in boxes:
+        cx, cy = (x1 + x2) / 2, (y1 + y2) / 2
+        w, h = max(x2 - x1 + 2 * pad_x, min_w + 1), max(y2 - y1 + 2 * pad_y, min_h + 1)
+        crops.append([max(0, int(cx - w / 2)), max(0, int(cy - h / 2)), min(width, int(cx + w / 2) + 1),
+                      min(height, int(cy + h / 2) + 1)])
+    merged = _merge(crops)
+    if sum((x2 - x1) * (y2 - y1) for x1, y1, x2, y2 in merged) > FULL_FRAME_SHARE * width * height:
+        return scale, whole
+    return scale, [(c[0], c[1], c[2], c[3]) for c in merged if (c[2] - c[0]) * scale >= window[0] and (c[3] - c[1]) * scale >= window[1]]
+
+
+def _merge(boxes: list[list[int]]) -> list[list[int]]:
+    """Overlapping boxes joined into their bounding boxes until none overlap (each pixel scanned once)."""
+    boxes = [list(b) for b in boxes]
+    changed = True
+    while changed:
+        changed = False
+        out: list[list[int]] = []
+        for b in boxes:
+            for o in out:
+                if b[0] < o[2] and o[0] < b[2] and b[1] < o[3] and o[1] < b[3]:
+                    o[:] = [min(o[0], b[0]), min(o[1], b[1]), max(o[2], b[2]), max(o[3], b[3])]
+                    changed = True
+                    break
+            else:
+                out.append(b)
+        boxes = out
+    return boxes

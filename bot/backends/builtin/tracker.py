@@ -1,0 +1,184 @@
+"""A tracker for low frame rates: association by predicted position, reach set by the time between frames.
+
+ByteTrack (roboflow_core/byte_tracker) matches a box to a track only when they overlap, and a new track is shown only
+once its second box overlaps its first. At 2-3 fps a walking person moves a box-width or more between frames: no
+overlap, so no one was ever tracked and nothing counted (8 of ~30 crossings on vtest.avi at 2 fps). Here each track
+predicts where it is now from its velocity and the real time since it was seen (video time: frame number / fps for
+files), and a box joins the nearest track whose prediction is within reach: the distance an object of its height
+can cover in that time (`max_speed`, in its own heights per second). Same inputs, settings and outputs as
+byte_tracker@v3, so counting, zones and alerts read it unchanged (block vision_agent/tracker@v1).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+import supervision as sv
+from inference.core.workflows.execution_engine.entities.base import OutputDefinition, WorkflowImageData
+from inference.core.workflows.execution_engine.entities.types import (
+    FLOAT_KIND,
+    FLOAT_ZERO_TO_ONE_KIND,
+    INTEGER_KIND,
+    OBJECT_DETECTION_PREDICTION_KIND,
+    Selector,
+    WorkflowImageSelector,
+)
+from inference.core.workflows.prototypes.block import BlockResult, WorkflowBlock, WorkflowBlockManifest
+from pydantic import ConfigDict, Field
+from scipy.optimize import linear_sum_assignment
+
+from bot.backends.builtin.common import _EE_COMPAT
+from bot.backends.builtin.line_counter import video_time
+
+MAX_VIDEOS = 64  # videos tracked at once per block; the least recently seen goes first
+MAX_TRACKS = 1_000  # live tracks per video, whatever a detector outputs
+SETTLE = 0.3  # reach (in heights) even with no time between frames: a box jitters around a still person
+_FAR = 1e6
+_KINDS = [OBJECT_DETECTION_PREDICTION_KIND]
+
+
+class TrackerManifest(WorkflowBlockManifest):
+    type: Literal["vision_agent/tracker@v1"]
+    model_config = ConfigDict(json_schema_extra={
+        "name": "Tracker (low frame rate)",
+        "version": "v1",
+        "short_description": "Track objects across frames by predicted position, at any frame rate.",
+        "long_description": (
+            "Like roboflow_core/byte_tracker@v3 (same settings and outputs) but a box joins the nearest track "
+            "whose predicted position (velocity x the real time since it was seen) is within reach: `max_speed` "
+            "of its own heights per second. Works at 2-3 fps, where people move a box-width between frames."),
+        "license": "Apache-2.0",
+        "block_type": "transformation",
+        "ui_manifest": {"section": "video", "icon": "far fa-location-crosshairs"},
+    })
+    image: WorkflowImageSelector = Field(description="The frame, for its video metadata.", examples=["$inputs.image"])
+    detections: Selector(kind=_KINDS) = Field(description="Detections to track.",
+                                              examples=["$steps.detector.predictions"])
+    track_activation_threshold: float | Selector(kind=[FLOAT_ZERO_TO_ONE_KIND]) = Field(
+        default=0.25, description="A box starts a new track only this sure.")
+    lost_track_buffer: int | Selector(kind=[INTEGER_KIND]) = Field(
+        default=60, description="How long a lost track is kept, in 1/30 s (as byte_tracker counts it): 60 = 2 s.")
+    minimum_matching_threshold: float | Selector(kind=[FLOAT_ZERO_TO_ONE_KIND]) = Field(
+        default=0.99, description="As byte_tracker: a box overlapping a track's box by IoU x conf >= 1 - this "
+                                  "always may join it (besides the distance rule).")
+    max_speed: float | Selector(kind=[FLOAT_KIND]) = Field(
+        default=2.0, description="Fastest an object moves, in its own heights per second (a walker: ~1).")
+
+    @classmethod
+    def describe_outputs(cls) -> list[OutputDefinition]:
+        return [OutputDefinition(name=n, kind=_KINDS)
+                for n in ("tracked_detections", "new_instances", "already_seen_instances")]
+
+    @classmethod
+    def get_execution_engine_compatibility(cls) -> str | None:
+        return _EE_COMPAT
+
+
+@dataclass
+class _Track:
+    box: np.ndarray  # xyxy when last seen
+    velocity: np.ndarray  # px/s of the box's centre
+    time: float
+    class_id: int
+
+
+class _Video:
+    def __init__(self) -> None:
+        self.tracks: OrderedDict[int, _Track] = OrderedDict()
+        self.next_id = 1
+
+
+def _centre(box: np.ndarray) -> np.ndarray:
+    return np.array([(box[0] + box[2]) / 2, (box[1] + box[3]) / 2])
+
+
+def _iou(a: np.ndarray, b: np.ndarray) -> float:
+    ix = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
+    iy = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+    inter = ix * iy
+    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
+    return float(inter / union) if union > 0 else 0.0
+
+
+def associate(video: _Video, boxes: np.ndarray, conf: np.ndarray, classes: np.ndarray, now: float,
+              activation: float, lost_seconds: float, min_overlap: float, max_speed: float) -> np.ndarray:
+    """Tracker ids for one frame's boxes (-1: left untracked: too unsure to start a track); tracks updated."""
+    keys = list(video.tracks)
+    cost = np.full((len(boxes), len(keys)), _FAR)
+    for j, key in enumerate(keys):
+        t = video.tracks[key]
+        dt = max(now - t.time, 0.0)
+        height = max(t.box[3] - t.box[1], 1.0)
+        predicted = _centre(t.box) + t.velocity * dt
+        reach = SETTLE + max_speed * dt
+        for i, box in enumerate(boxes):
+            if classes[i] != t.class_id:
+                continue
+            ratio = (box[3] - box[1]) / height
+            if not 0.6 <= ratio <= 1.67:
+                continue  # not the same object: its size jumped
+            distance = float(np.hypot(*(_centre(box) - predicted))) / height
+            if distance <= reach or _iou(box, t.box) * conf[i] >= min_overlap:
+                cost[i, j] = distance
+    ids = np.full(len(boxes), -1, dtype=int)
+    if len(boxes) and keys:
+        rows, cols = linear_sum_assignment(cost)
+        for i, j in zip(rows, cols, strict=True):
+            if cost[i, j] >= _FAR:
+                continue
+            key = keys[j]
+            t = video.tracks.pop(key)
+            dt = now - t.time
+            if dt > 0:  # smoothed: one jittery box must not fling the prediction
+                t.velocity = 0.5 * t.velocity + 0.5 * (_centre(boxes[i]) - _centre(t.box)) / dt
+            t.box, t.time = boxes[i].astype(np.float64), max(t.time, now)
+            video.tracks[key] = t
+            ids[i] = key
+    for i in np.flatnonzero(ids < 0):
+        if conf[i] >= activation:
+            ids[i] = video.next_id
+            video.tracks[video.next_id] = _Track(boxes[i].astype(np.float64), np.zeros(2), now, int(classes[i]))
+            video.next_id += 1
+    while video.tracks:  # oldest sighting first
+        key, t = next(iter(video.tracks.items()))
+        if now - t.time <= lost_seconds and len(video.tracks) <= MAX_TRACKS:
+            break
+        del video.tracks[key]
+    return ids
+
+
+class TrackerBlockV1(WorkflowBlock):
+    def __init__(self) -> None:
+        self._videos: OrderedDict[str, _Video] = OrderedDict()
+        self._seen: dict[str, set[int]] = {}
+
+    @classmethod
+    def get_manifest(cls) -> type[WorkflowBlockManifest]:
+        return TrackerManifest
+
+    def run(self, image: WorkflowImageData, detections: sv.Detections, track_activation_threshold: float,
+            lost_track_buffer: int, minimum_matching_threshold: float, max_speed: float) -> BlockResult:
+        metadata = image.video_metadata
+        key = str(metadata.video_identifier)
+        video = self._videos.pop(key, None) or _Video()
+        self._videos[key] = video
+        while len(self._videos) > MAX_VIDEOS:
+            gone, _ = self._videos.popitem(last=False)
+            self._seen.pop(gone, None)
+        n = len(detections)
+        conf = detections.confidence if detections.confidence is not None else np.ones(n)
+        classes = detections.class_id if detections.class_id is not None else np.zeros(n, dtype=int)
+        ids = associate(video, detections.xyxy.astype(np.float64), np.asarray(conf, dtype=np.float64),
+                        np.asarray(classes), video_time(metadata), float(track_activation_threshold),
+                        max(float(lost_track_buffer), 1.0) / 30.0, 1.0 - float(minimum_matching_threshold),
+                        max(float(max_speed), 0.0))
+        tracked: Any = detections[ids >= 0]
+        tracked.tracker_id = ids[ids >= 0]
+        seen = self._seen.setdefault(key, set())
+        new = np.array([int(t) not in seen for t in tracked.tracker_id], dtype=bool)
+        seen.intersection_update(video.tracks)  # forgotten tracks leave the set: it stays bounded
+        seen.update(int(t) for t in tracked.tracker_id)
+        return {"tracked_detections": tracked, "new_instances": tracked[new], "already_seen_instances": tracked[~new]}

@@ -21,11 +21,14 @@ class Requester:
     operator: whoever runs the process (the CLI) or the process itself (heartbeat, cron); the allowlists are
     Slack's and never apply to it. A Slack person is `Requester.slack(user, channel)`; an unknown asker
     (`Requester()`) is refused whenever an allowlist is set.
+    unattended: no person asked for this turn (heartbeat, cron): what it reads (frames, alert text, memory) may
+    carry injected text, so it gets only tools that change nothing, unless the operator opts one in.
     """
 
     user_id: str | None = None
     channel_id: str | None = None
     operator: bool = False
+    unattended: bool = False
 
     @classmethod
     def slack(cls, user_id: str | None, channel_id: str | None) -> Requester:
@@ -33,6 +36,7 @@ class Requester:
 
 
 OPERATOR = Requester(LOCAL_CHANNEL, LOCAL_CHANNEL, operator=True)
+UNATTENDED = Requester(LOCAL_CHANNEL, LOCAL_CHANNEL, operator=True, unattended=True)  # heartbeat and cron turns
 
 
 def refusal(settings: Settings, who: Requester, what: str) -> str | None:
@@ -47,3 +51,15 @@ def refusal(settings: Settings, who: Requester, what: str) -> str | None:
         where = ", ".join(f"<#{c}>" for c in channels)
         return f"{what[0].upper()}{what[1:]} can only be changed from {where}."
     return None
+
+
+def unattended_refusal(settings: Settings, who: Requester, tool: str, what: str | None) -> str | None:
+    """Why a turn no person asked for may not run `tool` (which changes `what`), or None.
+
+    Read-only tools (`what` None) always run; a state-changing one only when the operator named it in
+    `heartbeat.unattended_tools`.
+    """
+    if not who.unattended or what is None or tool in settings.heartbeat.unattended_tools:
+        return None
+    return (f"{tool} changes {what}, and no person asked for this turn (heartbeat or cron): it is refused; "
+            "report what you found instead, or the operator may allow it in heartbeat.unattended_tools.")

@@ -28,7 +28,7 @@ from bot.agent.turn_events import (
 )
 from bot.events import AgentEvent, EventType
 from bot.llm.client import LLMClient, LLMError, PromptTooLong, ToolCall, WaitBudget
-from bot.rights import OPERATOR, Requester
+from bot.rights import UNATTENDED, Requester
 from bot.services import Services
 
 if TYPE_CHECKING:
@@ -81,7 +81,7 @@ class Agent:
         """Run one user turn; yields THINKING/TEXT_DELTA/TOOL_CALL/TOOL_RESULT/FRAME events, then RESPONSE,
         ASK_USER or ERROR (which carry the whole final text again).
 
-        requester: who asked (Slack person, or `bot.rights.OPERATOR` for the CLI and scheduled turns); tools that
+        requester: who asked (Slack person, `bot.rights.OPERATOR` for the CLI, `UNATTENDED` for cron); tools that
         change state check it against the allowlists. None is an unknown asker, refused whenever one is set.
         """
         who = requester if requester is not None else Requester()
@@ -106,9 +106,9 @@ class Agent:
         async with self._turn(session_key):
             self._trim_heartbeat(session_key)
             context = turn_context(None, self._pipelines(), (), self._clock())
-            # No person asks a heartbeat: it acts for the operator who runs the process.
+            # No person asks a heartbeat: it acts for the operator, with read-only tools unless the operator opts in.
             message = msgs.heartbeat_message(text, frames, context)
-            async for ev in self._run(session_key, message, "heartbeat", [], OPERATOR):
+            async for ev in self._run(session_key, message, "heartbeat", [], UNATTENDED):
                 if ev.type is EventType.RESPONSE and is_heartbeat_ok(ev.data["text"]):
                     log.info("heartbeat %s: nothing notable", session_key)
                     continue

@@ -12,7 +12,7 @@ from bot.events import EventType
 from bot.monitoring.alerts import DEFAULT_CAMERA, Alert
 from bot.monitoring.timeline import digest
 from bot.monitoring.wording import describe_counts
-from bot.rights import OPERATOR
+from bot.rights import UNATTENDED
 from bot.services import need
 
 if TYPE_CHECKING:
@@ -119,7 +119,7 @@ async def _narrative(agent: DrivenAgent, day: str, log_text: str) -> str:
     )
     parts: list[str] = []
     try:
-        async for ev in agent.process_message(f"cron:daily_summary:{day}", prompt, [], OPERATOR):
+        async for ev in agent.process_message(f"cron:daily_summary:{day}", prompt, [], UNATTENDED):
             if ev.type in (EventType.RESPONSE, EventType.ASK_USER):
                 parts.append(ev.data.get("text", ""))
     except Exception:  # the counts still go out without the prose

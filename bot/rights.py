@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from workspace.chunking import OPERATOR as OPERATOR_AUDIENCE
+from workspace.chunking import SITE
+
 if TYPE_CHECKING:
     from bot.config import Settings
 
@@ -29,10 +32,11 @@ class Requester:
     channel_id: str | None = None
     operator: bool = False
     unattended: bool = False
+    place: str | None = None  # "dm", "public" or "private" (Slack's channel type); unknown counts as private
 
     @classmethod
-    def slack(cls, user_id: str | None, channel_id: str | None) -> Requester:
-        return cls(user_id or None, channel_id or None)
+    def slack(cls, user_id: str | None, channel_id: str | None, place: str | None = None) -> Requester:
+        return cls(user_id or None, channel_id or None, place=place)
 
 
 OPERATOR = Requester(LOCAL_CHANNEL, LOCAL_CHANNEL, operator=True)
@@ -63,3 +67,19 @@ def unattended_refusal(settings: Settings, who: Requester, tool: str, what: str 
         return None
     return (f"{tool} changes {what}, and no person asked for this turn (heartbeat or cron): it is refused; "
             "report what you found instead, or the operator may allow it in heartbeat.unattended_tools.")
+
+
+def audience(who: Requester) -> str:
+    """Who may read what this asker's turn writes to memory, and which notes it may read (workspace.memory.may_see).
+
+    Unattended turns write and read as the site; the operator reads everything. A Slack place not known to be public
+    or a DM is taken as private (fail closed: its notes only come back in that channel).
+    """
+    if who.unattended:
+        return SITE
+    if who.operator:
+        return OPERATOR_AUDIENCE
+    if who.place == "dm" or (who.channel_id or "").startswith("D"):
+        return f"dm:{who.user_id or '?'}"
+    kind = "public" if who.place == "public" else "private"
+    return f"{kind}:{who.channel_id or '?'}"

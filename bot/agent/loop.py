@@ -28,7 +28,7 @@ from bot.agent.turn_events import (
 )
 from bot.events import AgentEvent, EventType
 from bot.llm.client import LLMClient, LLMError, PromptTooLong, ToolCall, WaitBudget
-from bot.rights import UNATTENDED, Requester
+from bot.rights import MEMORY, UNATTENDED, Requester, audience, refusal, unattended_refusal
 from bot.services import Services
 
 if TYPE_CHECKING:
@@ -159,7 +159,7 @@ class Agent:
         budget = WaitBudget(self.settings.llm.turn_timeout)  # the turn's model wait, retries and summaries included
         squeezed = False
         for _ in range(self.settings.llm.max_iterations):
-            if await self.guard.maybe_compact(key, system, defs, budget):
+            if await self.guard.maybe_compact(key, system, defs, budget, self._memory_writer(who)):
                 self._restore_skills(key, skills)
                 yield _ev(EventType.THINKING, text="The conversation got long: older turns were summarised into memory.")
             try:
@@ -219,6 +219,12 @@ class Agent:
             done = {r["tool_use_id"] for r in results}
             results += [msgs.interrupted_result(c.id) for c in calls if c.id not in done]
             self.sessions.append(key, {"role": "user", "content": results})
+
+    def _memory_writer(self, who: Requester) -> str | None:
+        # The compaction flush writes memory for the asker: the same rights as the remember tool, and its audience.
+        if refusal(self.settings, who, MEMORY) or unattended_refusal(self.settings, who, "remember", MEMORY):
+            return None
+        return audience(who)
 
     def _turn_ended(self, turn: FinishedTurn) -> None:
         for hook in self.turn_end:

@@ -14,6 +14,7 @@ from bot.monitoring.timeline import digest
 from bot.monitoring.wording import describe_counts
 from bot.rights import UNATTENDED
 from bot.services import need
+from workspace.memory import SITE
 
 if TYPE_CHECKING:
     from bot.monitoring.alerts import AlertRouter
@@ -93,14 +94,15 @@ async def daily_summary(
     """Post a short report of a day's observations and alerts (default today); None on a day with nothing."""
     memory, router = need(memory, "memory"), need(router, "alert router")
     day = date or memory.today()
-    by_camera = memory.observations_by_camera(day)
+    # The summary is posted to the alerts channel: only notes everyone may read (no DM's or private channel's).
+    by_camera = memory.observations_by_camera(day, viewer=SITE)
     if not by_camera:
         log.info("daily summary %s: nothing was observed, nothing posted", day)
         return None
     counts = day_counts(by_camera)
     lines = summary_lines(day, by_camera)
     if agent is not None:
-        narrative = await _narrative(agent, day, memory.get_daily_observations(day))
+        narrative = await _narrative(agent, day, memory.get_daily_observations(day, viewer=SITE))
         if narrative:
             lines += ["", narrative]
     text = "\n".join(lines)

@@ -11,7 +11,7 @@ from pydantic import Field
 from bot.agent.registry import ToolRegistry
 from bot.agent.tools import ToolArgs, ToolContext, ToolResult
 from bot.monitoring.timeline import digest
-from bot.rights import MEMORY
+from bot.rights import MEMORY, audience
 from bot.services import need
 
 if TYPE_CHECKING:
@@ -40,28 +40,30 @@ MAX_DAY_LINES = 60  # per camera: the numbers above them cover the whole day
 
 async def remember(args: RememberArgs, ctx: ToolContext) -> ToolResult:
     memory = need(ctx.services.memory, "memory")
-    path = memory.store(args.content, args.category, camera_id=args.camera_id)
+    # The note keeps where it came from: a DM's note never comes back to someone else.
+    path = memory.store(args.content, args.category, camera_id=args.camera_id, audience=audience(ctx.requester))
     return ToolResult(text=f"Saved to {path.name}.")
 
 
 async def recall(args: RecallArgs, ctx: ToolContext) -> ToolResult:
     memory = need(ctx.services.memory, "memory")
+    viewer = audience(ctx.requester)  # only what the asker's current place may see
     if args.day is not None:
-        return _day(memory, args.day, args.camera)
-    hits = memory.search(args.query, max_results=args.max_results)
+        return _day(memory, args.day, args.camera, viewer)
+    hits = memory.search(args.query, max_results=args.max_results, viewer=viewer)
     if not hits:
         return ToolResult(text=f"Nothing in memory matches {args.query!r}.")
     lines = [f"- [{h.source}] {h.text.strip()}" for h in hits]
     return ToolResult(text="\n".join(lines))
 
 
-def _day(memory: MemoryStore, day: str, camera: str | None) -> ToolResult:
+def _day(memory: MemoryStore, day: str, camera: str | None, viewer: str) -> ToolResult:
     """A day's timeline: per camera its numbers (digest) and its latest lines."""
     when = {"today": memory.now(), "yesterday": memory.now() - timedelta(days=1)}.get(day.strip().lower())
     date = when.strftime("%Y-%m-%d") if when else day.strip()
     if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", date):
         return ToolResult.error(f"day takes 'today', 'yesterday' or YYYY-MM-DD, not {day!r}.")
-    by_camera = memory.observations_by_camera(date)
+    by_camera = memory.observations_by_camera(date, viewer=viewer)
     if camera is not None:
         by_camera = {c: b for c, b in by_camera.items() if c.lower() == camera.strip().lower()}
     if not by_camera:

@@ -10,6 +10,11 @@ from functools import cached_property
 _TOKEN = re.compile(r"[a-z0-9]+(?:[-_][a-z0-9]+)*")
 _DATED = re.compile(r"^(\d{4}-\d{2}-\d{2})\.md$")
 _BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
+# A note's audience rides at the start of its bullet, after its time: "- 12:00:00 [for dm:U123] text". Untagged
+# notes (camera observations, notes from before audiences existed) are the site's: everyone may read them.
+_AUDIENCE = re.compile(r"^(\S+ )?\[for ([a-z]+(?::[\w.-]+)?)\] ")
+SITE = "site"
+OPERATOR = "operator"  # the operator's notes (CLI, REST, MCP): only the operator reads them
 _STOP = frozenset(
     "a an and are as at be by for from has have i in is it me my of on or that the this to was were will with".split()
 )
@@ -41,6 +46,7 @@ class Chunk:
     source: str
     date: str | None
     section: str | None
+    audience: str = SITE  # who may read it (workspace.memory.may_see); every window of a long note keeps it
 
     @cached_property
     def context_text(self) -> str:
@@ -78,7 +84,17 @@ def chunk_markdown(text: str, source: str, max_words: int = 80, overlap: int = 2
         else:
             cur.append(stripped)  # continuation of a bullet or a paragraph line
     flush()
-    return [Chunk(window, source, date, sec) for sec, unit in units for window in _windows(unit, max_words, overlap)]
+    return [Chunk(window, source, date, sec, audience)
+            for sec, unit in units for audience, body in [split_audience(unit)]
+            for window in _windows(body, max_words, overlap)]
+
+
+def split_audience(line: str) -> tuple[str, str]:
+    """(audience, the line without its tag): a bullet's first tag is the one the store wrote."""
+    m = _AUDIENCE.match(line)
+    if m is None:
+        return SITE, line
+    return m.group(2), (m.group(1) or "") + line[m.end():]
 
 
 def _windows(unit: str, max_words: int, overlap: int) -> list[str]:

@@ -12,6 +12,7 @@ from datetime import datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
+from workspace.chunking import OPERATOR, SITE, split_audience
 from workspace.search import Hit, MemoryIndex
 
 log = logging.getLogger(__name__)
@@ -20,6 +21,19 @@ KNOWLEDGE_FILE = "KNOWLEDGE.md"
 GENERAL_SECTION = "general"
 _DAY_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _CATEGORIES = ("observation", "knowledge", "preference")
+# Audiences (where a note came from, so who may read it): SITE (what the process saw on its cameras, and untagged
+# notes), OPERATOR (the CLI, REST, MCP), "public:C", "private:C", "dm:U". The bot maps an asker to one
+# (bot.rights.audience); the workspace imports nothing of the bot, so they are plain strings here.
+__all__ = ["OPERATOR", "SITE", "MemoryStore", "may_see"]
+
+
+def may_see(viewer: str, audience: str) -> bool:
+    """Whether an asker at `viewer` (an audience string) may read a note written for `audience`.
+
+    The operator reads everything; the site's notes and public channels' notes are everyone's; a DM's notes only
+    come back in that person's DM, a private channel's only in that channel, the operator's only to the operator.
+    """
+    return viewer == OPERATOR or audience == SITE or audience.startswith("public:") or audience == viewer
 
 
 class MemoryStore:
@@ -51,13 +65,19 @@ class MemoryStore:
     def today(self) -> str:
         return self.now().strftime("%Y-%m-%d")
 
-    def store(self, content: str, category: str = "observation", camera_id: str | None = None) -> Path:
-        """Append a note: observations to memory/YYYY-MM-DD.md under their camera, the rest to KNOWLEDGE.md."""
+    def store(self, content: str, category: str = "observation", camera_id: str | None = None,
+              audience: str = SITE) -> Path:
+        """Append a note: observations to memory/YYYY-MM-DD.md under their camera, the rest to KNOWLEDGE.md.
+
+        audience: where the note came from (see `may_see`); it is written as the bullet's first tag.
+        """
         if category not in _CATEGORIES:
             raise ValueError(f"unknown memory category {category!r}; use one of {', '.join(_CATEGORIES)}")
         text = self._redact(" ".join(content.split()))  # one bullet = one line: chunking and reading stay simple
         if not text:
             raise ValueError("nothing to remember: the content is empty")
+        if audience != SITE:
+            text = f"[for {audience}] {text}"
         now = self.now()
         with self._lock:
             self.dir.mkdir(parents=True, exist_ok=True)
@@ -84,20 +104,21 @@ class MemoryStore:
             return []
         return sorted(p for p in self.dir.glob("*.md") if _DAY_RE.match(p.stem))
 
-    def get_daily_observations(self, date: str | None = None, camera: str | None = None) -> str:
-        """The day's log (default today), or only one camera's section of it; '' if there is none."""
+    def get_daily_observations(self, date: str | None = None, camera: str | None = None,
+                               viewer: str = OPERATOR) -> str:
+        """The day's log (default today), or only one camera's section of it, as `viewer` may see it; '' if none."""
         day = date or self.today()
         path = self.dir / f"{day}.md"
         if not path.exists():
             return ""
-        text = path.read_text(encoding="utf-8")
+        text = _visible_lines(path.read_text(encoding="utf-8"), viewer)
         if camera is None:
             return text
         return "\n".join(_section_lines(text, camera))
 
-    def observations_by_camera(self, date: str | None = None) -> dict[str, list[str]]:
-        """Bullets of a day's log grouped by camera section."""
-        text = self.get_daily_observations(date)
+    def observations_by_camera(self, date: str | None = None, viewer: str = OPERATOR) -> dict[str, list[str]]:
+        """Bullets of a day's log grouped by camera section (those `viewer` may see)."""
+        text = self.get_daily_observations(date, viewer=viewer)
         out: dict[str, list[str]] = {}
         cam = GENERAL_SECTION
         for line in text.splitlines():
@@ -108,14 +129,32 @@ class MemoryStore:
         return out
 
     # search -------------------------------------------------------------
-    def search(self, query: str, max_results: int = 5) -> list[Hit]:
-        """Hybrid (BM25 + embeddings) search over memory/*.md; keyword-only if the model cannot load."""
+    def search(self, query: str, max_results: int = 5, viewer: str = OPERATOR) -> list[Hit]:
+        """Hybrid (BM25 + embeddings) search over memory/*.md, only notes `viewer` may see (`may_see`);
+        keyword-only if the model cannot load."""
         with self._lock:
             if self._index is None:
                 self._index = MemoryIndex(self.root, use_embeddings=self._use_embeddings, clock=self._clock)
             index = self._index
         # Files written before redaction existed, or edited by hand, may still hold a credential.
-        return [replace(h, text=self._redact(h.text)) for h in index.search(query, max_results=max_results)]
+        hits = index.search(query, max_results=max_results, visible=lambda audience: may_see(viewer, audience))
+        return [replace(h, text=self._redact(h.text)) for h in hits]
+
+
+def _visible_lines(text: str, viewer: str) -> str:
+    """The file without the bullets (and their continuation lines) `viewer` may not see; tags are dropped."""
+    out: list[str] = []
+    hidden = False
+    for line in text.splitlines():
+        if line.startswith("- "):
+            audience, body = split_audience(line[2:])
+            hidden = not may_see(viewer, audience)
+            line = "- " + body
+        elif line.startswith("#") or not line.strip():
+            hidden = False
+        if not hidden:
+            out.append(line)
+    return "\n".join(out) + ("\n" if text.endswith("\n") else "")
 
 
 def _insert_under(text: str, section: str, bullet: str) -> str:

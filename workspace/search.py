@@ -175,8 +175,12 @@ class MemoryIndex:
         return self._matrix is not None
 
     # search -------------------------------------------------------------
-    def search(self, query: str, max_results: int = 5, mode: Mode = "hybrid") -> list[Hit]:
-        """Best notes for the query: weighted BM25 + cosine, decayed by age, diversified with MMR."""
+    def search(self, query: str, max_results: int = 5, mode: Mode = "hybrid",
+               visible: Callable[[str], bool] | None = None) -> list[Hit]:
+        """Best notes for the query: weighted BM25 + cosine, decayed by age, diversified with MMR.
+
+        visible: which audiences the asker may read; other notes score zero, so they are never returned.
+        """
         self.refresh()
         with self._lock:
             chunks, bm25, matrix, gen = self._chunks, self._bm25, self._matrix, self._generation
@@ -197,6 +201,8 @@ class MemoryIndex:
             vec = np.where(sims >= MIN_SIMILARITY, sims, 0.0)
             score = vec if mode == "vector" else self.bm25_weight * kw + (1 - self.bm25_weight) * vec
         score = score * self._recency(chunks, gen)
+        if visible is not None:
+            score = score * np.array([1.0 if visible(c.audience) else 0.0 for c in chunks])
         return self._mmr(chunks, score, matrix, max_results)
 
     def _recency(self, chunks: list[Chunk], gen: int) -> np.ndarray:

@@ -129,8 +129,13 @@ class ContextGuard:
             keep = s
         return keep
 
-    async def maybe_compact(self, key: str, system: list, defs: list, budget: WaitBudget | None = None) -> bool:
-        """Compact the session if it nears the window; True when it did."""
+    async def maybe_compact(self, key: str, system: list, defs: list, budget: WaitBudget | None = None,
+                            writer: str | None = None) -> bool:
+        """Compact the session if it nears the window; True when it did.
+
+        writer: the audience the summary is remembered for (`bot.rights.audience` of the asker), or None when the
+        asker may not write memory: then the summary only replaces the turns in the session, like `remember` refused.
+        """
         history = self.sessions.history(key)
         size = self.estimate(key, history, system, defs)
         forced = key in self._squeeze
@@ -153,8 +158,8 @@ class ContextGuard:
             summary = f"(The earlier conversation could not be summarised ({exc}); its last lines were:)\n"
             summary += transcript_text(history[:keep], max_chars=2000)
         else:
-            if self.memory is not None:  # the pre-compaction flush: what mattered survives in memory too
-                self.memory.store(f"Summary of conversation {key}:\n{summary}", "knowledge")
+            if self.memory is not None and writer is not None:  # the pre-compaction flush: it survives in memory
+                self.memory.store(f"Summary of conversation {key}:\n{summary}", "knowledge", audience=writer)
         if not self.sessions.compact(key, summary, keep):
             return False
         self._marks.pop(key, None)

@@ -28,7 +28,7 @@ from bot.agent.turn_events import (
 )
 from bot.events import AgentEvent, EventType
 from bot.llm.client import LLMClient, LLMError, PromptTooLong, ToolCall, WaitBudget
-from bot.rights import OPERATOR, Requester
+from bot.rights import MEMORY, UNATTENDED, Requester, audience, refusal, unattended_refusal
 from bot.services import Services
 
 if TYPE_CHECKING:
@@ -81,7 +81,7 @@ class Agent:
         """Run one user turn; yields THINKING/TEXT_DELTA/TOOL_CALL/TOOL_RESULT/FRAME events, then RESPONSE,
         ASK_USER or ERROR (which carry the whole final text again).
 
-        requester: who asked (Slack person, or `bot.rights.OPERATOR` for the CLI and scheduled turns); tools that
+        requester: who asked (Slack person, `bot.rights.OPERATOR` for the CLI, `UNATTENDED` for cron); tools that
         change state check it against the allowlists. None is an unknown asker, refused whenever one is set.
         """
         who = requester if requester is not None else Requester()
@@ -108,9 +108,9 @@ class Agent:
         async with self._turn(session_key):
             self._trim_heartbeat(session_key)
             context = turn_context(None, self._pipelines(), (), self._clock())
-            # No person asks a heartbeat: it acts for the operator who runs the process.
+            # No person asks a heartbeat: it acts for the operator, with read-only tools unless the operator opts in.
             message = msgs.heartbeat_message(text, frames, context)
-            async for ev in self._run(session_key, message, "heartbeat", [], OPERATOR):
+            async for ev in self._run(session_key, message, "heartbeat", [], UNATTENDED):
                 if ev.type is EventType.RESPONSE and is_heartbeat_ok(ev.data["text"]):
                     log.info("heartbeat %s: nothing notable", session_key)
                     continue
@@ -161,7 +161,7 @@ class Agent:
         budget = WaitBudget(self.settings.llm.turn_timeout)  # the turn's model wait, retries and summaries included
         squeezed = False
         for _ in range(self.settings.llm.max_iterations):
-            if await self.guard.maybe_compact(key, system, defs, budget):
+            if await self.guard.maybe_compact(key, system, defs, budget, self._memory_writer(who)):
                 self._restore_skills(key, skills)
                 yield _ev(EventType.THINKING, text="The conversation got long: older turns were summarised into memory.")
             try:
@@ -223,6 +223,12 @@ class Agent:
             done = {r["tool_use_id"] for r in results}
             results += [msgs.interrupted_result(c.id) for c in calls if c.id not in done]
             self.sessions.append(key, {"role": "user", "content": results})
+
+    def _memory_writer(self, who: Requester) -> str | None:
+        # The compaction flush writes memory for the asker: the same rights as the remember tool, and its audience.
+        if refusal(self.settings, who, MEMORY) or unattended_refusal(self.settings, who, "remember", MEMORY):
+            return None
+        return audience(who)
 
     def _turn_ended(self, turn: FinishedTurn) -> None:
         for hook in self.turn_end:

@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from bot.agent.tools import Tool, ToolArgs, ToolContext, ToolFunc, ToolResult
 from bot.media.redaction import redact
-from bot.rights import refusal
+from bot.rights import refusal, unattended_refusal
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +62,11 @@ class ToolRegistry:
         tool = self._tools.get(name)
         if tool is None:
             return ToolResult.error(f"Unknown tool {name!r}. Available tools: {', '.join(self._tools)}.")
+        # Data is not instructions: a turn no person asked for reads frames and text anyone may have written, so
+        # it gets the same single classification (`changes`) as MCP read-only mode, unless the operator opts in.
+        if why := unattended_refusal(ctx.settings, ctx.requester, name, tool.changes):
+            log.warning("tool %s refused in unattended session %s", name, ctx.session_key)
+            return ToolResult.error(why)
         # Rights follow the person: the same check as `/vision` control commands and the alert buttons.
         if tool.changes and (why := refusal(ctx.settings, ctx.requester, tool.changes)):
             log.info("tool %s refused for %s in %s", name, ctx.requester.user_id, ctx.requester.channel_id)

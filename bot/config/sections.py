@@ -106,6 +106,9 @@ class HeartbeatConfig(_Section):
     daily_llm_cap: int = Field(96, ge=0)  # tier-2 (LLM) heartbeat calls per day
     timezone: str = "UTC"
     active_hours: str | None = None  # e.g. "07:00-22:00"; outside them no tier-2 calls
+    # Turns no person asked for (heartbeat, cron) get read-only tools; a tool named here (e.g. remember) may change
+    # state from them too. Frames and alert text can carry injected instructions: name as few as you can.
+    unattended_tools: list[str] = Field(default_factory=list)
 
     @field_validator("timezone")
     @classmethod

@@ -12,8 +12,9 @@ from bot.events import EventType
 from bot.monitoring.alerts import DEFAULT_CAMERA, Alert
 from bot.monitoring.timeline import digest
 from bot.monitoring.wording import describe_counts
-from bot.rights import OPERATOR
+from bot.rights import UNATTENDED
 from bot.services import need
+from workspace.memory import SITE
 
 if TYPE_CHECKING:
     from bot.monitoring.alerts import AlertRouter
@@ -93,14 +94,15 @@ async def daily_summary(
     """Post a short report of a day's observations and alerts (default today); None on a day with nothing."""
     memory, router = need(memory, "memory"), need(router, "alert router")
     day = date or memory.today()
-    by_camera = memory.observations_by_camera(day)
+    # The summary is posted to the alerts channel: only notes everyone may read (no DM's or private channel's).
+    by_camera = memory.observations_by_camera(day, viewer=SITE)
     if not by_camera:
         log.info("daily summary %s: nothing was observed, nothing posted", day)
         return None
     counts = day_counts(by_camera)
     lines = summary_lines(day, by_camera)
     if agent is not None:
-        narrative = await _narrative(agent, day, memory.get_daily_observations(day))
+        narrative = await _narrative(agent, day, memory.get_daily_observations(day, viewer=SITE))
         if narrative:
             lines += ["", narrative]
     text = "\n".join(lines)
@@ -119,7 +121,7 @@ async def _narrative(agent: DrivenAgent, day: str, log_text: str) -> str:
     )
     parts: list[str] = []
     try:
-        async for ev in agent.process_message(f"cron:daily_summary:{day}", prompt, [], OPERATOR):
+        async for ev in agent.process_message(f"cron:daily_summary:{day}", prompt, [], UNATTENDED):
             if ev.type in (EventType.RESPONSE, EventType.ASK_USER):
                 parts.append(ev.data.get("text", ""))
     except Exception:  # the counts still go out without the prose

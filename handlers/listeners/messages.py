@@ -174,7 +174,7 @@ async def _ask(bot: SlackBot, turn: Turn, r: TurnRenderer, text: str, attachment
     if why_not:
         await r.error(f"I can't chat right now: {why_not}. `/vision` commands still work.")
         return
-    asker = Requester.slack(turn.user, turn.conv.channel)
+    asker = Requester.slack(turn.user, turn.conv.channel, turn.conv.place)
     first = bot.agent.sessions.length(turn.conv.key) == 0
     bot.inflight.started(turn.conv, bot.agent.sessions.length(turn.conv.key))
 

@@ -28,6 +28,12 @@ class Conversation:
     thread_ts: str | None  # where replies go; None only for a top-level DM (answered in the DM itself)
     user: str
     is_dm: bool = False
+    public: bool = False  # Slack said channel_type "channel"; a mention (no type given) counts as private
+
+    @property
+    def place(self) -> str:
+        """Where the asker is, for the audience of what their turn remembers (bot.rights.audience)."""
+        return "dm" if self.is_dm else "public" if self.public else "private"
 
     @property
     def key(self) -> str:
@@ -43,7 +49,7 @@ def conversation_for(event: dict[str, Any], team: str) -> Conversation:
         root = thread if thread and thread != ts else None
     else:
         root = thread or ts  # a mention at top level is answered in the thread rooted at it
-    return Conversation(team, channel, ts, root, event.get("user", ""), is_dm)
+    return Conversation(team, channel, ts, root, event.get("user", ""), is_dm, event.get("channel_type") == "channel")
 
 
 class ThreadBook:

@@ -18,6 +18,7 @@ from bot.scheduling.heartbeat.checklist import ChecklistItem, scheduled_items
 from bot.scheduling.heartbeat.prompt import compose, frames
 from bot.scheduling.inputs import SchedulerInputs
 from bot.services import need
+from workspace.memory import SITE
 
 log = logging.getLogger(__name__)
 
@@ -163,7 +164,9 @@ class Heartbeat:
         reason = await need(self.router, "alert router").dispatch(alert)
         if self.memory is not None:
             note = f"HEARTBEAT ALERT: {summary}" + (f" (not posted: {reason})" if reason else "")
-            self.memory.store(note, "observation", camera_id=None if camera == DEFAULT_CAMERA else camera)
+            # What the cameras showed, posted to the alerts channel anyway: the site's note, readable by everyone.
+            self.memory.store(note, "observation", camera_id=None if camera == DEFAULT_CAMERA else camera,
+                              audience=SITE)
 
     async def _cap_notice(self, now: datetime) -> None:
         if self._state.get("cap_noticed"):

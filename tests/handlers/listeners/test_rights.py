@@ -23,7 +23,20 @@ REFUSAL = f"Only <@{BOSS}> may change pipelines, rules and schedules; ask one of
 @pytest.fixture
 async def guarded_bot(slack_env: dict[str, str], slack_api: SlackEmulator) -> AsyncIterator[RunningBot]:
     """The bot with only BOSS allowed to control, a FakeBackend, and a running 'lobby' pipeline."""
-    running = await start_bot(slack_env, slack_api, backend=FakeBackend(), slack={"allowed_users": [BOSS]})
+    async for running in _guarded(slack_env, slack_api):
+        yield running
+
+
+@pytest.fixture
+async def opted_in_bot(slack_env: dict[str, str], slack_api: SlackEmulator) -> AsyncIterator[RunningBot]:
+    """guarded_bot whose operator lets heartbeat and cron turns pause pipelines (heartbeat.unattended_tools)."""
+    async for running in _guarded(slack_env, slack_api, heartbeat={"unattended_tools": ["pause_pipeline"]}):
+        yield running
+
+
+async def _guarded(slack_env: dict[str, str], slack_api: SlackEmulator, **overrides: Any) -> AsyncIterator[RunningBot]:
+    running = await start_bot(slack_env, slack_api, backend=FakeBackend(), slack={"allowed_users": [BOSS]},
+                              **overrides)
     video = Path(running.settings.workspace) / "lobby.mp4"
     video.write_bytes(b"x")
     await running.runtime.pipelines.start(StartRequest(str(video), "lobby", model_id="builtin/people"))
@@ -108,13 +121,23 @@ async def test_allowed_user_outside_the_allowed_channels_is_refused(
         await stop_bot(running)
 
 
-async def test_heartbeat_acts_as_the_operator_and_may_pause(
+async def test_heartbeat_acts_as_the_operator_and_may_pause_once_opted_in(
+    opted_in_bot: RunningBot, anthropic_api: FakeAnthropic
+) -> None:
+    # The allowlists admit only BOSS; the heartbeat is the operator, and the operator opted pause_pipeline in.
+    anthropic_api.enqueue(tool_use(("pause_pipeline", {"pipeline_id": "lobby"})), text("HEARTBEAT_OK"))
+    events = [ev async for ev in opted_in_bot.runtime.agent.process_heartbeat("lobby is noisy; pause it")]
+    assert [e.data.get("is_error") for e in events if e.type.name == "TOOL_RESULT"] == [False]
+    assert opted_in_bot.runtime.pipelines.resolve("lobby").status == "paused"
+
+
+async def test_heartbeat_without_the_opt_in_may_not_pause(
     guarded_bot: RunningBot, anthropic_api: FakeAnthropic
 ) -> None:
     anthropic_api.enqueue(tool_use(("pause_pipeline", {"pipeline_id": "lobby"})), text("HEARTBEAT_OK"))
     events = [ev async for ev in guarded_bot.runtime.agent.process_heartbeat("lobby is noisy; pause it")]
-    assert [e.data.get("is_error") for e in events if e.type.name == "TOOL_RESULT"] == [False]
-    assert guarded_bot.runtime.pipelines.resolve("lobby").status == "paused"
+    assert [e.data.get("is_error") for e in events if e.type.name == "TOOL_RESULT"] == [True]
+    assert guarded_bot.runtime.pipelines.resolve("lobby").status == "running"
 
 
 async def test_operator_turn_may_remember_while_an_unknown_asker_may_not(

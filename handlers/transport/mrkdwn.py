@@ -25,7 +25,7 @@ _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
 _BOLD_MARK = "\x02"
 
 
-# A reply may name a few people (the asker, whoever a rule notifies); a model steered into listing dozens of
+# A model's reply may name a few people (the asker, whoever a rule notifies); a model steered into listing dozens of
 # <@U…> mentions would page each of them. Past MAX_MENTIONS distinct people, the rest stay readable but inert.
 MAX_MENTIONS = 3
 _USER_REF = re.compile(r"<@([UW][A-Z0-9]+)(?:\|[^<>]*)?>")
@@ -48,9 +48,10 @@ def limit_mentions(text: str, limit: int = MAX_MENTIONS) -> str:
 
 def escape(text: str) -> str:
     """Text made safe to post: credentials masked (the one redactor), then &, <, > escaped as Slack requires,
-    leaving Slack's own references (<@U1>, <#C1>, <http://x|y>) intact; a broadcast (<!channel>) is escaped, and
-    past MAX_MENTIONS people, mentions notify nobody."""
-    return _escape_outside_refs(limit_mentions(redact(text)))
+    leaving Slack's own references (<@U1>, <#C1>, <http://x|y>) intact; a broadcast (<!channel>) is escaped.
+    Mentions are left as they are: the adapter's own lines may name every allowed user; the model's text is
+    limited to MAX_MENTIONS people where it is sent (`handlers/answers/stream_text.py:for_slack`)."""
+    return _escape_outside_refs(redact(text))
 
 
 def _escape_outside_refs(text: str) -> str:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from handlers.transport.mrkdwn import SECTION_LIMIT, escape, split_text, to_mrkdwn
+from handlers.answers.stream_text import for_slack
+from handlers.transport.mrkdwn import MAX_MENTIONS, SECTION_LIMIT, escape, split_text, to_mrkdwn
 
 
 def test_bold_headings_links_and_bullets_become_mrkdwn() -> None:
@@ -46,3 +47,11 @@ def test_split_code_block_is_closed_and_reopened() -> None:
 def test_one_huge_line_is_hard_wrapped() -> None:
     pieces = split_text("y" * 7000)
     assert [len(p) for p in pieces] == [2994, 2994, 1012]
+
+
+def test_the_adapters_own_lines_keep_every_mention_the_model_text_is_limited() -> None:
+    allowed = ", ".join(f"<@U0BOSS{i}>" for i in range(5))
+    line = escape(f"Only {allowed} may change pipelines; ask one of them.")
+    assert all(f"<@U0BOSS{i}>" in line for i in range(5))  # a refusal names every allowed user, live
+    said = for_slack(f"Paging {allowed}.")
+    assert [f"<@U0BOSS{i}>" in said for i in range(5)].count(True) == MAX_MENTIONS

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from bot.agent.quoting import Said, message_from, quote_data, thread_history
 from bot.agent.tools import Attachment, ToolResult
 from bot.media.decode import off_loop
 from bot.media.images import to_image_block
 from bot.media.redaction import redact
+
+if TYPE_CHECKING:
+    from bot.rights import Requester
 
 log = logging.getLogger(__name__)
 
@@ -25,7 +29,7 @@ def _attachment_line(n: int, att: Attachment, problem: str = "") -> str:
     parts = [f"{n}. {att.path}"]
     if att.file_id:
         parts.append(f"(Slack file {att.file_id})")
-    if att.name and att.name != att.path.name:
+    if att.name and att.name != att.path.name:  # the sender chose it: inside the data block, never a marker
         parts.append(f"named {att.name!r}")
     if problem:
         parts.append(f"[{problem}]")
@@ -55,12 +59,15 @@ async def attachment_blocks(attachments: Sequence[Attachment], timeout: float) -
 
 
 def user_message(text: str, attachments: Sequence[Attachment] = (), context: str = "",
-                 shown: Sequence[Shown] | None = None) -> dict[str, Any]:
-    """A user turn: attached images as image blocks, the turn context (if any), then the text with a note
-    naming each attachment. The user's text stays the last block.
+                 shown: Sequence[Shown] | None = None, author: Requester | None = None,
+                 earlier: Sequence[Said] = ()) -> dict[str, Any]:
+    """A user turn: attached images as image blocks, the turn context (if any), what others wrote earlier in the
+    thread (if any), then the text with a note naming each attachment. The user's text stays the last block.
 
     The note matters: tools take an `image` argument, and the model can only pass a path or file id it has seen.
     `shown`: the attachments already decoded (`attachment_blocks`, off the loop); None decodes them here.
+    `author`: a Slack person's text is marked with their id and name (`quoting.message_from`), so a later turn
+    by someone else reads it as that person's words; the operator's and the heartbeat's text is not marked.
     """
     blocks: list[dict[str, Any]] = []
     lines: list[str] = []
@@ -76,9 +83,13 @@ def user_message(text: str, attachments: Sequence[Attachment] = (), context: str
             log.warning("attachment %s not shown to the model: %s", att.path, exc)
         lines.append(_attachment_line(n, att, problem))
     body = text.strip() or ("(no text; see the attached images)" if attachments else "(empty message)")
+    if author is not None and author.person:
+        body = message_from(body, author.user_id, author.name)
     if lines:
-        body += "\n\nAttached files (pass a path or Slack file id as `image` to tools):\n" + "\n".join(lines)
-    return {"role": "user", "content": blocks + _with_context(context) + [_text(body)]}
+        body += ("\n\nAttached files (pass a path or Slack file id as `image` to tools):\n"
+                 + quote_data("attached files", "\n".join(lines)))
+    history = thread_history(earlier)
+    return {"role": "user", "content": blocks + _with_context(context) + _with_context(history) + [_text(body)]}
 
 
 def heartbeat_message(text: str, frames: Sequence[bytes] = (), context: str = "") -> dict[str, Any]:

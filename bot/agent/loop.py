@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from bot.agent import blocks as msgs
 from bot.agent.compaction import ContextGuard, turn_starts
 from bot.agent.prompt import build_system, skills_in, skills_reloaded, turn_context
+from bot.agent.quoting import Said
 from bot.agent.streaming import TextStream
 from bot.agent.tools import Attachment, ToolContext, ToolResult
 from bot.agent.turn_events import (
@@ -76,25 +77,27 @@ class Agent:
 
     async def process_message(
         self, session_key: str, text: str, attachments: Sequence[Attachment] | None = None,
-        requester: Requester | None = None,
+        requester: Requester | None = None, earlier: Sequence[Said] = (),
     ) -> AsyncIterator[AgentEvent]:
         """Run one user turn; yields THINKING/TEXT_DELTA/TOOL_CALL/TOOL_RESULT/FRAME events, then RESPONSE,
         ASK_USER or ERROR (which carry the whole final text again).
 
         requester: who asked (Slack person, `bot.rights.OPERATOR` for the CLI, `UNATTENDED` for cron); tools that
         change state check it against the allowlists. None is an unknown asker, refused whenever one is set.
+        A Slack person's text is marked with their id and name and the system prompt names them as the asker.
+        earlier: what others wrote in the thread before the bot was asked, marked with their authors.
         """
         who = requester if requester is not None else Requester()
         atts = list(attachments or [])
         async with self._turn(session_key):
             skills = self._match_skills(text)
-            earlier = skills_in(self.sessions.history(session_key))
-            context = turn_context(self.workspace, self._pipelines(), skills, self._clock(), earlier)
+            loaded = skills_in(self.sessions.history(session_key))
+            context = turn_context(self.workspace, self._pipelines(), skills, self._clock(), loaded)
             # Cut before it reaches the history: one oversize message must not make the thread too long for good.
             text, cut_note = self.guard.clip(text)
             # Decoded off the event loop with a time limit: a slow image gets a line, other users are served meanwhile.
             shown = await msgs.attachment_blocks(atts, self.settings.media.decode_timeout_seconds)
-            user_msg = msgs.user_message(text, atts, context, shown)
+            user_msg = msgs.user_message(text, atts, context, shown, who, earlier)
             self.sessions.add_files(session_key, [file_record(a) for a in atts])
             # Tools may use any file shared earlier in this session (by path or Slack file id), newest first.
             shared = [attachment_of(f) for f in reversed(self.sessions.files(session_key))]
@@ -154,7 +157,7 @@ class Agent:
         # The turn context rides in user_msg and so in the history: the system prompt never changes between
         # turns, and every earlier turn stays a cached prefix of the next request.
         self.sessions.append(key, user_msg)
-        system = build_system(self.workspace, self.tools, mode, self._caps())
+        system = build_system(self.workspace, self.tools, mode, self._caps(), who)
         defs = self.tools.definitions()
         steps: list[tuple[ToolCall, ToolResult]] = []  # this turn's calls, kept as a trajectory if it ends well
         ctx = ToolContext(self.settings, key, atts, self.services, who, steps)

@@ -8,10 +8,12 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from bot.agent.prompt_text import CORE_IDENTITY, DEFAULT_HEARTBEAT_CHECKLIST, HEARTBEAT_IDENTITY
+from bot.agent.quoting import asker_rule
 from bot.media.redaction import redact
 
 if TYPE_CHECKING:
     from bot.agent.registry import ToolRegistry
+    from bot.rights import Requester
     from workspace import Workspace
 
 log = logging.getLogger(__name__)
@@ -150,8 +152,9 @@ def build_system(
     tools: ToolRegistry | None = None,
     mode: Literal["full", "heartbeat"] = "full",
     capabilities: str = "",
+    asker: Requester | None = None,
 ) -> list[dict[str, Any]]:
-    """System prompt content blocks, all stable; the last one carries cache_control.
+    """System prompt content blocks, stable (the last stable one carries cache_control), then whose turn this is.
 
     Per-turn facts (time, pipelines, loaded skills) go in `turn_context`, at the start of each user turn.
 
@@ -160,5 +163,10 @@ def build_system(
         tools: the ToolRegistry, to name the tools in the prompt.
         mode: "full" for conversations, "heartbeat" for the lighter scheduled check.
         capabilities: block/model summary text (stable; part of the cached prefix).
+        asker: a Slack person's turn names them after the cached blocks (`quoting.asker_rule`): in the system
+            prompt, which no message can forge. It changes only when another person asks in the same thread.
     """
-    return stable_blocks(workspace, tools, mode, capabilities)
+    blocks = stable_blocks(workspace, tools, mode, capabilities)
+    if asker is not None and asker.person:
+        blocks.append(_text(asker_rule(asker.user_id, asker.name)))
+    return blocks

@@ -29,6 +29,7 @@ from bot.agent.turn_events import (
 )
 from bot.events import AgentEvent, EventType
 from bot.llm.client import LLMClient, LLMError, PromptTooLong, ToolCall, WaitBudget
+from bot.media.cameras import cameras, hide_camera_urls
 from bot.rights import MEMORY, UNATTENDED, Requester, audience, refusal, unattended_refusal
 from bot.services import Services
 
@@ -112,7 +113,7 @@ class Agent:
             self._trim_heartbeat(session_key)
             context = turn_context(None, self._pipelines(), (), self._clock())
             # No person asks a heartbeat: it acts for the operator, with read-only tools unless the operator opts in.
-            message = msgs.heartbeat_message(text, frames, context)
+            message = msgs.heartbeat_message(self._named(text), frames, context)
             async for ev in self._run(session_key, message, "heartbeat", [], UNATTENDED):
                 if ev.type is EventType.RESPONSE and is_heartbeat_ok(ev.data["text"]):
                     log.info("heartbeat %s: nothing notable", session_key)
@@ -121,7 +122,7 @@ class Agent:
 
     def seed_session(self, key: str, text: str, image: bytes | None = None) -> None:
         """Record a message the agent posted (e.g. an alert) as a user/assistant pair, so replies have context."""
-        for message in msgs.seed_pair(text, image):
+        for message in msgs.seed_pair(self._named(text), image):
             self.sessions.append(key, message)
 
     @property
@@ -245,11 +246,15 @@ class Agent:
     def _caps(self) -> str:
         return self._capabilities() if callable(self._capabilities) else self._capabilities
 
+    def _named(self, text: str) -> str:
+        # The model learns cameras by name, never by address: status lines, heartbeat news and alert seeds alike.
+        return hide_camera_urls(text, cameras(self.workspace, self.settings))
+
     def _pipelines(self) -> str:
         if self._pipelines_text is None:
             return ""
         try:
-            return self._pipelines_text()
+            return self._named(self._pipelines_text())
         except Exception as exc:  # the prompt must still build when the pipeline registry is unhappy
             log.warning("pipelines summary failed: %s", exc)
             return f"(pipeline status unavailable: {exc})"

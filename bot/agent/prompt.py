@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from bot.agent.prompt_text import CORE_IDENTITY, DEFAULT_HEARTBEAT_CHECKLIST, HEARTBEAT_IDENTITY
 from bot.agent.quoting import asker_rule
+from bot.media.cameras import cameras, hide_camera_urls
 from bot.media.redaction import redact
 
 if TYPE_CHECKING:
@@ -25,8 +26,8 @@ SKILL_HEADING = "## Skill loaded for this request: "
 
 
 def _text(text: str) -> dict[str, Any]:
-    # Workspace files (CAMERAS.md lists rtsp://user:password@ URLs) reach the model masked; tools take the
-    # camera's name (or the masked URL) and resolve the real URL themselves (bot.media.cameras.find_camera).
+    # Workspace files reach the model masked (and CAMERAS.md's URLs as camera names, `_workspace_blocks`); tools
+    # take the camera's name and resolve the real URL themselves (bot.media.cameras.find_camera).
     return {"type": "text", "text": redact(text)}
 
 
@@ -41,7 +42,9 @@ def _workspace_blocks(workspace: Workspace | None, only: Iterable[str] = PROMPT_
     # A fixed order, whatever order the loader used, so the cached prefix never reshuffles.
     names = [n for n in PROMPT_FILES if n in files and n in wanted]
     names += sorted(n for n in files if n not in PROMPT_FILES and n in wanted)
-    return [_text(f"# {name}\n\n{files[name].strip()}") for name in names if files[name].strip()]
+    # CAMERAS.md lists the cameras' URLs: the model gets each camera's name in its place (tools resolve names).
+    cams = cameras(workspace, None) if workspace is not None and names else {}
+    return [_text(hide_camera_urls(f"# {name}\n\n{files[name].strip()}", cams)) for name in names if files[name].strip()]
 
 
 def _skills_list(workspace: Workspace | None) -> list[dict[str, Any]]:

@@ -93,8 +93,8 @@ zone=X1,Y1,X2,Y2,X3,Y3,...`). Jobs run on a schedule: `/vision schedule summary 
 every hour`, `/vision schedule heartbeat every N minutes`, listed by `/vision jobs`.
 
 ## Supported Video Sources
-- Cameras listed in CAMERAS.md: pass the camera's name. Passwords in their URLs are masked (`***`) in everything
-  you see and never needed: the bot fills in the real URL for a camera's name.
+- Cameras listed in CAMERAS.md: pass the camera's name. Their URLs stay with the bot: you see `camera "NAME"`
+  where a URL would be, and the bot fills in the real URL for the name. Other passwords show as `***`.
 - RTSP streams: rtsp://host/path
 - Webcam devices: 0, 1, 2 (integer)
 - Video files: /path/to/video.mp4 (inside the workspace or the media folders)

@@ -113,16 +113,21 @@ class Agent:
             self._trim_heartbeat(session_key)
             context = turn_context(None, self._pipelines(), (), self._clock())
             # No person asks a heartbeat: it acts for the operator, with read-only tools unless the operator opts in.
-            message = msgs.heartbeat_message(self._named(text), frames, context)
+            # Our own frames, but still decoded off the event loop: a slow one never stalls other people's turns.
+            shown = await msgs.frame_blocks(frames, self.settings.media.decode_timeout_seconds, "a heartbeat frame")
+            message = msgs.heartbeat_message(self._named(text), frames, context, shown)
             async for ev in self._run(session_key, message, "heartbeat", [], UNATTENDED):
                 if ev.type is EventType.RESPONSE and is_heartbeat_ok(ev.data["text"]):
                     log.info("heartbeat %s: nothing notable", session_key)
                     continue
                 yield ev
 
-    def seed_session(self, key: str, text: str, image: bytes | None = None) -> None:
-        """Record a message the agent posted (e.g. an alert) as a user/assistant pair, so replies have context."""
-        for message in msgs.seed_pair(self._named(text), image):
+    async def seed_session(self, key: str, text: str, image: bytes | None = None) -> None:
+        """Record a message the agent posted (e.g. an alert) as a user/assistant pair, so replies have context;
+        its image is decoded off the event loop."""
+        timeout = self.settings.media.decode_timeout_seconds
+        shown = await msgs.frame_blocks([image] if image else [], timeout, "the alert's frame")
+        for message in msgs.seed_pair(self._named(text), image, shown):
             self.sessions.append(key, message)
 
     @property

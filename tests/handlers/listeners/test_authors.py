@@ -80,6 +80,8 @@ async def test_a_bystanders_condition_reaches_the_model_as_their_words_and_the_a
     assert message_texts(askers_ok).count(f'<message from_user="{HUMAN}"') == 2
     # In the bystander's own turn, the bystander was the asker (with their own rights), not Alice.
     assert f"asked by Slack user {BYSTANDER}" in system_text(bystanders_turn)
+    # The same asker gets the same system prompt turn after turn: the cached prefix holds while one person talks.
+    assert anthropic_api.ok_requests[0].body["system"] == askers_ok["system"]
     # The marking is in the stored session too: it survives restarts and serves every later request.
     key = next(k for k in lobby_bot.runtime.agent.sessions.keys() if k.endswith(root))
     stored = lobby_bot.runtime.agent.sessions.full_transcript(key)

@@ -33,10 +33,16 @@ class Requester:
     operator: bool = False
     unattended: bool = False
     place: str | None = None  # "dm", "public" or "private" (Slack's channel type); unknown counts as private
+    name: str = ""  # the person's display name (Slack users.info), shown to the model as data beside the id
 
     @classmethod
-    def slack(cls, user_id: str | None, channel_id: str | None, place: str | None = None) -> Requester:
-        return cls(user_id or None, channel_id or None, place=place)
+    def slack(cls, user_id: str | None, channel_id: str | None, place: str | None = None, name: str = "") -> Requester:
+        return cls(user_id or None, channel_id or None, place=place, name=name)
+
+    @property
+    def person(self) -> bool:
+        """A Slack person (not the operator, heartbeat or an unknown asker): their words are marked with their id."""
+        return not self.operator and bool(self.user_id)
 
 
 OPERATOR = Requester(LOCAL_CHANNEL, LOCAL_CHANNEL, operator=True)

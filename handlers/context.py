@@ -18,6 +18,7 @@ from handlers.state.inflight import InflightBook
 from handlers.state.queue import SessionQueues
 from handlers.state.threads import Deduper, ThreadBook
 from handlers.transport.files import FileFetcher
+from handlers.transport.people import PeopleBook
 
 if TYPE_CHECKING:
     from bot.agent.loop import Agent
@@ -60,6 +61,7 @@ class SlackBot:
     socket: Any = None  # the socket-mode client, for health
     feedback: set[asyncio.Task[Any]] = field(default_factory=set)  # "working" reactions still in flight
     running: RunningTurns = field(default_factory=RunningTurns)  # turns a Stop button can cancel
+    people: PeopleBook = field(default_factory=PeopleBook)  # display names, for marking who wrote what
     _tasks: set[asyncio.Task[Any]] = field(default_factory=set)
 
     @property

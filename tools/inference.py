@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import Field
 
+from bot.agent.quoting import quote_data
 from bot.agent.registry import ToolRegistry
 from bot.agent.tools import ToolArgs, ToolContext, ToolResult
 from bot.backends.base import BackendError, InferenceResult
@@ -197,9 +198,11 @@ async def ask_about_image(args: AskAboutImageArgs, ctx: ToolContext) -> ToolResu
         return _own_vision(image, args.question, f"{args.model} is not available ({why}). ", ctx)
     if not answer:
         return _own_vision(image, args.question, f"{args.model} gave no answer. ", ctx)
+    # What a model read off the image (a sign, a sticker, a screen) is data: quoted, so it is described, not obeyed.
     if model == "florence2":
-        return ToolResult(text=f"Florence-2 detailed caption: {answer[:1500]}\nUse it to answer: {args.question}")
-    return ToolResult(text=f"{args.model}: {answer[:1500]}")
+        return ToolResult(text="Florence-2 detailed caption:\n" + quote_data("image caption", answer[:1500])
+                          + f"\nUse it to answer: {args.question}")
+    return ToolResult(text=f"{args.model} answered:\n" + quote_data("answer about the image", answer[:1500]))
 
 
 def register(reg: ToolRegistry) -> None:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
+from bot.agent.quoting import quote_data
 from bot.agent.registry import ToolRegistry
 from bot.agent.tools import ToolArgs, ToolContext, ToolResult
 from bot.monitoring.timeline import digest
@@ -54,7 +55,8 @@ async def recall(args: RecallArgs, ctx: ToolContext) -> ToolResult:
     if not hits:
         return ToolResult(text=f"Nothing in memory matches {args.query!r}.")
     lines = [f"- [{h.source}] {h.text.strip()}" for h in hits]
-    return ToolResult(text="\n".join(lines))
+    # Notes hold what people and cameras once said (anyone may have steered one): quoted as data, never followed.
+    return ToolResult(text=quote_data("memory notes", "\n".join(lines)))
 
 
 def _day(memory: MemoryStore, day: str, camera: str | None, viewer: str) -> ToolResult:
@@ -69,12 +71,12 @@ def _day(memory: MemoryStore, day: str, camera: str | None, viewer: str) -> Tool
     if not by_camera:
         where = f" for {camera}" if camera else ""
         return ToolResult(text=f"No observations{where} on {date}.")
-    out = [f"Observations on {date}:"]
+    out: list[str] = []
     for cam, bullets in sorted(by_camera.items()):
         out.append(f"{cam}: {digest(bullets)}")
         earlier = len(bullets) - MAX_DAY_LINES
         out += ([f"  ({earlier} earlier lines)"] if earlier > 0 else []) + [f"- {b}" for b in bullets[-MAX_DAY_LINES:]]
-    return ToolResult(text="\n".join(out))
+    return ToolResult(text=f"Observations on {date}:\n" + quote_data("memory notes", "\n".join(out)))
 
 
 def register(reg: ToolRegistry) -> None:

@@ -26,7 +26,9 @@ SUMMARY_SYSTEM = (
     "You summarise a conversation between a user and a computer-vision assistant so the assistant can continue "
     "it later without the full transcript. Keep: the user's goals and preferences, cameras, models and workflow "
     "ids used, pipelines started or stopped (names/ids and state), findings and numbers, open questions and "
-    "promises. Drop chit-chat. Write compact bullet points, at most 300 words."
+    "promises. Messages are marked with their author (<message from_user=…>): say who asked for what, and keep "
+    "what someone asked for on another person's behalf attributed to the one who wrote it. Drop chit-chat. Write "
+    "compact bullet points, at most 300 words."
 )
 
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from bot.agent import blocks as msgs
 from bot.agent.compaction import ContextGuard, turn_starts
 from bot.agent.prompt import build_system, skills_in, skills_reloaded, turn_context
+from bot.agent.quoting import Said
 from bot.agent.streaming import TextStream
 from bot.agent.tools import Attachment, ToolContext, ToolResult
 from bot.agent.turn_events import (
@@ -28,6 +29,7 @@ from bot.agent.turn_events import (
 )
 from bot.events import AgentEvent, EventType
 from bot.llm.client import LLMClient, LLMError, PromptTooLong, ToolCall, WaitBudget
+from bot.media.cameras import cameras, hide_camera_urls
 from bot.rights import MEMORY, UNATTENDED, Requester, audience, refusal, unattended_refusal
 from bot.services import Services
 
@@ -76,25 +78,27 @@ class Agent:
 
     async def process_message(
         self, session_key: str, text: str, attachments: Sequence[Attachment] | None = None,
-        requester: Requester | None = None,
+        requester: Requester | None = None, earlier: Sequence[Said] = (),
     ) -> AsyncIterator[AgentEvent]:
         """Run one user turn; yields THINKING/TEXT_DELTA/TOOL_CALL/TOOL_RESULT/FRAME events, then RESPONSE,
         ASK_USER or ERROR (which carry the whole final text again).
 
         requester: who asked (Slack person, `bot.rights.OPERATOR` for the CLI, `UNATTENDED` for cron); tools that
         change state check it against the allowlists. None is an unknown asker, refused whenever one is set.
+        A Slack person's text is marked with their id and name and the system prompt names them as the asker.
+        earlier: what others wrote in the thread before the bot was asked, marked with their authors.
         """
         who = requester if requester is not None else Requester()
         atts = list(attachments or [])
         async with self._turn(session_key):
             skills = self._match_skills(text)
-            earlier = skills_in(self.sessions.history(session_key))
-            context = turn_context(self.workspace, self._pipelines(), skills, self._clock(), earlier)
+            loaded = skills_in(self.sessions.history(session_key))
+            context = turn_context(self.workspace, self._pipelines(), skills, self._clock(), loaded)
             # Cut before it reaches the history: one oversize message must not make the thread too long for good.
             text, cut_note = self.guard.clip(text)
             # Decoded off the event loop with a time limit: a slow image gets a line, other users are served meanwhile.
             shown = await msgs.attachment_blocks(atts, self.settings.media.decode_timeout_seconds)
-            user_msg = msgs.user_message(text, atts, context, shown)
+            user_msg = msgs.user_message(text, atts, context, shown, who, earlier)
             self.sessions.add_files(session_key, [file_record(a) for a in atts])
             # Tools may use any file shared earlier in this session (by path or Slack file id), newest first.
             shared = [attachment_of(f) for f in reversed(self.sessions.files(session_key))]
@@ -109,16 +113,21 @@ class Agent:
             self._trim_heartbeat(session_key)
             context = turn_context(None, self._pipelines(), (), self._clock())
             # No person asks a heartbeat: it acts for the operator, with read-only tools unless the operator opts in.
-            message = msgs.heartbeat_message(text, frames, context)
+            # Our own frames, but still decoded off the event loop: a slow one never stalls other people's turns.
+            shown = await msgs.frame_blocks(frames, self.settings.media.decode_timeout_seconds, "a heartbeat frame")
+            message = msgs.heartbeat_message(self._named(text), frames, context, shown)
             async for ev in self._run(session_key, message, "heartbeat", [], UNATTENDED):
                 if ev.type is EventType.RESPONSE and is_heartbeat_ok(ev.data["text"]):
                     log.info("heartbeat %s: nothing notable", session_key)
                     continue
                 yield ev
 
-    def seed_session(self, key: str, text: str, image: bytes | None = None) -> None:
-        """Record a message the agent posted (e.g. an alert) as a user/assistant pair, so replies have context."""
-        for message in msgs.seed_pair(text, image):
+    async def seed_session(self, key: str, text: str, image: bytes | None = None) -> None:
+        """Record a message the agent posted (e.g. an alert) as a user/assistant pair, so replies have context;
+        its image is decoded off the event loop."""
+        timeout = self.settings.media.decode_timeout_seconds
+        shown = await msgs.frame_blocks([image] if image else [], timeout, "the alert's frame")
+        for message in msgs.seed_pair(self._named(text), image, shown):
             self.sessions.append(key, message)
 
     @property
@@ -154,7 +163,7 @@ class Agent:
         # The turn context rides in user_msg and so in the history: the system prompt never changes between
         # turns, and every earlier turn stays a cached prefix of the next request.
         self.sessions.append(key, user_msg)
-        system = build_system(self.workspace, self.tools, mode, self._caps())
+        system = build_system(self.workspace, self.tools, mode, self._caps(), who)
         defs = self.tools.definitions()
         steps: list[tuple[ToolCall, ToolResult]] = []  # this turn's calls, kept as a trajectory if it ends well
         ctx = ToolContext(self.settings, key, atts, self.services, who, steps)
@@ -242,11 +251,15 @@ class Agent:
     def _caps(self) -> str:
         return self._capabilities() if callable(self._capabilities) else self._capabilities
 
+    def _named(self, text: str) -> str:
+        # The model learns cameras by name, never by address: status lines, heartbeat news and alert seeds alike.
+        return hide_camera_urls(text, cameras(self.workspace, self.settings))
+
     def _pipelines(self) -> str:
         if self._pipelines_text is None:
             return ""
         try:
-            return self._pipelines_text()
+            return self._named(self._pipelines_text())
         except Exception as exc:  # the prompt must still build when the pipeline registry is unhappy
             log.warning("pipelines summary failed: %s", exc)
             return f"(pipeline status unavailable: {exc})"

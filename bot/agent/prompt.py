@@ -8,10 +8,13 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from bot.agent.prompt_text import CORE_IDENTITY, DEFAULT_HEARTBEAT_CHECKLIST, HEARTBEAT_IDENTITY
+from bot.agent.quoting import asker_rule
+from bot.media.cameras import cameras, hide_camera_urls
 from bot.media.redaction import redact
 
 if TYPE_CHECKING:
     from bot.agent.registry import ToolRegistry
+    from bot.rights import Requester
     from workspace import Workspace
 
 log = logging.getLogger(__name__)
@@ -23,8 +26,8 @@ SKILL_HEADING = "## Skill loaded for this request: "
 
 
 def _text(text: str) -> dict[str, Any]:
-    # Workspace files (CAMERAS.md lists rtsp://user:password@ URLs) reach the model masked; tools take the
-    # camera's name (or the masked URL) and resolve the real URL themselves (bot.media.cameras.find_camera).
+    # Workspace files reach the model masked (and CAMERAS.md's URLs as camera names, `_workspace_blocks`); tools
+    # take the camera's name and resolve the real URL themselves (bot.media.cameras.find_camera).
     return {"type": "text", "text": redact(text)}
 
 
@@ -39,7 +42,9 @@ def _workspace_blocks(workspace: Workspace | None, only: Iterable[str] = PROMPT_
     # A fixed order, whatever order the loader used, so the cached prefix never reshuffles.
     names = [n for n in PROMPT_FILES if n in files and n in wanted]
     names += sorted(n for n in files if n not in PROMPT_FILES and n in wanted)
-    return [_text(f"# {name}\n\n{files[name].strip()}") for name in names if files[name].strip()]
+    # CAMERAS.md lists the cameras' URLs: the model gets each camera's name in its place (tools resolve names).
+    cams = cameras(workspace, None) if workspace is not None and names else {}
+    return [_text(hide_camera_urls(f"# {name}\n\n{files[name].strip()}", cams)) for name in names if files[name].strip()]
 
 
 def _skills_list(workspace: Workspace | None) -> list[dict[str, Any]]:
@@ -150,8 +155,9 @@ def build_system(
     tools: ToolRegistry | None = None,
     mode: Literal["full", "heartbeat"] = "full",
     capabilities: str = "",
+    asker: Requester | None = None,
 ) -> list[dict[str, Any]]:
-    """System prompt content blocks, all stable; the last one carries cache_control.
+    """System prompt content blocks, stable (the last stable one carries cache_control), then whose turn this is.
 
     Per-turn facts (time, pipelines, loaded skills) go in `turn_context`, at the start of each user turn.
 
@@ -160,5 +166,10 @@ def build_system(
         tools: the ToolRegistry, to name the tools in the prompt.
         mode: "full" for conversations, "heartbeat" for the lighter scheduled check.
         capabilities: block/model summary text (stable; part of the cached prefix).
+        asker: a Slack person's turn names them after the cached blocks (`quoting.asker_rule`): in the system
+            prompt, which no message can forge. It changes only when another person asks in the same thread.
     """
-    return stable_blocks(workspace, tools, mode, capabilities)
+    blocks = stable_blocks(workspace, tools, mode, capabilities)
+    if asker is not None and asker.person:
+        blocks.append(_text(asker_rule(asker.user_id, asker.name)))
+    return blocks

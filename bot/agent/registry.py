@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from bot.agent.tools import Tool, ToolArgs, ToolContext, ToolFunc, ToolResult
+from bot.media.cameras import cameras, hide_camera_urls
 from bot.media.redaction import redact
 from bot.rights import refusal, unattended_refusal
 
@@ -53,10 +54,13 @@ class ToolRegistry:
         return [dict(d) for d in self._definitions]
 
     async def execute(self, name: str, raw_input: dict[str, Any], ctx: ToolContext) -> ToolResult:
-        """Run one call; the result's texts are credential-redacted, whatever the tool put in them."""
+        """Run one call; the result's texts name cameras instead of their URLs and are credential-redacted,
+        whatever the tool put in them."""
         result = await self._execute(name, raw_input, ctx)
-        # Tool results reach the model, the transcript and the user: one exit, so one redaction for all tools.
-        return replace(result, text=redact(result.text), frame_caption=redact(result.frame_caption))
+        # Tool results reach the model, the transcript and the user: one exit, so one rule for all tools.
+        cams = _registry(ctx)
+        return replace(result, text=redact(hide_camera_urls(result.text, cams)),
+                       frame_caption=redact(hide_camera_urls(result.frame_caption, cams)))
 
     async def _execute(self, name: str, raw_input: dict[str, Any], ctx: ToolContext) -> ToolResult:
         tool = self._tools.get(name)
@@ -83,3 +87,10 @@ class ToolRegistry:
         except Exception as exc:  # tool failures are data, the loop goes on
             log.exception("tool %s failed", name)
             return ToolResult.error(f"{name} failed: {type(exc).__name__}: {exc}")
+
+
+def _registry(ctx: ToolContext) -> dict[str, str]:
+    try:
+        return cameras(ctx.workspace, ctx.settings)
+    except Exception:  # no workspace to read (a bare context): redaction alone still applies
+        return {}

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -46,8 +48,34 @@ def find_camera(workspace: Any, settings: Any, name: str) -> str | None:
 
 
 def camera_name_for(workspace: Any, settings: Any, video_reference: str) -> str | None:
-    """Name of the registered camera whose URL is `video_reference`, or None."""
-    return next((n for n, url in cameras(workspace, settings).items() if url == video_reference), None)
+    """Name of the registered camera whose URL (or its redacted form, as handles keep it) is `video_reference`."""
+    return next((n for n, url in cameras(workspace, settings).items() if video_reference in (url, redact(url))), None)
+
+
+# What may follow a URL in running text: the URL ends there (a longer URL sharing its start is another camera).
+_URL_END = r"(?=$|[\s|)\]>\"'`,;]|\.(?:\s|$))"
+
+
+def camera_label(name: str) -> str:
+    """How the model and tool results name a registered camera."""
+    return f'camera "{name}"'
+
+
+def hide_camera_urls(text: str, cams: Mapping[str, str]) -> str:
+    """`text` with every registered camera's URL, as the registry has it or as `redact` shows it, replaced by
+    `camera "NAME"`: the model learns cameras by name, never by address (tools resolve the name, `find_camera`).
+
+    Only URLs are replaced (a webcam index such as `0` is not), longest first, and only where the URL ends.
+    """
+    forms: dict[str, str] = {}
+    for name, url in cams.items():
+        if "://" in url:
+            for form in (url, redact(url)):
+                forms.setdefault(form, name)
+    if not text or not forms:
+        return text
+    pattern = re.compile("(" + "|".join(re.escape(f) for f in sorted(forms, key=len, reverse=True)) + ")" + _URL_END)
+    return pattern.sub(lambda m: camera_label(forms[m.group(1)]), text)
 
 
 def camera_origins(workspace: Any, settings: Any) -> set[str]:

@@ -8,7 +8,7 @@ import asyncio
 from dataclasses import dataclass, replace
 
 from bot.backends.base import PipelineHandle
-from bot.media.cameras import find_camera, named_zones
+from bot.media.cameras import camera_name_for, named_zones
 from bot.media.resolve import MediaScope, resolve_video
 from bot.pipelines.analytics import Analytics, compose
 from bot.pipelines.manager import PipelineManager
@@ -51,7 +51,8 @@ async def start(req: StartRequest, mgr: PipelineManager, caller: MediaScope) -> 
     extra = await compose(req.model_id, source, req.line, req.zone, zones, req.anchor)
     name = (req.name or "").strip()
     if not name:
-        camera = req.source if find_camera(caller.workspace, caller.settings, req.source) else None
+        # The camera's own name, also when the model passed a URL: a pipeline's name is shown where URLs are not.
+        camera = camera_name_for(caller.workspace, caller.settings, source)
         name = default_name(source, camera, mgr)
     spec = extra.spec or req.workflow_spec
     handle = await mgr.start(replace(req, source=source, name=name, workflow_spec=spec, line=None, zone=None, anchor=None))

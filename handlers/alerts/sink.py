@@ -77,7 +77,8 @@ class SlackAlertSink:
         self.bot.threads.remember(self.bot.team_id, posted.channel, root, origin="alert")
         agent = self.bot.agent
         if agent is not None:
-            agent.seed_session(session_key(self.bot.team_id, posted.channel, root), seed_text(alert), alert.frame)
+            await agent.seed_session(session_key(self.bot.team_id, posted.channel, root), seed_text(alert),
+                                     alert.frame)
 
     async def _post(self, alert: Alert, channel: str, file_id: str | None) -> PostedAlert | None:
         """chat.postMessage with the frame's image block; if Slack will not take the image, once more, then without."""
@@ -116,5 +117,5 @@ class SlackAlertSink:
         agent = self.bot.agent
         if agent is not None:
             key = session_key(self.bot.team_id, posted.channel, posted.ts)
-            agent.seed_session(key, f"[tier-2 summary added to this alert] {alert.text}")
+            await agent.seed_session(key, f"[tier-2 summary added to this alert] {alert.text}")
         return True

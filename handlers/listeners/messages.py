@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import html
 import logging
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,13 +15,12 @@ from handlers.context import SlackBot
 from handlers.state.inflight import resume_plan, turn_key
 from handlers.state.queue import Job
 from handlers.state.threads import Conversation, conversation_for
+from handlers.transport.people import clean_text
 
 log = logging.getLogger(__name__)
 
 # Subtypes that are a person saying something; everything else (edits, deletes, joins, bot_message…) is ignored.
 HUMAN_SUBTYPES = {None, "file_share", "thread_broadcast"}
-_LINK = re.compile(r"<((?:https?|mailto):[^|>]+)(?:\|([^>]*))?>")
-_CHANNEL = re.compile(r"<#([A-Z0-9]+)(?:\|([^>]*))?>")
 FEEDBACK_WAIT = 2.0
 TITLE_CHARS = 60
 EMPTY_HINT = "Hi! Ask me about a camera or a picture — attach an image or name a camera. `/vision help` lists commands."
@@ -56,14 +53,6 @@ def is_from_person(event: dict[str, Any], bot: SlackBot) -> bool:
     if event.get("bot_id") or event.get("bot_profile") or not event.get("user"):
         return False
     return event["user"] != bot.bot_user_id
-
-
-def clean_text(text: str, bot_user_id: str) -> str:
-    """What the person wrote, minus our @-mention, with Slack's link/channel markup made plain."""
-    text = re.sub(rf"<@{re.escape(bot_user_id)}(?:\|[^>]*)?>", "", text or "") if bot_user_id else text or ""
-    text = _LINK.sub(lambda m: m.group(1), text)
-    text = _CHANNEL.sub(lambda m: f"#{m.group(2) or m.group(1)}", text)
-    return html.unescape(text).strip()
 
 
 def take(bot: SlackBot, body: dict[str, Any], event: dict[str, Any], mentioned: bool) -> Turn | None:
@@ -174,15 +163,20 @@ async def _ask(bot: SlackBot, turn: Turn, r: TurnRenderer, text: str, attachment
     if why_not:
         await r.error(f"I can't chat right now: {why_not}. `/vision` commands still work.")
         return
-    asker = Requester.slack(turn.user, turn.conv.channel, turn.conv.place)
-    first = bot.agent.sessions.length(turn.conv.key) == 0
-    bot.inflight.started(turn.conv, bot.agent.sessions.length(turn.conv.key))
+    conv = turn.conv
+    # Who asks, by id and display name: the model reads every message marked with its author and follows only
+    # the asker's (bot/agent/quoting.py); a thread the bot joins late brings what others said there, marked too.
+    asker = Requester.slack(turn.user, conv.channel, conv.place, await bot.people.name(bot.client, turn.user))
+    first = bot.agent.sessions.length(conv.key) == 0
+    joined = first and not conv.is_dm and conv.thread_ts is not None and conv.thread_ts != conv.message_ts
+    earlier = await bot.people.thread_before(bot.client, conv.channel, conv.thread_ts or "", conv.message_ts,
+                                             bot.bot_user_id) if joined else []
+    bot.inflight.started(conv, bot.agent.sessions.length(conv.key))
 
     async def answer() -> None:
-        async for ev in bot.agent.process_message(turn.conv.key, text, attachments, asker):
+        async for ev in bot.agent.process_message(conv.key, text, attachments, asker, earlier):
             await r.handle(ev)
 
-    conv = turn.conv
     stopped_by = await run_stoppable(bot.client, bot.running, (conv.channel, conv.thread_ts), turn_key(conv),
                                      turn.user, answer())
     if stopped_by is not None:  # the loop closed every tool call it had begun; the next message starts clean

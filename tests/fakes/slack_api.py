@@ -12,6 +12,7 @@ from typing import Any
 
 from aiohttp import web
 
+from tests.fakes.slack_directory import DirectoryMethods
 from tests.fakes.slack_events import HUMAN, EventInjection
 from tests.fakes.slack_faults import FaultInjection
 from tests.fakes.slack_methods import SlackError, WebApiMethods
@@ -54,7 +55,7 @@ class Channel:
     messages: list[dict[str, Any]] = field(default_factory=list)
 
 
-class SlackEmulator(WebApiMethods, StreamMethods, EventInjection, SocketModeMixin, FaultInjection):
+class SlackEmulator(WebApiMethods, DirectoryMethods, StreamMethods, EventInjection, SocketModeMixin, FaultInjection):
     """Slack's Web API + socket mode, recording every call. Start with `start()`, stop with `stop()`.
 
     `rate_limit(...)` (tests/fakes/slack_faults.py) makes Web API calls answer HTTP 429 + Retry-After."""
@@ -72,6 +73,7 @@ class SlackEmulator(WebApiMethods, StreamMethods, EventInjection, SocketModeMixi
         self.suggested_prompts = {}
         self.titles = {}
         self.completed: set[str] = set()  # files whose upload finished (files.completeUploadExternal)
+        self.users, self.invisible = {}, set()
         self._cond = threading.Condition()
         self._last_ts = 0.0
         self._ids = 0
@@ -82,6 +84,8 @@ class SlackEmulator(WebApiMethods, StreamMethods, EventInjection, SocketModeMixi
             self.add_channel(cid, name)
         self.add_channel("D0HUMAN", "", is_im=True)
         self.add_channel("G0PRIVATE", "secret", is_private=True)
+        self.add_user(HUMAN, "human", "Human Person")
+        self.add_user(BOT_USER_ID, "Vision Agent", is_bot=True)
         self._init_socket(ack_timeout, max_retries)
         self._init_faults()
 

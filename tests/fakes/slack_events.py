@@ -34,6 +34,7 @@ class EventInjection:
     def _human_message(self, channel: str, text: str, thread_ts: str | None, user: str,
                        files: list[dict[str, Any]] | None) -> dict[str, Any]:
         ch = self.channel(channel)
+        self.known_user(user)  # whoever writes is a member of the workspace, known to users.info
         msg: dict[str, Any] = {"type": "message", "user": user, "text": text, "team": self.team_id,
                                "client_msg_id": str(uuid.uuid4())}
         if thread_ts:

@@ -196,20 +196,6 @@ class WebApiMethods:
         users.remove(self.bot_user_id)
         return {}
 
-    # conversations -------------------------------------------------------------
-    def api_conversations_replies(self, params: dict[str, Any]) -> dict[str, Any]:
-        _require(params, "channel", "ts")
-        msgs = self.messages(params["channel"], params["ts"])
-        if not msgs:
-            raise SlackError("thread_not_found")
-        return {"messages": msgs, "has_more": False}
-
-    def api_conversations_info(self, params: dict[str, Any]) -> dict[str, Any]:
-        _require(params, "channel")
-        ch = self.channel(params["channel"])
-        return {"channel": {"id": ch.id, "name": ch.name, "is_im": ch.is_im, "is_private": ch.is_private,
-                            "is_channel": not ch.is_im and not ch.is_private, "is_member": True}}
-
     # files -----------------------------------------------------------------------
     def api_files_info(self, params: dict[str, Any]) -> dict[str, Any]:
         _require(params, "file")

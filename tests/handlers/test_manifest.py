@@ -24,6 +24,8 @@ METHOD_SCOPES = {
     "reactions_remove": "reactions:write",
     "files_upload_v2": "files:write",
     "files_info": "files:read",
+    "users_info": "users:read",  # display names, so the model reads who wrote what (handlers/transport/people.py)
+    "conversations_replies": "channels:history",  # a thread's earlier messages (groups:/im:history elsewhere)
     "auth_test": None,  # no scope
     "apps_connections_open": None,  # the app-level token's connections:write, not a bot scope
     "is_connected": None,  # the socket client, not a Web API method

@@ -98,7 +98,8 @@ async def test_ask_about_image_falls_back_to_claudes_own_vision(reg, ctx, backen
     backend.fail_single = None
     backend.single = InferenceResult(values={"answer": {"output": "two people near a truck"}})
     qwen = await reg.execute("ask_about_image", {"image": "upload.png", "question": "Who?", "model": "qwen2.5-vl"}, ctx)
-    assert qwen.text == "qwen2.5-vl: two people near a truck" and qwen.image is None
+    assert qwen.text == 'qwen2.5-vl answered:\n<data kind="answer about the image">\ntwo people near a truck\n</data>'
+    assert qwen.image is None
     assert backend.calls[-1][1]["workflow_spec"]["steps"][0]["prompt"] == "Who?"
     bad = await reg.execute("ask_about_image", {"image": "upload.png", "question": "?", "model": "gpt"}, ctx)
     assert bad.is_error and "florence2" in bad.text
@@ -108,7 +109,8 @@ async def test_pipeline_tools_by_name_and_id_never_show_the_password(reg, ctx, b
     started = await reg.execute("start_pipeline", {"video_reference": "dock", "pipeline_name": "dock",
                                                    "model_id": "builtin/people", "max_fps": 5}, ctx)
     assert not started.is_error, started.text
-    assert "hunter2" not in started.text and "admin:***@10.0.0.5" in started.text and "at up to 5 FPS" in started.text
+    assert "hunter2" not in started.text and "10.0.0.5" not in started.text and "at up to 5 FPS" in started.text
+    assert 'Processing camera "dock"' in started.text  # the camera by name, never its URL
     pid = ctx.services.pipelines.resolve("dock").pipeline_id
     assert pid in started.text
     for i in range(3):

@@ -6,6 +6,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
+from bot.agent.quoting import quote_data
 from bot.backends.base import InferenceResult
 from bot.monitoring.news import MonitorEvent
 from bot.pipelines.status import status_line
@@ -23,10 +24,13 @@ def compose(now: datetime, tz: ZoneInfo, events: list[MonitorEvent], due: list[C
     lines = [f"Heartbeat at {now:%Y-%m-%d %H:%M} ({tz.key})."]
     if events:
         lines.append("\nNew since the last heartbeat (tier-1 events, already alerted where not muted):")
+        news = []
         for e in events:
             when = datetime.fromtimestamp(e.time, tz)
             counts = ", ".join(f"{k}={v}" for k, v in e.counts.items())
-            lines.append(f"- {when:%H:%M:%S} {e.camera} [{e.rule}] {e.text}" + (f" ({counts})" if counts else ""))
+            news.append(f"- {when:%H:%M:%S} {e.camera} [{e.rule}] {e.text}" + (f" ({counts})" if counts else ""))
+        # Event texts carry what models and cameras produced (class names, captions): data, never instructions.
+        lines.append(quote_data("tier-1 events", "\n".join(news)))
     else:
         lines.append("\nNo new tier-1 events since the last heartbeat.")
     lines.append("\nPipelines:")

@@ -418,10 +418,12 @@ async def test_cancelled_turn_leaves_every_tool_use_answered(anthropic_api, llm_
 
 async def test_seeded_alert_gives_a_thread_its_context(anthropic_api, llm_settings, ws):
     agent = make_agent(llm_settings, ws)
-    agent.seed_session("slack:T1:C9:1700.1", "Person at the loading dock after hours.", jpeg(800, 600))
+    await agent.seed_session("slack:T1:C9:1700.1", "Person at the loading dock after hours.", jpeg(800, 600))
     anthropic_api.enqueue(text("It was one person near door 2."))
     await collect(agent.process_message("slack:T1:C9:1700.1", "who was it?"))
     msgs = anthropic_api.requests[0].body["messages"]
     assert [m["role"] for m in msgs] == ["user", "assistant", "user"]
     assert msgs[0]["content"][0]["type"] == "image"
-    assert msgs[1]["content"][0]["text"] == "Person at the loading dock after hours."
+    # The alert is quoted as data in the user turn, never put in the model's mouth.
+    assert '<data kind="alert">\nPerson at the loading dock after hours.\n</data>' in msgs[0]["content"][1]["text"]
+    assert "Person at" not in msgs[1]["content"][0]["text"]

@@ -48,7 +48,7 @@ def test_workspace_files_and_capabilities_are_in_the_stable_part(ws):
     blocks = build_system(ws, build_registry(), capabilities="Blocks: line_counter, time_in_zone")
     stable = "\n".join(b["text"] for b in cached(blocks))
     assert "# AGENTS.md" in stable and "warehouse" in stable
-    assert "rtsp://10.0.0.5/s1" in stable
+    assert '| dock | camera "dock" |' in stable and "10.0.0.5" not in stable  # cameras by name, never by URL
     assert cached(blocks)[-1]["text"] == "Blocks: line_counter, time_in_zone"
     changed = build_system(ws, build_registry(), capabilities="Blocks: other")
     assert cached(changed) != cached(blocks)
@@ -94,7 +94,7 @@ def test_heartbeat_mode_is_lighter_and_asks_for_heartbeat_ok(ws):
     text = "\n".join(b["text"] for b in hb)
     assert "exactly HEARTBEAT_OK" in text
     assert "Heartbeat Checklist" in text and "Is every running pipeline still receiving frames" in text
-    assert "rtsp://10.0.0.5/s1" in text  # cameras are named in alerts
+    assert '| dock | camera "dock" |' in text and "10.0.0.5" not in text  # cameras are named in alerts
     assert "# AGENTS.md" not in text and "Skill loaded" not in text
     assert len(json.dumps(hb)) < len(json.dumps(full)) / 2
     assert sum("cache_control" in b for b in hb) == 1

@@ -69,7 +69,8 @@ async def test_a_street_hour_becomes_a_few_lines_with_the_numbers(rig, clock: Cl
         ToolContext(settings=settings, services=Services(memory=memory)),
     )
     assert not recall.is_error, recall.text
-    first = recall.text.splitlines()[1]
+    assert recall.text.splitlines()[1] == '<data kind="memory notes">'  # the notes come quoted as data
+    first = recall.text.splitlines()[2]
     assert first == ("street: at most 6 people, 1 car at once; line crossings in 5 / out 0; "
                      "1 stays in the zone (longest person #12 40 s); 1 alerts")
 

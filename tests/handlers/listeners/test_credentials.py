@@ -69,7 +69,8 @@ async def test_cameras_md_reaches_the_model_masked_and_a_repeated_url_reaches_sl
     await finished(slack_api, ts)
     [request] = anthropic_api.ok_requests
     assert SECRET.encode() not in request.raw
-    assert MASKED in json.dumps(request.body["system"])  # the camera is still known to the model, by name and host
+    system = json.dumps(request.body["system"])
+    assert '| dock | camera \\"dock\\" |' in system and MASKED not in system  # known to the model by name only
     slack = everything_slack_got(slack_api)
     assert SECRET not in slack and MASKED in slack
 
@@ -93,7 +94,7 @@ async def test_tools_resolve_the_masked_url_and_memory_never_keeps_the_password(
     assert f"dock camera is {MASKED}" in notes["KNOWLEDGE.md"] and SECRET not in notes["KNOWLEDGE.md"]
     results = tool_result_texts(anthropic_api)
     recall = results[-1]
-    assert MASKED in recall and "moved to" in recall  # the old note was found, its password masked
+    assert 'moved to camera \\"dock\\"' in recall  # the old note was found, the camera named, not its URL
     assert not any(SECRET in r for r in results)
     for request in anthropic_api.ok_requests:  # what the bot itself adds: system prompt and turn context
         assert SECRET not in json.dumps(request.body["system"])

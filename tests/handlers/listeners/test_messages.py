@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 
 from handlers.answers.feedback import STOP_TURN_ACTION
@@ -17,14 +18,19 @@ def in_thread(channel: str, ts: str):
 
 
 def user_texts(request_body: dict) -> list[str]:
-    """Every text a user message in one Messages API request carried."""
+    """Every text a user message in one Messages API request carried; a person's words without their author marker."""
     out = []
     for m in request_body["messages"]:
         if m["role"] != "user":
             continue
         content = m["content"] if isinstance(m["content"], list) else [{"type": "text", "text": m["content"]}]
-        out += [b["text"] for b in content if b.get("type") == "text"]
+        out += [_unmarked(b["text"]) for b in content if b.get("type") == "text"]
     return out
+
+
+def _unmarked(text: str) -> str:
+    found = re.fullmatch(r'<message from_user="[^"]*" name="[^"]*">\n(.*)\n</message>', text, re.S)
+    return found.group(1) if found else text
 
 
 async def test_mention_gets_status_quickly_then_reply_in_its_thread(

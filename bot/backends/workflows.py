@@ -57,6 +57,7 @@ def detection_workflow(
     line: list[list[int]] | None = None,
     zone: list[list[int]] | None = None,
     anchor: str | None = None,
+    settings: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A workflow spec running model_id on `$inputs.image`, optionally tracked, timed in a zone, line-counted, annotated.
 
@@ -69,6 +70,7 @@ def detection_workflow(
         detector["model_id"] = roboflow_model_id(model_id)
     if confidence is not None:
         detector["confidence"] = float(confidence)
+    detector.update(settings or {})  # the detector block's own fields (builtin/people's min_height)
     steps: list[dict[str, Any]] = [detector]
     predictions = "$steps.detector.predictions"
     track = track or line is not None or zone is not None
@@ -193,9 +195,33 @@ def spec_hash(spec: dict[str, Any]) -> str:
 
 
 def describe_spec(spec: dict[str, Any]) -> str:
-    """A short human-readable summary: the step types in order."""
-    steps = spec.get("steps") or []
-    kinds = [str(s.get("type", "?")).split("/")[-1].split("@")[0] for s in steps if isinstance(s, dict)]
-    models = [s.get("model_id") for s in steps if isinstance(s, dict) and s.get("model_id")]
-    text = " → ".join(kinds) or "empty workflow"
-    return f"{text} ({', '.join(map(str, models))})" if models else text
+    """What a spec runs, for people: 'model builtin/people, tracker, counting line (384,0)→(384,576)'.
+
+    Drawing steps are left out (every pipeline draws its frames), models are named as a user gives them.
+    """
+    parts: list[str] = []
+    for step in spec.get("steps") or []:
+        if not isinstance(step, dict):
+            continue
+        kind = str(step.get("type", "?")).split("/")[-1].split("@")[0]
+        if kind.endswith("_visualization"):
+            continue
+        part = _describe_step(step, kind)
+        if not parts or parts[-1] != part:
+            parts.append(part)
+    return ", ".join(parts) or "empty workflow"
+
+
+_BUILTIN_OF_BLOCK = {block: model for model, block in BUILTIN_MODELS.items()}
+
+
+def _describe_step(step: dict[str, Any], kind: str) -> str:
+    if step.get("type") in _BUILTIN_OF_BLOCK:
+        return f"model {_BUILTIN_OF_BLOCK[step['type']]}"
+    if step.get("model_id"):
+        return f"model {step['model_id']}"
+    points = step.get("line_segment") if "line_counter" in kind else step.get("zone") if "zone" in kind else None
+    if isinstance(points, list) and all(isinstance(p, (list, tuple)) and len(p) == 2 for p in points):
+        where = "→".join(f"({p[0]},{p[1]})" for p in points)
+        return f"counting line {where}" if "line_counter" in kind else f"timing a {len(points)}-point zone"
+    return kind.replace("_", " ")

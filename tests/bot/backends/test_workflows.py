@@ -88,7 +88,15 @@ def test_single_image_workflow_labels_class_and_confidence():
     spec = detection_workflow("builtin/faces", track=False)
     assert "tracker" not in steps_by_name(spec)
     assert steps_by_name(spec)["labels"]["text"] == "Class and Confidence"
-    assert describe_spec(spec) == "haar_face_detector → bounding_box_visualization → label_visualization"
+    assert describe_spec(spec) == "model builtin/faces"  # what it runs, not how it draws
+
+
+def test_a_description_names_the_model_and_the_line_or_zone_once():
+    spec = detection_workflow("builtin/people", line=[[384, 0], [384, 576]], zone=[[0, 0], [9, 0], [9, 9], [0, 9]])
+    text = describe_spec(spec)
+    assert text.startswith("model builtin/people") and text.count("counting line (384,0)→(384,576)") == 1
+    assert "4-point zone" in text and "visualization" not in text
+    assert describe_spec(detection_workflow("acme/boxes/3")) == "model boxes/3, byte tracker"
 
 
 def test_spec_hash_ignores_key_order():

@@ -25,7 +25,8 @@ if TYPE_CHECKING:
     from bot.monitoring.alerts import Alert
     from bot.runtime import Runtime
 
-_SLACK_BOLD = re.compile(r"(?<![\w*])\*(\S(?:[^*\n]*\S)?)\*(?![\w*])")
+# *bold*, never a redactor's *** mask: the text inside starts and ends with something other than * or a space
+_SLACK_BOLD = re.compile(r"(?<![\w*])\*([^*\s](?:[^*\n]*[^*\s])?)\*(?![\w*])")
 _CODE = re.compile(r"`([^`\n]+)`")
 # Slack's <https://x|label>, <#C1|name>, <@U1>, <!here>; not a bare <word> (the usage's `<command>` stays)
 _LINK = re.compile(r"<((?:[a-z][a-z0-9+.-]*://|mailto:)[^<>|\s]+|[#@!][^<>|\s]+)(?:\|([^<>]*))?>")

@@ -151,11 +151,14 @@ def _annotation_steps(
             "name": "labels",
             "image": "$steps.boxes.image",
             "predictions": predictions,
-            "text": "Tracker Id" if track else "Class and Confidence",  # alerts name "person #12": find it here
+            "text": "Class and Confidence",  # what it is and how sure, on every box
         },
     ]
+    if track:  # alerts name "person #12": the id goes at the box's foot, so the person finds it here
+        steps.append({"type": "roboflow_core/label_visualization@v1", "name": "ids", "image": "$steps.labels.image",
+                      "predictions": predictions, "text": "Tracker Id", "text_position": "BOTTOM_LEFT"})
     if line is not None:
-        steps += _line_steps(line)
+        steps += _line_steps(line, f"$steps.{steps[-1]['name']}.image")
     return steps
 
 
@@ -175,16 +178,20 @@ def label_point(line: list[list[int]]) -> list[int]:
     return [round(x1 + t * (x2 - x1)), round(y1 + t * (y2 - y1))]
 
 
-def _line_steps(line: list[list[int]]) -> list[dict[str, Any]]:
-    """The counting line and its in/out label; drawn as two halves from the label point when that is not an end."""
+def _line_steps(line: list[list[int]], image: str) -> list[dict[str, Any]]:
+    """The counting line and its in/out label; drawn as two halves from the label point when that is not an end.
+
+    Opaque and bright: the block adds its line onto the picture at opacity 0.3 by default, which all but vanished
+    on a pale pavement; at 1.0 every channel the colour has is full.
+    """
     anchor = label_point(line)
     halves = [line] if anchor == line[0] else [[anchor, line[0]], [anchor, line[1]]]  # same label drawn twice, same spot
     steps: list[dict[str, Any]] = []
-    image = "$steps.labels.image"
     for name, segment in zip(["line_start", "line"][-len(halves):], halves, strict=True):
         steps.append({"type": "roboflow_core/line_counter_visualization@v1", "name": name, "image": image,
                       "zone": segment, "count_in": "$steps.line_counter.count_in",
-                      "count_out": "$steps.line_counter.count_out"})
+                      "count_out": "$steps.line_counter.count_out", "color": "#FF00FF", "opacity": 1.0,
+                      "thickness": 3})
         image = f"$steps.{name}.image"
     return steps
 

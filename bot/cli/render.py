@@ -41,14 +41,18 @@ def _clip(text: str, limit: int) -> str:
 
 
 def save_frame(frames_dir: Path, data: dict[str, Any], label: str = "frame") -> str | None:
-    """Write a FRAME's (or a reply's) JPEG under frames/YYYY-MM-DD/; the path, or None if nothing to save."""
+    """Write a FRAME's (or a reply's) JPEG under frames/YYYY-MM-DD/ as `LABEL_YYYY-MM-DD_HH-MM-SS.jpg` (the camera or
+    caption first, then when: what a person looks for); the path, or None if nothing to save."""
     image = data.get("image")
     if not image:
         return None
     folder = Path(frames_dir) / time.strftime("%Y-%m-%d")
     folder.mkdir(parents=True, exist_ok=True)
-    slug = re.sub(r"[^A-Za-z0-9_-]+", "-", label).strip("-")[:40] or "frame"
-    path = folder / f"{time.strftime('%H%M%S')}_{int(time.time() * 1000) % 1000:03d}_{slug}.jpg"
+    slug = re.sub(r"[^A-Za-z0-9_-]+", "-", label).strip("-")[:40].rstrip("-") or "frame"
+    stem = f"{slug}_{time.strftime('%Y-%m-%d_%H-%M-%S')}"
+    path, n = folder / f"{stem}.jpg", 2
+    while path.exists():  # two in one second: numbered, never overwritten
+        path, n = folder / f"{stem}-{n}.jpg", n + 1
     path.write_bytes(image)
     return str(path)
 

@@ -96,3 +96,13 @@ def test_a_file_runs_out_while_the_prompt_waits_and_the_terminal_shows_its_total
         assert not re.search(r"[•`]|\*walkway", status[0])
     finally:
         term.close()
+
+
+def test_saved_frames_are_named_by_camera_and_time_and_never_overwritten(tmp_path: Path) -> None:
+    from bot.cli.render import save_frame
+
+    paths = [save_frame(tmp_path, {"image": b"\xff\xd8one"}, "alert-Front door!") for _ in range(3)]
+    names = [Path(p).name for p in paths if p]
+    assert len(set(names)) == 3 and all(re.fullmatch(r"alert-Front-door_\d{4}-\d\d-\d\d_\d\d-\d\d-\d\d(-\d)?\.jpg", n)
+                                        for n in names), names
+    assert save_frame(tmp_path, {"image": None}, "x") is None

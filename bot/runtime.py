@@ -155,7 +155,7 @@ class Runtime:
 
     def pipelines_text(self) -> str:
         """Running pipelines for the dynamic part of the prompt (sources credential-redacted)."""
-        return "\n".join("- " + status_line(h) for h in self.pipelines.snapshot())
+        return "\n".join("- " + status_line(h, tally=self.pipelines.tally(h.pipeline_id)) for h in self.pipelines.snapshot())
 
     def command_context(self, user_id: str | None = None, channel_id: str | None = None,
                         session_key: str | None = None, operator: bool = False) -> CommandContext:

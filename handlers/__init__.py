@@ -7,6 +7,7 @@ from typing import Any
 from slack_bolt.async_app import AsyncApp
 
 from bot.runtime import Runtime
+from handlers.alerts import ended
 from handlers.alerts.sink import SlackAlertSink
 from handlers.context import SlackBot
 from handlers.listeners import actions, commands, home, messages
@@ -45,4 +46,5 @@ def register(app: AsyncApp, runtime: Runtime) -> SlackBot:
         surface.register(app, bot)
     bot.posted_alerts = AlertBook(ws.state_dir / "slack_alerts.json")
     runtime.router.add_sink(SlackAlertSink(bot, bot.posted_alerts))
+    ended.register(bot)  # a file that runs out: its totals where it was started
     return bot

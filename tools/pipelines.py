@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Literal
 
 from pydantic import Field, field_validator
@@ -13,9 +14,10 @@ from bot.backends.summary import summarize, summarize_many
 from bot.media.redaction import redact
 from bot.media.resolve import MediaError
 from bot.pipelines.manager import PipelineManager, PipelineNotFound
-from bot.pipelines.request import StartRequest
+from bot.pipelines.request import MIN_HEIGHT, START_OPTIONS, StartRequest
 from bot.pipelines.start import start
 from bot.pipelines.status import status_line
+from bot.pipelines.tally import Origin
 from bot.rights import CONTROLLED
 from bot.services import need
 
@@ -37,6 +39,9 @@ class StartPipelineArgs(ToolArgs):
     zone: str | None = Field(
         None, description="With model_id: time how long each object stays in a zone, a polygon 'X1,Y1,X2,Y2,X3,Y3,...' "
         "(pixels) or a zone name from CAMERAS.md; then a `/vision rule CAMERA zone SECONDS` alerts on dwell")
+    confidence: float | None = Field(None, description="With model_id: " + START_OPTIONS["confidence"][1] + " (0 to 1)")
+    min_height: int | None = Field(None, description="With model_id builtin/people: " + START_OPTIONS["min_height"][1]
+                                   + f" ({MIN_HEIGHT[0]} to {MIN_HEIGHT[1]})")
 
     @field_validator("video_reference", mode="before")
     @classmethod
@@ -68,8 +73,8 @@ def _manager(ctx: ToolContext) -> PipelineManager:
     return need(ctx.services.pipelines, "pipelines")
 
 
-def _describe(h: PipelineHandle) -> str:
-    return status_line(h)
+def _describe(h: PipelineHandle, mgr: PipelineManager) -> str:
+    return status_line(h, tally=mgr.tally(h.pipeline_id))
 
 
 def _given(text: str | None) -> str | None:
@@ -82,13 +87,14 @@ def request_of(args: StartPipelineArgs) -> StartRequest:
         args.video_reference, name=args.pipeline_name, model_id=_given(args.model_id), workflow_spec=args.workflow_spec,
         workspace_name=_given(args.workspace_name), workflow_id=_given(args.workflow_id), max_fps=args.max_fps,
         line=_given(args.line), zone=_given(args.zone), anchor=_given(args.anchor), parameters=args.parameters,
-        backend=args.backend,
+        backend=args.backend, confidence=args.confidence, min_height=args.min_height,
     )
 
 
 async def start_pipeline(args: StartPipelineArgs, ctx: ToolContext) -> ToolResult:
     try:
-        started = await start(request_of(args), _manager(ctx), ctx)
+        origin = Origin(ctx.session_key or None, ctx.requester.user_id, ctx.requester.channel_id)
+        started = await start(replace(request_of(args), origin=origin), _manager(ctx), ctx)
     except EXPECTED as exc:
         return ToolResult.error(redact(str(exc)))
     handle = started.handle
@@ -115,6 +121,8 @@ async def get_pipeline_results(args: GetResultsArgs, ctx: ToolContext) -> ToolRe
     except EXPECTED as exc:
         return ToolResult.error(redact(str(exc)))
     status = f"{handle.name} is {handle.status} ({handle.frames} frames so far)"
+    if (tally := mgr.tally(handle.pipeline_id)) is not None and tally.text():
+        status += f"; {tally.text()}"
     if handle.error:
         status += f"; error: {redact(handle.error)}"
     text = f"{status}. " + summarize_many(results, label="New results") if results else f"{status}. No new results since the last check."
@@ -130,24 +138,26 @@ async def get_pipeline_results(args: GetResultsArgs, ctx: ToolContext) -> ToolRe
 
 async def list_pipelines(args: NoArgs, ctx: ToolContext) -> ToolResult:
     try:
-        handles = await _manager(ctx).list()
+        mgr = _manager(ctx)
+        handles = await mgr.list()
     except EXPECTED as exc:
         return ToolResult.error(redact(str(exc)))
     if not handles:
         return ToolResult(text="No pipelines. Start one with start_pipeline.")
-    return ToolResult(text="\n".join(_describe(h) for h in handles))
+    return ToolResult(text="\n".join(_describe(h, mgr) for h in handles))
 
 
 def _control(action: str):
     async def run(args: ControlArgs, ctx: ToolContext) -> ToolResult:
         try:
+            mgr = _manager(ctx)
             if args.pipeline_id.strip().lower() == "all":
-                done = await _manager(ctx).control_all(action)
-                return ToolResult(text="\n".join(_describe(h) for h in done) or f"No pipelines to {action}.")
-            handle = await getattr(_manager(ctx), action)(args.pipeline_id)
+                done = await mgr.control_all(action)
+                return ToolResult(text="\n".join(_describe(h, mgr) for h in done) or f"No pipelines to {action}.")
+            handle = await getattr(mgr, action)(args.pipeline_id)
         except EXPECTED as exc:
             return ToolResult.error(redact(str(exc)))
-        return ToolResult(text=_describe(handle))
+        return ToolResult(text=_describe(handle, mgr))
 
     run.__name__ = f"{action}_pipeline"
     return run

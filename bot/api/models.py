@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from bot.pipelines.request import MAX_FPS
+from bot.pipelines.request import MAX_FPS, MIN_HEIGHT, START_OPTIONS
 
 _NAME = r"^[\w][\w.-]{0,63}$"  # a pipeline name as /vision start name= takes it
 _TEXT = r"^[^\x00-\x1f]*$"  # one line: no control characters
@@ -27,6 +27,8 @@ class StartPipeline(_Body):
     anchor: str | None = Field(None, max_length=20, pattern=_TEXT,
                                description="with line: the box point that counts, feet / centre / top")
     zone: str | None = Field(None, max_length=2000, pattern=_TEXT, description="X1,Y1,X2,Y2,X3,Y3,... or a zone name")
+    confidence: float | None = Field(None, ge=0, le=1, description=START_OPTIONS["confidence"][1])
+    min_height: int | None = Field(None, ge=MIN_HEIGHT[0], le=MIN_HEIGHT[1], description=START_OPTIONS["min_height"][1])
 
     def options(self) -> dict[str, str]:
         """The /vision start options (strings, as the command line gives them)."""

@@ -57,6 +57,7 @@ def detection_workflow(
     line: list[list[int]] | None = None,
     zone: list[list[int]] | None = None,
     anchor: str | None = None,
+    settings: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A workflow spec running model_id on `$inputs.image`, optionally tracked, timed in a zone, line-counted, annotated.
 
@@ -69,6 +70,7 @@ def detection_workflow(
         detector["model_id"] = roboflow_model_id(model_id)
     if confidence is not None:
         detector["confidence"] = float(confidence)
+    detector.update(settings or {})  # the detector block's own fields (builtin/people's min_height)
     steps: list[dict[str, Any]] = [detector]
     predictions = "$steps.detector.predictions"
     track = track or line is not None or zone is not None
@@ -149,11 +151,14 @@ def _annotation_steps(
             "name": "labels",
             "image": "$steps.boxes.image",
             "predictions": predictions,
-            "text": "Tracker Id" if track else "Class and Confidence",  # alerts name "person #12": find it here
+            "text": "Class and Confidence",  # what it is and how sure, on every box
         },
     ]
+    if track:  # alerts name "person #12": the id goes at the box's foot, so the person finds it here
+        steps.append({"type": "roboflow_core/label_visualization@v1", "name": "ids", "image": "$steps.labels.image",
+                      "predictions": predictions, "text": "Tracker Id", "text_position": "BOTTOM_LEFT"})
     if line is not None:
-        steps += _line_steps(line)
+        steps += _line_steps(line, f"$steps.{steps[-1]['name']}.image")
     return steps
 
 
@@ -173,16 +178,20 @@ def label_point(line: list[list[int]]) -> list[int]:
     return [round(x1 + t * (x2 - x1)), round(y1 + t * (y2 - y1))]
 
 
-def _line_steps(line: list[list[int]]) -> list[dict[str, Any]]:
-    """The counting line and its in/out label; drawn as two halves from the label point when that is not an end."""
+def _line_steps(line: list[list[int]], image: str) -> list[dict[str, Any]]:
+    """The counting line and its in/out label; drawn as two halves from the label point when that is not an end.
+
+    Opaque and bright: the block adds its line onto the picture at opacity 0.3 by default, which all but vanished
+    on a pale pavement; at 1.0 every channel the colour has is full.
+    """
     anchor = label_point(line)
     halves = [line] if anchor == line[0] else [[anchor, line[0]], [anchor, line[1]]]  # same label drawn twice, same spot
     steps: list[dict[str, Any]] = []
-    image = "$steps.labels.image"
     for name, segment in zip(["line_start", "line"][-len(halves):], halves, strict=True):
         steps.append({"type": "roboflow_core/line_counter_visualization@v1", "name": name, "image": image,
                       "zone": segment, "count_in": "$steps.line_counter.count_in",
-                      "count_out": "$steps.line_counter.count_out"})
+                      "count_out": "$steps.line_counter.count_out", "color": "#FF00FF", "opacity": 1.0,
+                      "thickness": 3})
         image = f"$steps.{name}.image"
     return steps
 
@@ -193,9 +202,33 @@ def spec_hash(spec: dict[str, Any]) -> str:
 
 
 def describe_spec(spec: dict[str, Any]) -> str:
-    """A short human-readable summary: the step types in order."""
-    steps = spec.get("steps") or []
-    kinds = [str(s.get("type", "?")).split("/")[-1].split("@")[0] for s in steps if isinstance(s, dict)]
-    models = [s.get("model_id") for s in steps if isinstance(s, dict) and s.get("model_id")]
-    text = " → ".join(kinds) or "empty workflow"
-    return f"{text} ({', '.join(map(str, models))})" if models else text
+    """What a spec runs, for people: 'model builtin/people, tracker, counting line (384,0)→(384,576)'.
+
+    Drawing steps are left out (every pipeline draws its frames), models are named as a user gives them.
+    """
+    parts: list[str] = []
+    for step in spec.get("steps") or []:
+        if not isinstance(step, dict):
+            continue
+        kind = str(step.get("type", "?")).split("/")[-1].split("@")[0]
+        if kind.endswith("_visualization"):
+            continue
+        part = _describe_step(step, kind)
+        if not parts or parts[-1] != part:
+            parts.append(part)
+    return ", ".join(parts) or "empty workflow"
+
+
+_BUILTIN_OF_BLOCK = {block: model for model, block in BUILTIN_MODELS.items()}
+
+
+def _describe_step(step: dict[str, Any], kind: str) -> str:
+    if step.get("type") in _BUILTIN_OF_BLOCK:
+        return f"model {_BUILTIN_OF_BLOCK[step['type']]}"
+    if step.get("model_id"):
+        return f"model {step['model_id']}"
+    points = step.get("line_segment") if "line_counter" in kind else step.get("zone") if "zone" in kind else None
+    if isinstance(points, list) and all(isinstance(p, (list, tuple)) and len(p) == 2 for p in points):
+        where = "→".join(f"({p[0]},{p[1]})" for p in points)
+        return f"counting line {where}" if "line_counter" in kind else f"timing a {len(points)}-point zone"
+    return kind.replace("_", " ")

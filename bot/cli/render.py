@@ -1,10 +1,13 @@
-"""Terminal rendering of AgentEvents, `/vision` replies and alerts (rich)."""
+"""Terminal rendering of AgentEvents, `/vision` replies and alerts (rich); the one Slack-markup-to-terminal converter."""
 
 from __future__ import annotations
 
 import json
 import re
+import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +25,12 @@ if TYPE_CHECKING:
     from bot.monitoring.alerts import Alert
     from bot.runtime import Runtime
 
-_SLACK_BOLD = re.compile(r"(?<![\w*])\*(\S(?:[^*\n]*\S)?)\*(?![\w*])")
+# *bold*, never a redactor's *** mask: the text inside starts and ends with something other than * or a space
+_SLACK_BOLD = re.compile(r"(?<![\w*])\*([^*\s](?:[^*\n]*[^*\s])?)\*(?![\w*])")
+_CODE = re.compile(r"`([^`\n]+)`")
+# Slack's <https://x|label>, <#C1|name>, <@U1>, <!here>; not a bare <word> (the usage's `<command>` stays)
+_LINK = re.compile(r"<((?:[a-z][a-z0-9+.-]*://|mailto:)[^<>|\s]+|[#@!][^<>|\s]+)(?:\|([^<>]*))?>")
+_BULLET = re.compile(r"^(\s*)• ", re.MULTILINE)
 _MAX_RESULT = 600
 _MAX_THINKING = 800
 
@@ -33,16 +41,50 @@ def _clip(text: str, limit: int) -> str:
 
 
 def save_frame(frames_dir: Path, data: dict[str, Any], label: str = "frame") -> str | None:
-    """Write a FRAME's (or a reply's) JPEG under frames/YYYY-MM-DD/; the path, or None if nothing to save."""
+    """Write a FRAME's (or a reply's) JPEG under frames/YYYY-MM-DD/ as `LABEL_YYYY-MM-DD_HH-MM-SS.jpg` (the camera or
+    caption first, then when: what a person looks for); the path, or None if nothing to save."""
     image = data.get("image")
     if not image:
         return None
     folder = Path(frames_dir) / time.strftime("%Y-%m-%d")
     folder.mkdir(parents=True, exist_ok=True)
-    slug = re.sub(r"[^A-Za-z0-9_-]+", "-", label).strip("-")[:40] or "frame"
-    path = folder / f"{time.strftime('%H%M%S')}_{int(time.time() * 1000) % 1000:03d}_{slug}.jpg"
+    slug = re.sub(r"[^A-Za-z0-9_-]+", "-", label).strip("-")[:40].rstrip("-") or "frame"
+    stem = f"{slug}_{time.strftime('%Y-%m-%d_%H-%M-%S')}"
+    path, n = folder / f"{stem}.jpg", 2
+    while path.exists():  # two in one second: numbered, never overwritten
+        path, n = folder / f"{stem}-{n}.jpg", n + 1
     path.write_bytes(image)
     return str(path)
+
+
+def _link(m: re.Match[str]) -> str:
+    target, label = m[1], m[2]
+    if target[0] in "#@!":
+        return ("@" if target[0] == "!" else target[0]) + (label or target[1:])
+    return f"{label} ({target})" if label and label != target else target
+
+
+def terminal_text(text: str, style: str = "") -> Text:
+    """The command core's Slack markup for a terminal: *bold* and `code` become styles, • a dash, links their text
+    (and address). One converter at the CLI edge, so the core writes each string once."""
+    plain = _BULLET.sub(r"\1- ", _LINK.sub(_link, text))
+    out = Text(style=style)
+    pos = 0
+    for m in re.finditer(f"{_SLACK_BOLD.pattern}|{_CODE.pattern}", plain):
+        out.append(plain[pos:m.start()])
+        out.append(m[1] if m[1] is not None else m[2], style="bold" if m[1] is not None else "cyan")
+        pos = m.end()
+    out.append(plain[pos:])
+    return out
+
+
+def _typed() -> str:
+    """What the person has typed at the prompt so far (readline's buffer; '' without readline)."""
+    readline = sys.modules.get("readline")
+    try:
+        return readline.get_line_buffer() if readline is not None else ""
+    except Exception:  # noqa: BLE001 - a redraw without the typed text beats none
+        return ""
 
 
 def _markdown(text: str) -> Markdown:
@@ -58,13 +100,36 @@ class Renderer:
         self._last_result = ""  # a frame's caption often repeats the tool result: print it once
         self._streamed = ""  # the model's text so far in this call, shown live on a terminal
         self._live: Live | None = None
+        self.waiting = False  # the prompt is on screen waiting for a line (set by the REPL's input thread)
 
-    def prompt(self) -> str:
-        return "\x1b[1;36myou>\x1b[0m " if self.console.is_terminal else "you> "
+    def prompt(self, for_input: bool = False) -> str:
+        if not self.console.is_terminal:
+            return "you> "
+        # readline counts the prompt's width: its colour codes are marked as taking none (\x01 … \x02)
+        start, end = ("\x01", "\x02") if for_input and "readline" in sys.modules else ("", "")
+        return f"{start}\x1b[1;36m{end}you>{start}\x1b[0m{end} "
+
+    @contextmanager
+    def aside(self) -> Iterator[None]:
+        """Print something that arrives while the prompt waits (an alert, a file that ran out) above it, then draw
+        the prompt again with what was typed so far, so the person still sees where to type."""
+        if not (self.waiting and self.console.is_terminal):
+            yield
+            return
+        self.console.file.write("\r\x1b[2K")  # the prompt's line is cleared, the text goes there
+        try:
+            yield
+        finally:
+            self.console.file.write(self.prompt() + _typed())
+            self.console.file.flush()
 
     def _say(self, text: str, style: str = "") -> None:
         # Every line the terminal shows passes the one redactor (model text, tool results, replies, alerts).
-        self.console.print(Text(redact(text), style=style))
+        self.console.print(terminal_text(redact(text), style))
+
+    def notice(self, text: str) -> None:
+        """A line about a pipeline nobody asked about just now (a file that ran out, with its totals)."""
+        self._say(text, "bold green")
 
     def plain(self, text: str) -> None:
         self._say(text)
@@ -150,8 +215,7 @@ class Renderer:
             self._say(f"ALERT {d.get('camera')}: {d.get('summary') or d.get('text')}", "bold red")
 
     def command_reply(self, reply: CommandReply, frames_dir: Path) -> None:
-        text = _SLACK_BOLD.sub(r"\1", reply.text)  # the command core writes Slack-style *bold*
-        self._say(text, "" if reply.ok else "red")
+        self._say(reply.text, "" if reply.ok else "red")  # the command core writes Slack markup: _say converts it
         if reply.frame:
             caption = reply.frame_caption or "snapshot"
             path = save_frame(frames_dir, {"image": reply.frame}, caption)

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from bot.agent.tools import Attachment
     from bot.config import Settings
     from bot.monitoring.alerts import Alert
+    from bot.pipelines.tally import Ended
 
 log = logging.getLogger(__name__)
 REPL_HELP = """Type a message to talk to the agent. Commands:
@@ -32,6 +33,10 @@ REPL_HELP = """Type a message to talk to the agent. Commands:
 
 def interactive(settings: Settings, session: str, images: list[str] | None = None) -> int:
     """The chat REPL; `images` are attached to the first message. Returns when the user quits."""
+    try:  # line editing at the prompt, and what was typed so far when an alert draws the prompt again
+        import readline  # noqa: F401
+    except ImportError:  # not on every platform: input() works without it
+        pass
     try:
         attachments = [attachment_for(p, settings.media.max_pixels) for p in images or []]
     except ValueError as exc:
@@ -53,6 +58,7 @@ class _Repl:
         async with Runtime(self.settings) as rt:
             self.rt = rt
             rt.router.add_sink(self._on_alert)
+            rt.pipelines.add_end_listener(self._on_end)
             self._install_sigint()
             self.out.banner(rt, self.session)
             while (line := await self._input()) is not None:
@@ -118,7 +124,12 @@ class _Repl:
         self.out.command_reply(reply, self.rt.workspace.frames_dir)
 
     async def _on_alert(self, alert: Alert, channel: str | None) -> None:
-        self.out.alert(alert, self.rt.workspace.frames_dir)
+        with self.out.aside():
+            self.out.alert(alert, self.rt.workspace.frames_dir)
+
+    def _on_end(self, ended: Ended) -> None:
+        with self.out.aside():
+            self.out.notice(ended.line())
 
     # input without blocking the loop (alerts and pipelines keep running while the prompt waits)
     async def _input(self) -> str | None:
@@ -128,15 +139,17 @@ class _Repl:
 
         def read() -> None:
             try:
-                line: str | None = input(self.out.prompt())
+                line: str | None = input(self.out.prompt(for_input=True))
             except (EOFError, OSError, ValueError):
                 line = None
+            self.out.waiting = False
             try:
                 loop.call_soon_threadsafe(_deliver, fut, line)
             except RuntimeError:  # the REPL already ended (Ctrl-C at the prompt): nobody waits for this line
                 pass
 
         # A daemon thread, so a prompt still waiting for a line never holds up the exit.
+        self.out.waiting = True  # alerts and notices printed meanwhile draw the prompt again below them
         threading.Thread(target=read, name="repl-input", daemon=True).start()
         try:
             return await fut

@@ -16,10 +16,11 @@ from bot.rights import CONTROLLED, refusal
 
 log = logging.getLogger(__name__)
 
-USAGE = """*Usage:* `/vision <command>`
+USAGE = f"""*Usage:* `/vision <command>`
 • `help` — this text
 • `list` — pipelines and their status
-• `start SOURCE [model=ID | workflow=WORKSPACE/ID] [fps=N] [name=NAME] [line=X1,Y1,X2,Y2|middle [anchor=feet|centre|top]]` — SOURCE is a camera name from CAMERAS.md, an rtsp/http URL, a webcam index or a video file (default model `builtin/people`); line= counts objects crossing that line (pixels; `middle` = vertical through the centre) when their anchor point crosses it (people: feet, else the box centre)
+• `start SOURCE [option=value …]` — SOURCE is a camera name from CAMERAS.md, an rtsp/http URL, a webcam index or a video file; the options:
+{pipelines.start_help()}
 • `stop|pause|resume NAME_OR_ID|all`
 • `snapshot NAME_OR_ID` — the latest annotated frame
 • `route CHANNEL [camera=NAME]` — send alerts (for one camera) to CHANNEL
@@ -36,10 +37,11 @@ async def status(ctx: CommandContext) -> CommandReply:
     """Pipelines, alert routes, mutes, rules and jobs in one reply."""
     lines = ["*Status*"]
     try:
-        handles = await ctx.manager().list()
+        mgr = ctx.manager()
+        handles = await mgr.list()
     except BackendError as exc:
         handles, lines = [], lines + [f"Pipelines unavailable: {exc}"]
-    lines += [pipelines.bullet(h) for h in handles] or ["No pipelines."]
+    lines += [pipelines.bullet(h, mgr) for h in handles] or ["No pipelines."]
     lines += routes_status(ctx, (h.name for h in handles))
     return CommandReply("\n".join(lines + rules.rules_status(ctx) + schedule.jobs_status(ctx)))
 

@@ -2,34 +2,44 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from bot.backends.base import PipelineHandle
 from bot.backends.summary import summarize
 from bot.commands.context import CommandContext, CommandReply, fail, parse_options
 from bot.media.redaction import redact
-from bot.pipelines.request import from_options
+from bot.pipelines.manager import PipelineManager
+from bot.pipelines.request import START_OPTIONS, from_options
 from bot.pipelines.start import start as start_pipeline
 from bot.pipelines.status import status_line
+from bot.pipelines.tally import Origin
 
-START_USAGE = ("Usage: `/vision start SOURCE [model=ID | workflow=WORKSPACE/ID] [fps=N] [name=NAME] "
-               "[line=X1,Y1,X2,Y2|middle [anchor=feet|centre|top]] [zone=X1,Y1,X2,Y2,X3,Y3,...|ZONE_NAME] [backend=direct|http|webrtc]`")
+START_USAGE = "Usage: `/vision start SOURCE " + " ".join(f"[{syntax}]" for syntax, _ in START_OPTIONS.values()) + "`"
 
 
-def bullet(h: PipelineHandle) -> str:
-    return "• " + status_line(h, markdown=True)
+def start_help(indent: str = "    ") -> str:
+    """Every option `/vision start` takes, one a line, from the table its parser allows."""
+    return "\n".join(f"{indent}`{syntax}` — {what}" for syntax, what in START_OPTIONS.values())
+
+
+def bullet(h: PipelineHandle, mgr: PipelineManager) -> str:
+    return "• " + status_line(h, markdown=True, tally=mgr.tally(h.pipeline_id))
 
 
 async def list_pipelines(ctx: CommandContext) -> CommandReply:
-    handles = await ctx.manager().list()
+    mgr = ctx.manager()
+    handles = await mgr.list()
     if not handles:
         return CommandReply("No pipelines. Start one with `/vision start SOURCE`.")
-    return CommandReply("*Pipelines*\n" + "\n".join(bullet(h) for h in handles))
+    return CommandReply("*Pipelines*\n" + "\n".join(bullet(h, mgr) for h in handles))
 
 
 async def start(tokens: list[str], ctx: CommandContext) -> CommandReply:
-    args, opts = parse_options(tokens, {"model", "workflow", "fps", "name", "line", "anchor", "zone", "backend"})
+    args, opts = parse_options(tokens, set(START_OPTIONS))
     if len(args) != 1:
         return fail(START_USAGE)
-    started = await start_pipeline(from_options(args[0], opts), ctx.manager(), ctx)  # the one start: the tool's checks too
+    request = replace(from_options(args[0], opts), origin=Origin(ctx.session_key, ctx.user_id, ctx.channel_id))
+    started = await start_pipeline(request, ctx.manager(), ctx)  # the one start: the tool's checks too
     handle = started.handle
     if handle.status == "error":
         return fail(f"*{handle.name}* could not start on {handle.video_reference}: {redact(handle.error or 'source failed')}.")
@@ -46,7 +56,7 @@ async def control(verb: str, tokens: list[str], ctx: CommandContext) -> CommandR
         done = await mgr.control_all(verb)
         if not done:
             return CommandReply(f"No pipelines to {verb}.")
-        return CommandReply("\n".join(bullet(h) for h in done))
+        return CommandReply("\n".join(bullet(h, mgr) for h in done))
     handle = await getattr(mgr, verb)(tokens[0])
     past = {"stop": "Stopped", "pause": "Paused", "resume": "Resumed"}[verb]
     return CommandReply(f"{past} *{handle.name}* `{handle.pipeline_id}` — {handle.status}.")

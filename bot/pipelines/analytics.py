@@ -22,6 +22,8 @@ class Analytics:
     line: list[list[int]] | None = None
     zone: list[list[int]] | None = None
     anchor: str | None = None  # the box point whose crossing counts, when the user chose it
+    confidence: float | None = None  # the detector's settings, when the user gave them
+    min_height: int | None = None
 
     def describe(self) -> str:
         """', counting crossings of the line (320,0)→(320,480), timing objects in a 4-point zone' or ''."""
@@ -32,6 +34,10 @@ class Analytics:
             text += f" by each box's {self.anchor.lower().replace('_', ' ')}" if self.anchor else ""
         if self.zone:
             text += f", timing how long objects stay in a {len(self.zone)}-point zone"
+        if self.confidence is not None:
+            text += f", keeping detections from confidence {self.confidence:g}"
+        if self.min_height is not None:
+            text += f", looking for people from {self.min_height} px tall"
         return text
 
 
@@ -49,10 +55,11 @@ def check_syntax(line: str | None, zone: str | None, named_zones: dict[str, str]
 
 async def compose(
     model_id: str | None, source: str, line: str | None, zone: str | None, named_zones: dict[str, str],
-    anchor: str | None = None,
+    anchor: str | None = None, confidence: float | None = None, min_height: int | None = None,
 ) -> Analytics:
-    """The workflow for model_id with a line and/or zone (`line=middle` reads one frame of source for its size)."""
-    if line is None and zone is None:
+    """The workflow for model_id with a line and/or zone (`line=middle` reads one frame of source for its size) and
+    the detector settings given; an empty Analytics when there is none of them (the manager wraps the model)."""
+    if line is None and zone is None and confidence is None and min_height is None:
         return Analytics()
     if model_id is None:
         raise ValueError(NEEDS_MODEL)
@@ -60,5 +67,7 @@ async def compose(
     point = parse_anchor(anchor) if anchor is not None else None
     line_points = await resolve_line(line, source) if line is not None else None
     zone_points = resolve_zone(zone, named_zones) if zone is not None else None
-    spec = detection_workflow(model_id, line=line_points, zone=zone_points, anchor=point)
-    return Analytics(spec, line_points, zone_points, point)
+    settings = {"min_height": min_height} if min_height is not None else None
+    spec = detection_workflow(model_id, confidence=confidence, line=line_points, zone=zone_points, anchor=point,
+                              settings=settings)
+    return Analytics(spec, line_points, zone_points, point, confidence, min_height)

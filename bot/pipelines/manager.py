@@ -21,11 +21,13 @@ from bot.backends.workflows import detection_workflow
 from bot.config import Settings
 from bot.media.redaction import redact
 from bot.media.sniff import STILL_HINT, still_image
+from bot.media.sources import is_live
 from bot.pipelines.backend_choice import BackendChoice
 from bot.pipelines.clips import ClipRecorder
 from bot.pipelines.request import StartRequest
 from bot.pipelines.state import PipelineConfig, PipelineNotFound
 from bot.pipelines.table import PipelineTable
+from bot.pipelines.tally import Ended, Origin, Tallies, Tally
 
 __all__ = ["LIVE", "PipelineConfig", "PipelineManager", "PipelineNotFound"]
 log = logging.getLogger(__name__)
@@ -45,6 +47,10 @@ class PipelineManager(PipelineTable):
         # Recent frames of every pipeline, for alert clips; listening first, so an event's frame is already kept
         self.clips = ClipRecorder(settings.clips, settings.workspace / "clips")
         self.add_result_listener(self.clips.on_result)
+        self.tallies = Tallies()  # what each pipeline counted so far: status lines and the line when a file ends
+        self.add_result_listener(self.tallies.on_result)
+        self._origins: dict[str, Origin] = {}
+        self._end_listeners: builtins.list[Callable[[Ended], None]] = []
 
     # backend ------------------------------------------------------------
     @property
@@ -72,15 +78,36 @@ class PipelineManager(PipelineTable):
     def config(self, name_or_id: str) -> PipelineConfig:
         return self._configs[self.resolve(name_or_id).pipeline_id]
 
+    def tally(self, pipeline_id: str) -> Tally | None:
+        """What the pipeline counted so far (line in/out, zone dwell); None when it counts nothing."""
+        return self.tallies.get(pipeline_id)
+
+    def add_end_listener(self, fn: Callable[[Ended], None]) -> None:
+        """fn(ended) once for each pipeline whose video file runs out, on the event loop (it must not block)."""
+        self._end_listeners.append(fn)
+
     async def _refresh(self, pid: str) -> PipelineHandle:
         try:
             fresh = await self.backends.of(pid).get_pipeline_status(pid)
         except BackendError as exc:
             fresh = self._handles[pid].with_(status="error", error=str(exc))
+        before = self._handles[pid].status  # read and set with no await between: one refresh sees the change
         handle = self._set(fresh.with_(name=self._handles[pid].name))
         if handle.status == "finished":
             self._save()  # a finished file must not replay on the next start-up
+            if before in LIVE and not is_live(handle.video_reference):  # a stream that ends is a health alert
+                self._announce_end(handle)
         return handle
+
+    def _announce_end(self, handle: PipelineHandle) -> None:
+        handle = self.resolve(handle.pipeline_id)  # with the frames the table counted
+        ended = Ended(handle, self.tally(handle.pipeline_id), self._origins.get(handle.pipeline_id))
+        log.info("%s", ended.line())
+        for fn in list(self._end_listeners):
+            try:
+                fn(ended)
+            except Exception:  # one broken listener must not keep the line from the others
+                log.exception("pipeline end listener failed")
 
     # lifecycle ----------------------------------------------------------
     @staticmethod
@@ -157,6 +184,8 @@ class PipelineManager(PipelineTable):
                     self._configs[cfg.pipeline_id] = cfg
                 self._frames[cfg.pipeline_id] = 0
             handle = self._set(handle.with_(name=cfg.name))
+            if req.origin is not None:
+                self._origins[cfg.pipeline_id] = req.origin
             self._save()
         log.info("pipeline %s (%s) started on %s", cfg.name, cfg.pipeline_id, handle.video_reference)
         return handle

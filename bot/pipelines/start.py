@@ -48,12 +48,13 @@ async def start(req: StartRequest, mgr: PipelineManager, caller: MediaScope) -> 
     mgr.backends.check(req.backend)  # an unknown backend is refused before the source is probed
     # Off the event loop: an http(s) source is fetched once and every stream host is looked up (DNS) here.
     source = await asyncio.to_thread(resolve_video, req.source, caller)
-    extra = await compose(req.model_id, source, req.line, req.zone, zones, req.anchor)
+    extra = await compose(req.model_id, source, req.line, req.zone, zones, req.anchor, req.confidence, req.min_height)
     name = (req.name or "").strip()
     if not name:
         # The camera's own name, also when the model passed a URL: a pipeline's name is shown where URLs are not.
         camera = camera_name_for(caller.workspace, caller.settings, source)
         name = default_name(source, camera, mgr)
     spec = extra.spec or req.workflow_spec
-    handle = await mgr.start(replace(req, source=source, name=name, workflow_spec=spec, line=None, zone=None, anchor=None))
+    handle = await mgr.start(replace(req, source=source, name=name, workflow_spec=spec, line=None, zone=None, anchor=None,
+                                     confidence=None, min_height=None))
     return Started(handle, replace(req, name=handle.name), extra)

@@ -5,13 +5,18 @@ from __future__ import annotations
 from bot.backends.base import InferenceResult, PipelineHandle
 from bot.media.redaction import redact
 from bot.media.sources import is_live
+from bot.pipelines.tally import Tally
 
 
-def status_line(h: PipelineHandle, *, markdown: bool = False, latest: InferenceResult | None = None) -> str:
-    """`name (id pipe_x): running, 12 frames, 4.0 fps, source …, what it runs[; error …][; now: person×2]`.
+def status_line(
+    h: PipelineHandle, *, markdown: bool = False, latest: InferenceResult | None = None, tally: Tally | None = None
+) -> str:
+    """`name (id pipe_x): running, 12 frames, 4.0 fps, source …, what it runs[; error …][; now: person×2]
+    [; counted in 3 / out 2][; zone: …]`.
 
     markdown=True bolds the name and puts the id in code (the `/vision` replies); `latest` adds what the newest
-    result shows. The source is credential-redacted here, whatever the caller passes.
+    result shows, `tally` what it counted so far (`PipelineManager.tally`). The source is credential-redacted here,
+    whatever the caller passes.
     """
     fps = f", {h.fps:.1f} fps" if h.fps else ""
     what = f", {h.workflow_description}" if h.workflow_description else ""
@@ -19,7 +24,8 @@ def status_line(h: PipelineHandle, *, markdown: bool = False, latest: InferenceR
     seen = ", ".join(f"{k}×{v}" for k, v in latest.counts().items()) if latest is not None else ""
     now = f"; now: {seen}" if seen else ""
     head = f"*{h.name}* `{h.pipeline_id}`" if markdown else f"{h.name} (id {h.pipeline_id})"
-    return f"{head}: {h.status}, {h.frames} frames{fps}, source {redact(h.video_reference)}{what}{err}{now}"
+    counted = f"; {tally.text()}" if tally is not None and tally.text() else ""
+    return f"{head}: {h.status}, {h.frames} frames{fps}, source {redact(h.video_reference)}{what}{err}{now}{counted}"
 
 
 def health_problems(

@@ -18,6 +18,12 @@ def session_key(team: str, channel: str, root: str) -> str:
     return f"slack:{team}:{channel}:{root}"
 
 
+def place_of(key: str) -> tuple[str, str] | None:
+    """(channel, thread root) of a `session_key`; None for a key that is not a Slack conversation's."""
+    parts = key.split(":")
+    return (parts[2], parts[3]) if len(parts) == 4 and parts[0] == "slack" and all(parts[1:]) else None
+
+
 @dataclass(frozen=True)
 class Conversation:
     """Where one accepted message belongs and where the answer goes."""

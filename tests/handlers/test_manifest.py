@@ -13,6 +13,7 @@ ROOT = Path(__file__).resolve().parents[2]
 METHOD_SCOPES = {
     "chat_postMessage": "chat:write",
     "chat_update": "chat:write",  # alerts updated in place by their summary
+    "chat_postEphemeral": "chat:write",  # a file's final totals to the person whose `/vision start` ran it
     "chat_delete": "chat:write",  # the Stop line of a running turn, removed when the turn ends
     "chat_startStream": "chat:write",  # streamed answers (handlers/answers/stream.py), docs.slack.dev: chat:write
     "chat_appendStream": "chat:write",

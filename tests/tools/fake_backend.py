@@ -9,6 +9,7 @@ from typing import Any
 
 from bot.backends.base import BackendError, Detection, InferenceResult, PipelineHandle, ResultListener, WorkflowRef
 from bot.backends.policy import check_spec
+from bot.backends.workflows import describe_spec
 from bot.config import InferenceConfig
 
 # The real backends apply the block policy at every entry point; the fake does too, with the default config.
@@ -57,7 +58,8 @@ class FakeBackend:
         self.calls.append(("start_pipeline", {"pipeline_id": pipeline_id, "video_reference": video_reference, **kw}))
         if video_reference.startswith("/") and not Path(video_reference).is_file():
             raise BackendError(f"cannot open video source {video_reference}: no such file")
-        desc = (kw.get("workflow_spec") or {}).get("description", "a workflow")
+        spec = kw.get("workflow_spec") or {}
+        desc = spec.get("description") or (describe_spec(spec) if spec.get("steps") else "a workflow")  # as the real ones
         h = PipelineHandle(pipeline_id, name, self.name, video_reference, desc, time.time(), "running")
         if video_reference.endswith(".broken"):  # opens, then fails on the first read, as a corrupt file does
             h = h.with_(status="error", error="cannot read frames from the source")

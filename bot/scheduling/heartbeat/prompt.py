@@ -47,7 +47,8 @@ def compose(now: datetime, tz: ZoneInfo, events: list[MonitorEvent], due: list[C
 
 def _pipeline_lines(pipelines: PipelineManager | None) -> list[str]:
     handles = pipelines.snapshot() if pipelines is not None else []
-    return ["- " + status_line(h, latest=_latest(pipelines, h.pipeline_id)) for h in handles]
+    return ["- " + status_line(h, latest=_latest(pipelines, h.pipeline_id),
+                               tally=pipelines.tally(h.pipeline_id) if pipelines is not None else None) for h in handles]
 
 
 def _latest(pipelines: PipelineManager | None, pid: str) -> InferenceResult | None:

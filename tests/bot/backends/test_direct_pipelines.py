@@ -71,7 +71,7 @@ async def test_two_faces_crossing_line_count_one_in_one_out(direct_backend, face
 async def test_model_id_pipeline_pause_resume_stop(direct_backend, tmp_path):
     video = make_video(tmp_path / "long.mp4", frames=400)
     handle = await direct_backend.start_pipeline("pr-1", "lobby", str(video), WorkflowRef(model_id="builtin/faces"), max_fps=20)
-    assert "haar_face_detector" in handle.workflow_description
+    assert "model builtin/faces" in handle.workflow_description
     await asyncio.sleep(1.0)
     paused = await direct_backend.pause_pipeline("pr-1")
     assert paused.status == "paused"

@@ -47,7 +47,7 @@ def test_line_adds_tracker_counter_and_counts_outputs():
     assert steps["line_counter"]["line_segment"] == [[320, 0], [320, 480]]
     outputs = {o["name"]: o["selector"] for o in spec["outputs"]}
     assert outputs["count_in"] == "$steps.line_counter.count_in" and outputs["annotated"] == "$steps.line.image"
-    assert steps["labels"]["text"] == "Tracker Id"
+    assert steps["labels"]["text"] == "Class and Confidence" and steps["ids"]["text"] == "Tracker Id"
     with pytest.raises(BackendError, match="two points"):
         detection_workflow("builtin/faces", line=[[1, 2]])
 
@@ -60,7 +60,7 @@ def test_zone_times_tracked_objects_and_keeps_everyone_in_predictions():
     assert steps["zone"]["remove_out_of_zone_detections"] is False  # counts and alerts still see objects outside
     outputs = {o["name"]: o["selector"] for o in spec["outputs"]}
     assert outputs["predictions"] == "$steps.zone.timed_detections"
-    assert steps["zone_area"]["zone"] == steps["zone"]["zone"] and steps["labels"]["text"] == "Tracker Id"
+    assert steps["zone_area"]["zone"] == steps["zone"]["zone"] and steps["ids"]["text"] == "Tracker Id"
     assert check_spec(spec, InferenceConfig()) == []  # every block it uses is on the allowlist
     for bad in ([[1, 2], [3, 4]], [[1, 1], [1, 1], [2, 2]], "0,0,1,1,2,2"):
         with pytest.raises(BackendError, match="at least 3 different points"):
@@ -88,7 +88,15 @@ def test_single_image_workflow_labels_class_and_confidence():
     spec = detection_workflow("builtin/faces", track=False)
     assert "tracker" not in steps_by_name(spec)
     assert steps_by_name(spec)["labels"]["text"] == "Class and Confidence"
-    assert describe_spec(spec) == "haar_face_detector → bounding_box_visualization → label_visualization"
+    assert describe_spec(spec) == "model builtin/faces"  # what it runs, not how it draws
+
+
+def test_a_description_names_the_model_and_the_line_or_zone_once():
+    spec = detection_workflow("builtin/people", line=[[384, 0], [384, 576]], zone=[[0, 0], [9, 0], [9, 9], [0, 9]])
+    text = describe_spec(spec)
+    assert text.startswith("model builtin/people") and text.count("counting line (384,0)→(384,576)") == 1
+    assert "4-point zone" in text and "visualization" not in text
+    assert describe_spec(detection_workflow("acme/boxes/3")) == "model boxes/3, byte tracker"
 
 
 def test_spec_hash_ignores_key_order():

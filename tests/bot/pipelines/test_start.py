@@ -55,6 +55,19 @@ async def _both(settings, services: Services, command: str, tool_input: dict[str
          "give it with line="),
         ("start 0 line=1,2,3", {"video_reference": "0", "model_id": "builtin/people", "line": "1,2,3"},
          "line= takes X1,Y1,X2,Y2"),
+        ("start 0 confidence=1.5", {"video_reference": "0", "model_id": "builtin/people", "confidence": 1.5},
+         "confidence= is a number from 0 to 1"),
+        ("start 0 confidence=-0.01", {"video_reference": "0", "model_id": "builtin/people", "confidence": -0.01},
+         "confidence= is a number from 0 to 1"),
+        ("start 0 min_height=3", {"video_reference": "0", "model_id": "builtin/people", "min_height": 3},
+         "min_height= is how tall the smallest person is, 8 to 2000"),
+        ("start 0 min_height=2001", {"video_reference": "0", "model_id": "builtin/people", "min_height": 2001},
+         "min_height= is how tall the smallest person is, 8 to 2000"),
+        ("start 0 model=builtin/faces min_height=40",
+         {"video_reference": "0", "model_id": "builtin/faces", "min_height": 40}, "min_height= is for model=builtin/people"),
+        ("start 0 workflow=acme/count confidence=0.5",
+         {"video_reference": "0", "workspace_name": "acme", "workflow_id": "count", "confidence": 0.5},
+         "set a model's detector"),
     ],
 )
 async def test_the_tool_and_the_command_refuse_a_bad_start_the_same_way(settings, services, backend, command,
@@ -98,3 +111,30 @@ async def test_the_tool_reads_an_empty_argument_as_not_given(settings, services,
     assert not res.is_error, res.text
     call = next(c[1] for c in backend.calls if c[0] == "start_pipeline")
     assert (call["workspace_name"], call["workflow_id"]) == (None, None)
+
+
+@pytest.mark.parametrize("given", ["confidence=high", "confidence=nan", "min_height=40.5", "min_height=inf", "min_height="])
+async def test_a_detector_setting_that_is_no_number_gets_one_line(settings, services, backend, given):
+    reply = await run_command(f"start dock {given}", CommandContext(settings, services, "cli", "cli", operator=True))
+    key = given.split("=")[0]
+    assert not reply.ok and reply.text.startswith(f"{key}= takes a") and "\n" not in reply.text
+    assert [c for c in backend.calls if c[0] == "start_pipeline"] == []
+
+
+@pytest.mark.parametrize(("confidence", "min_height", "line"), [(0.35, 40, None), (0.0, 8, "middle"), (1.0, 2000, "0,5,9,5")])
+async def test_detector_settings_reach_the_detector_from_the_command_and_the_tool(settings, services, backend,
+                                                                                 confidence, min_height, line):
+    extra = f" line={line}" if line and line != "middle" else ""
+    reply = await run_command(f"start dock confidence={confidence} min_height={min_height}{extra}",
+                              CommandContext(settings, services, "cli", "cli", operator=True))
+    assert reply.ok, reply.text
+    assert f"confidence {confidence:g}" in reply.text and f"from {min_height} px tall" in reply.text
+    tool = await build_registry().execute(
+        "start_pipeline", {"video_reference": "dock", "pipeline_name": "dock-2", "model_id": "builtin/people",
+                           "confidence": confidence, "min_height": min_height, **({"line": line} if extra else {})},
+        ToolContext(settings=settings, services=services))
+    assert not tool.is_error, tool.text
+    for call in (c[1] for c in backend.calls if c[0] == "start_pipeline"):
+        detector = next(s for s in call["workflow_spec"]["steps"] if s["name"] == "detector")
+        assert (detector["confidence"], detector["min_height"]) == (confidence, min_height)
+        assert any(s["name"] == "line_counter" for s in call["workflow_spec"]["steps"]) == bool(extra)

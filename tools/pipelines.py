@@ -8,10 +8,11 @@ from pydantic import Field, field_validator
 
 from bot.agent.registry import ToolRegistry
 from bot.agent.tools import ToolArgs, ToolContext, ToolResult
-from bot.backends.base import BackendError, PipelineHandle
+from bot.backends.base import BackendError, InferenceResult, PipelineHandle
 from bot.backends.summary import summarize, summarize_many
 from bot.media.redaction import redact
 from bot.media.resolve import MediaError
+from bot.pipelines.limits import at_start, cannot_count
 from bot.pipelines.manager import PipelineManager, PipelineNotFound
 from bot.pipelines.request import StartRequest
 from bot.pipelines.start import start
@@ -68,8 +69,9 @@ def _manager(ctx: ToolContext) -> PipelineManager:
     return need(ctx.services.pipelines, "pipelines")
 
 
-def _describe(h: PipelineHandle) -> str:
-    return status_line(h)
+def _describe(h: PipelineHandle, mgr: PipelineManager | None = None) -> str:
+    """The shared status line; with the manager, its latest result (whether it can count reliably) too."""
+    return status_line(h, latest=mgr.latest(h.pipeline_id) if mgr is not None else None)
 
 
 def _given(text: str | None) -> str | None:
@@ -98,10 +100,11 @@ async def start_pipeline(args: StartPipelineArgs, ctx: ToolContext) -> ToolResul
             f"{redact(handle.error or 'the source could not be opened')}. Check the source and start it again."
         )
     rate = f" at up to {args.max_fps:g} FPS" if args.max_fps else ""
+    limit = at_start(started.request.model_id, started.request.max_fps)
     return ToolResult(
         text=f"Pipeline '{handle.name}' started (id: {handle.pipeline_id}, status {handle.status}). Processing "
         f"{redact(handle.video_reference)}{rate} with {handle.workflow_description}{started.analytics.describe()}. "
-        "Check it with get_pipeline_results in a few seconds."
+        + (f"Tell the user: {limit}. " if limit else "") + "Check it with get_pipeline_results in a few seconds."
     )
 
 
@@ -117,6 +120,8 @@ async def get_pipeline_results(args: GetResultsArgs, ctx: ToolContext) -> ToolRe
     status = f"{handle.name} is {handle.status} ({handle.frames} frames so far)"
     if handle.error:
         status += f"; error: {redact(handle.error)}"
+    if note := cannot_count((mgr.latest(handle.pipeline_id) or InferenceResult()).values):
+        status += f"; {note}"
     text = f"{status}. " + summarize_many(results, label="New results") if results else f"{status}. No new results since the last check."
     if latest is None and results:
         latest = results[-1]
@@ -135,7 +140,8 @@ async def list_pipelines(args: NoArgs, ctx: ToolContext) -> ToolResult:
         return ToolResult.error(redact(str(exc)))
     if not handles:
         return ToolResult(text="No pipelines. Start one with start_pipeline.")
-    return ToolResult(text="\n".join(_describe(h) for h in handles))
+    mgr = _manager(ctx)
+    return ToolResult(text="\n".join(_describe(h, mgr) for h in handles))
 
 
 def _control(action: str):

@@ -39,7 +39,7 @@ async def status(ctx: CommandContext) -> CommandReply:
         handles = await ctx.manager().list()
     except BackendError as exc:
         handles, lines = [], lines + [f"Pipelines unavailable: {exc}"]
-    lines += [pipelines.bullet(h) for h in handles] or ["No pipelines."]
+    lines += pipelines.bullets(handles, ctx) or ["No pipelines."]
     lines += routes_status(ctx, (h.name for h in handles))
     return CommandReply("\n".join(lines + rules.rules_status(ctx) + schedule.jobs_status(ctx)))
 

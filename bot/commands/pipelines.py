@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from bot.backends.base import PipelineHandle
+from bot.backends.base import InferenceResult, PipelineHandle
 from bot.backends.summary import summarize
 from bot.commands.context import CommandContext, CommandReply, fail, parse_options
 from bot.media.redaction import redact
+from bot.pipelines.limits import at_start
 from bot.pipelines.request import from_options
 from bot.pipelines.start import start as start_pipeline
 from bot.pipelines.status import status_line
@@ -14,15 +15,21 @@ START_USAGE = ("Usage: `/vision start SOURCE [model=ID | workflow=WORKSPACE/ID] 
                "[line=X1,Y1,X2,Y2|middle [anchor=feet|centre|top]] [zone=X1,Y1,X2,Y2,X3,Y3,...|ZONE_NAME] [backend=direct|http|webrtc]`")
 
 
-def bullet(h: PipelineHandle) -> str:
-    return "• " + status_line(h, markdown=True)
+def bullet(h: PipelineHandle, latest: InferenceResult | None = None) -> str:
+    """One pipeline's status line; with its latest result, what it sees and whether it can count reliably."""
+    return "• " + status_line(h, markdown=True, latest=latest)
+
+
+def bullets(handles: list[PipelineHandle], ctx: CommandContext) -> list[str]:
+    mgr = ctx.manager()
+    return [bullet(h, mgr.latest(h.pipeline_id)) for h in handles]
 
 
 async def list_pipelines(ctx: CommandContext) -> CommandReply:
     handles = await ctx.manager().list()
     if not handles:
         return CommandReply("No pipelines. Start one with `/vision start SOURCE`.")
-    return CommandReply("*Pipelines*\n" + "\n".join(bullet(h) for h in handles))
+    return CommandReply("*Pipelines*\n" + "\n".join(bullets(handles, ctx)))
 
 
 async def start(tokens: list[str], ctx: CommandContext) -> CommandReply:
@@ -33,8 +40,9 @@ async def start(tokens: list[str], ctx: CommandContext) -> CommandReply:
     handle = started.handle
     if handle.status == "error":
         return fail(f"*{handle.name}* could not start on {handle.video_reference}: {redact(handle.error or 'source failed')}.")
+    limit = at_start(started.request.model_id, started.request.max_fps)  # known before any frame: the rate asked
     return CommandReply(f"Started *{handle.name}* `{handle.pipeline_id}` on {handle.video_reference} with "
-                        f"{started.describe()} — {handle.status}.")
+                        f"{started.describe()} — {handle.status}." + (f" ⚠️ {limit}." if limit else ""))
 
 
 async def control(verb: str, tokens: list[str], ctx: CommandContext) -> CommandReply:

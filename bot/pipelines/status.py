@@ -5,6 +5,7 @@ from __future__ import annotations
 from bot.backends.base import InferenceResult, PipelineHandle
 from bot.media.redaction import redact
 from bot.media.sources import is_live
+from bot.pipelines.limits import cannot_count
 
 
 def status_line(h: PipelineHandle, *, markdown: bool = False, latest: InferenceResult | None = None) -> str:
@@ -18,8 +19,9 @@ def status_line(h: PipelineHandle, *, markdown: bool = False, latest: InferenceR
     err = f"; error: {redact(h.error)}" if h.error else ""
     seen = ", ".join(f"{k}×{v}" for k, v in latest.counts().items()) if latest is not None else ""
     now = f"; now: {seen}" if seen else ""
+    limit = f"; {note}" if latest is not None and (note := cannot_count(latest.values)) else ""  # limits.py
     head = f"*{h.name}* `{h.pipeline_id}`" if markdown else f"{h.name} (id {h.pipeline_id})"
-    return f"{head}: {h.status}, {h.frames} frames{fps}, source {redact(h.video_reference)}{what}{err}{now}"
+    return f"{head}: {h.status}, {h.frames} frames{fps}, source {redact(h.video_reference)}{what}{err}{now}{limit}"
 
 
 def health_problems(

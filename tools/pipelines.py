@@ -32,7 +32,8 @@ class StartPipelineArgs(ToolArgs):
     parameters: dict[str, Any] | None = None
     backend: Literal["direct", "http", "webrtc"] | None = Field(
         None, description="Only when asked: run this pipeline on another backend than the configured one")
-    line: str | None = Field(None, description="With model_id: count crossings of a line 'X1,Y1,X2,Y2' (pixels) or 'middle'")
+    line: str | None = Field(None, description="With model_id: count crossings of a line 'X1,Y1,X2,Y2' (pixels; add "
+                             "'@WIDTHxHEIGHT' if read off a frame of another size) or 'middle'")
     anchor: str | None = Field(None, description="With line: the box point whose crossing counts: 'feet' (default for "
                                                  "people), 'centre' (default otherwise) or 'top'")
     zone: str | None = Field(

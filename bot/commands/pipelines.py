@@ -12,7 +12,7 @@ from bot.pipelines.start import start as start_pipeline
 from bot.pipelines.status import status_line
 
 START_USAGE = ("Usage: `/vision start SOURCE [model=ID | workflow=WORKSPACE/ID] [fps=N] [name=NAME] "
-               "[line=X1,Y1,X2,Y2|middle [anchor=feet|centre|top]] [zone=X1,Y1,X2,Y2,X3,Y3,...|ZONE_NAME] [backend=direct|http|webrtc]`")
+               "[line=X1,Y1,X2,Y2[@WxH]|middle [anchor=feet|centre|top]] [zone=X1,Y1,X2,Y2,X3,Y3,...[@WxH]|ZONE_NAME] [backend=direct|http|webrtc]`")
 
 
 def bullet(h: PipelineHandle, latest: InferenceResult | None = None) -> str:

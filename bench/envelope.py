@@ -1,7 +1,7 @@
 """The operating envelope of builtin/people + line counting: people's size in pixels x frame rate, on real CCTV.
 
-vtest.avi (768x576, 10 fps, people 32-147 px tall) scaled to 0.4 .. 1.5 (people ~13 .. 220 px; the labelled median
-80 px becomes 32 .. 120 px) and frame-dropped to 2, 3, 5 and 10 fps, plus a mirrored copy and tree.avi (no one in
+vtest.avi (768x576, 10 fps, people 32-147 px tall) scaled to 0.3 .. 1.5 (people ~10 .. 220 px; the labelled median
+80 px becomes 24 .. 120 px) and frame-dropped to 2, 3, 5 and 10 fps, plus a mirrored copy and tree.avi (no one in
 it). Each cell runs the product's real path: the `/vision start … model=builtin/people line=…` workflow spec
 (bot/backends/workflows.py) compiled by the in-process engine (bot/backends/direct) and fed frame by frame with
 video metadata, as the pipeline feeds it. Per cell: people recall / precision on the labelled frames

@@ -9,10 +9,11 @@ from pydantic import Field, field_validator
 
 from bot.agent.registry import ToolRegistry
 from bot.agent.tools import ToolArgs, ToolContext, ToolResult
-from bot.backends.base import BackendError, PipelineHandle
+from bot.backends.base import BackendError, InferenceResult, PipelineHandle
 from bot.backends.summary import summarize, summarize_many
 from bot.media.redaction import redact
 from bot.media.resolve import MediaError
+from bot.pipelines.limits import at_start, cannot_count
 from bot.pipelines.manager import PipelineManager, PipelineNotFound
 from bot.pipelines.request import MIN_HEIGHT, START_OPTIONS, StartRequest
 from bot.pipelines.start import start
@@ -33,7 +34,8 @@ class StartPipelineArgs(ToolArgs):
     parameters: dict[str, Any] | None = None
     backend: Literal["direct", "http", "webrtc"] | None = Field(
         None, description="Only when asked: run this pipeline on another backend than the configured one")
-    line: str | None = Field(None, description="With model_id: count crossings of a line 'X1,Y1,X2,Y2' (pixels) or 'middle'")
+    line: str | None = Field(None, description="With model_id: count crossings of a line 'X1,Y1,X2,Y2' (pixels; add "
+                             "'@WIDTHxHEIGHT' if read off a frame of another size) or 'middle'")
     anchor: str | None = Field(None, description="With line: the box point whose crossing counts: 'feet' (default for "
                                                  "people), 'centre' (default otherwise) or 'top'")
     zone: str | None = Field(
@@ -74,7 +76,8 @@ def _manager(ctx: ToolContext) -> PipelineManager:
 
 
 def _describe(h: PipelineHandle, mgr: PipelineManager) -> str:
-    return status_line(h, tally=mgr.tally(h.pipeline_id))
+    """The shared status line with its totals and latest result (whether it can count reliably)."""
+    return status_line(h, latest=mgr.latest(h.pipeline_id), tally=mgr.tally(h.pipeline_id))
 
 
 def _given(text: str | None) -> str | None:
@@ -104,10 +107,11 @@ async def start_pipeline(args: StartPipelineArgs, ctx: ToolContext) -> ToolResul
             f"{redact(handle.error or 'the source could not be opened')}. Check the source and start it again."
         )
     rate = f" at up to {args.max_fps:g} FPS" if args.max_fps else ""
+    limit = at_start(started.request.model_id, started.request.max_fps)
     return ToolResult(
         text=f"Pipeline '{handle.name}' started (id: {handle.pipeline_id}, status {handle.status}). Processing "
         f"{redact(handle.video_reference)}{rate} with {handle.workflow_description}{started.analytics.describe()}. "
-        "Check it with get_pipeline_results in a few seconds."
+        + (f"Tell the user: {limit}. " if limit else "") + "Check it with get_pipeline_results in a few seconds."
     )
 
 
@@ -125,6 +129,8 @@ async def get_pipeline_results(args: GetResultsArgs, ctx: ToolContext) -> ToolRe
         status += f"; {tally.text()}"
     if handle.error:
         status += f"; error: {redact(handle.error)}"
+    if note := cannot_count((mgr.latest(handle.pipeline_id) or InferenceResult()).values):
+        status += f"; {note}"
     text = f"{status}. " + summarize_many(results, label="New results") if results else f"{status}. No new results since the last check."
     if latest is None and results:
         latest = results[-1]

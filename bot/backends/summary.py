@@ -6,6 +6,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from bot.backends.base import InferenceResult
+from bot.backends.workflows import CONDITIONS
 from bot.llm.tokens import estimate_tokens
 
 MAX_TOKENS = 150
@@ -18,6 +19,8 @@ MAX_STR = 40
 
 def _flatten(values: dict[str, Any], prefix: str = "", depth: int = 0) -> Iterable[tuple[str, Any]]:
     for key, val in values.items():
+        if not prefix and key in CONDITIONS:
+            continue  # the camera's measured limits: the status line says what they mean (bot/pipelines/limits.py)
         name = f"{prefix}{key}"
         if isinstance(val, dict) and depth < 2:
             yield from _flatten(val, f"{name}.", depth + 1)

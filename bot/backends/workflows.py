@@ -8,7 +8,7 @@ import re
 from typing import Any
 
 from bot.backends.base import BackendError
-from bot.backends.counting import LINE_COUNTER_BLOCK, anchor_for, tracker_step
+from bot.backends.counting import LINE_COUNTER_BLOCK, PEOPLE_DETECTORS, TRACKER_BLOCK, anchor_for, tracker_step
 
 BUILTIN_MODELS: dict[str, str] = {
     "builtin/faces": "vision_agent/haar_face_detector@v1",
@@ -16,11 +16,14 @@ BUILTIN_MODELS: dict[str, str] = {
     "builtin/motion": "vision_agent/motion_detector@v1",
 }
 BUILTIN_DESCRIPTIONS: dict[str, str] = {
-    "builtin/faces": "frontal faces (OpenCV Haar cascade, offline), class `face`",
+    "builtin/faces": "frontal faces from ~24-32 px (OpenCV Haar cascade, offline; a sub-stream's smaller faces "
+                     "need the main stream or a Roboflow model), class `face`",
     "builtin/people": "standing people (OpenCV HOG, offline), class `person`",
     "builtin/motion": "moving regions in video (background subtraction, offline), class `motion`",
 }
 ROBOFLOW_OD_BLOCK = "roboflow_core/roboflow_object_detection_model@v2"
+# Outputs that measure the camera for bot/pipelines/limits.py, not what is seen: summaries leave them out.
+CONDITIONS = ("camera", "tracking")
 # `project/version`, `workspace/project/version`, or a public alias such as `yolov8n-640`.
 _MODEL_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+){0,2}$")
 
@@ -82,6 +85,10 @@ def detection_workflow(
         steps.append(_zone_step(predictions, zone))
         predictions = "$steps.zone.timed_detections"
     outputs = [{"type": "JsonField", "name": "predictions", "selector": predictions}]
+    if detector["type"] in PEOPLE_DETECTORS:  # what it measures of the camera: bot/pipelines/limits.py reads it
+        outputs.append({"type": "JsonField", "name": "camera", "selector": "$steps.detector.camera"})
+    if track and steps[1]["type"] == TRACKER_BLOCK:
+        outputs.append({"type": "JsonField", "name": "tracking", "selector": "$steps.tracker.tracking"})
     if line is not None:
         line = _check_line(line)
         steps.append(

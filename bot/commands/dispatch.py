@@ -41,7 +41,7 @@ async def status(ctx: CommandContext) -> CommandReply:
         handles = await mgr.list()
     except BackendError as exc:
         handles, lines = [], lines + [f"Pipelines unavailable: {exc}"]
-    lines += [pipelines.bullet(h, mgr) for h in handles] or ["No pipelines."]
+    lines += pipelines.bullets(handles, mgr) or ["No pipelines."]
     lines += routes_status(ctx, (h.name for h in handles))
     return CommandReply("\n".join(lines + rules.rules_status(ctx) + schedule.jobs_status(ctx)))
 

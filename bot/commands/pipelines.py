@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from bot.backends.base import PipelineHandle
+from bot.backends.base import InferenceResult, PipelineHandle
 from bot.backends.summary import summarize
 from bot.commands.context import CommandContext, CommandReply, fail, parse_options
 from bot.media.redaction import redact
+from bot.pipelines.limits import at_start
 from bot.pipelines.manager import PipelineManager
 from bot.pipelines.request import START_OPTIONS, from_options
 from bot.pipelines.start import start as start_pipeline
@@ -22,8 +23,13 @@ def start_help(indent: str = "    ") -> str:
     return "\n".join(f"{indent}`{syntax}` — {what}" for syntax, what in START_OPTIONS.values())
 
 
-def bullet(h: PipelineHandle, mgr: PipelineManager) -> str:
-    return "• " + status_line(h, markdown=True, tally=mgr.tally(h.pipeline_id))
+def bullet(h: PipelineHandle, mgr: PipelineManager, latest: InferenceResult | None = None) -> str:
+    """One pipeline's status line: its totals, and with its latest result what it sees and whether it can count."""
+    return "• " + status_line(h, markdown=True, latest=latest, tally=mgr.tally(h.pipeline_id))
+
+
+def bullets(handles: list[PipelineHandle], mgr: PipelineManager) -> list[str]:
+    return [bullet(h, mgr, mgr.latest(h.pipeline_id)) for h in handles]
 
 
 async def list_pipelines(ctx: CommandContext) -> CommandReply:
@@ -31,7 +37,7 @@ async def list_pipelines(ctx: CommandContext) -> CommandReply:
     handles = await mgr.list()
     if not handles:
         return CommandReply("No pipelines. Start one with `/vision start SOURCE`.")
-    return CommandReply("*Pipelines*\n" + "\n".join(bullet(h, mgr) for h in handles))
+    return CommandReply("*Pipelines*\n" + "\n".join(bullets(handles, mgr)))
 
 
 async def start(tokens: list[str], ctx: CommandContext) -> CommandReply:
@@ -43,8 +49,9 @@ async def start(tokens: list[str], ctx: CommandContext) -> CommandReply:
     handle = started.handle
     if handle.status == "error":
         return fail(f"*{handle.name}* could not start on {handle.video_reference}: {redact(handle.error or 'source failed')}.")
+    limit = at_start(started.request.model_id, started.request.max_fps)  # known before any frame: the rate asked
     return CommandReply(f"Started *{handle.name}* `{handle.pipeline_id}` on {handle.video_reference} with "
-                        f"{started.describe()} — {handle.status}.")
+                        f"{started.describe()} — {handle.status}." + (f" ⚠️ {limit}." if limit else ""))
 
 
 async def control(verb: str, tokens: list[str], ctx: CommandContext) -> CommandReply:

@@ -18,6 +18,7 @@ from bot.monitoring.alerts import Alert, AlertRouter
 from bot.monitoring.news import MonitorEvent, News
 from bot.monitoring.rules import ANY, Rule, RuleState, default_rules, evaluate
 from bot.monitoring.timeline import Timeline
+from bot.pipelines.limits import cannot_count
 from bot.pipelines.status import health_problems
 from bot.storage import Storage, open_storage
 
@@ -176,17 +177,21 @@ class Monitor:
     def _health_problems(self, h: PipelineHandle, now: float) -> list[tuple[str, str]]:
         last = self._last_result.get(h.pipeline_id, 0.0)
         current = health_problems(h, now, last, self.stall_seconds, self.min_fps)
+        if h.status == "running" and (note := cannot_count(getattr(self._latest(h), "values", None))):
+            current["cannot_count"] = f"{h.name}: {note}."  # said once, after the first frames measured the camera
         before = self._health.get(h.pipeline_id, set())
         self._health[h.pipeline_id] = set(current)
         return [(rule, text) for rule, text in current.items() if rule not in before]  # only on the way in
 
-    def _latest_frame(self, h: PipelineHandle) -> bytes | None:
+    def _latest(self, h: PipelineHandle) -> Any:
         latest = getattr(self.pipelines, "latest", None)
         try:
-            res = latest(h.pipeline_id) if latest else None
-        except Exception:  # noqa: BLE001 - a frame is a nicety for a health alert
+            return latest(h.pipeline_id) if latest else None
+        except Exception:  # noqa: BLE001 - a frame or a limit is a nicety for a health alert
             return None
-        return getattr(res, "frame", None)
+
+    def _latest_frame(self, h: PipelineHandle) -> bytes | None:
+        return getattr(self._latest(h), "frame", None)
 
     # output -------------------------------------------------------------
     def _emit_threadsafe(self, ev: MonitorEvent) -> None:

@@ -7,8 +7,8 @@ from typing import Any
 
 from bot.backends.counting import parse_anchor
 from bot.backends.workflows import detection_workflow
-from bot.pipelines.counting_line import parse_line, resolve_line
-from bot.pipelines.zones import resolve_zone
+from bot.pipelines.counting_line import frame_size, middle_line, parse_line, rescale, split_size
+from bot.pipelines.zones import resolve_zone, resolve_zone_sized
 
 NEEDS_MODEL = ("line= and zone= work with a model (model=), not a saved workflow; add a line counter or "
                "time-in-zone step to the workflow instead.")
@@ -24,6 +24,7 @@ class Analytics:
     anchor: str | None = None  # the box point whose crossing counts, when the user chose it
     confidence: float | None = None  # the detector's settings, when the user gave them
     min_height: int | None = None
+    moved: str = ""  # ' (given at 1280x720, moved onto this stream's 384x288 frames)' when points were rescaled
 
     def describe(self) -> str:
         """', counting crossings of the line (320,0)→(320,480), timing objects in a 4-point zone' or ''."""
@@ -38,7 +39,7 @@ class Analytics:
             text += f", keeping detections from confidence {self.confidence:g}"
         if self.min_height is not None:
             text += f", looking for people from {self.min_height} px tall"
-        return text
+        return text + self.moved
 
 
 def check_syntax(line: str | None, zone: str | None, named_zones: dict[str, str], anchor: str | None = None) -> None:
@@ -65,9 +66,22 @@ async def compose(
         raise ValueError(NEEDS_MODEL)
     check_syntax(line, zone, named_zones, anchor)
     point = parse_anchor(anchor) if anchor is not None else None
-    line_points = await resolve_line(line, source) if line is not None else None
-    zone_points = resolve_zone(zone, named_zones) if zone is not None else None
+    line_points, line_size = (parse_line(line), split_size(line)[1]) if line is not None else (None, None)
+    zone_points, zone_size = resolve_zone_sized(zone, named_zones) if zone is not None else (None, None)
+    frame = None
+    if line is not None and line_points is None:
+        frame = await frame_size(source, "place line=middle")
+        line_points = middle_line(*frame)
+    elif line_size or zone_size:  # points measured on another size: moved onto the frames this source gives
+        frame = await frame_size(source, "move points given @WIDTHxHEIGHT onto this stream")
+    if line_points is not None:
+        line_points = rescale(line_points, line_size, frame)
+    if zone_points is not None:
+        zone_points = rescale(zone_points, zone_size, frame)
+    given = {s for s in (line_size, zone_size) if s is not None and s != frame}
+    moved = "".join(f" (given at {w}x{h}, moved onto this stream's {frame[0]}x{frame[1]} frames)"
+                    for w, h in sorted(given)) if frame else ""
     settings = {"min_height": min_height} if min_height is not None else None
     spec = detection_workflow(model_id, confidence=confidence, line=line_points, zone=zone_points, anchor=point,
                               settings=settings)
-    return Analytics(spec, line_points, zone_points, point, confidence, min_height)
+    return Analytics(spec, line_points, zone_points, point, confidence, min_height, moved)

@@ -234,7 +234,8 @@ class PipelineManager(PipelineTable):
         return await self.backend.consume_results(self.resolve(name_or_id).pipeline_id, max_results)
 
     def latest(self, name_or_id: str) -> InferenceResult | None:
-        return self.backend.latest_result(self.resolve(name_or_id).pipeline_id)
+        pid = self.resolve(name_or_id).pipeline_id
+        return self.backends.of(pid).latest_result(pid)  # a pipeline started with backend= runs on another
 
     async def close(self) -> None:
         """Shut down: pipelines stop but stay in active_state.json, so the next start-up restores them."""

@@ -26,9 +26,11 @@ START_OPTIONS: dict[str, tuple[str, str]] = {
     "workflow": ("workflow=WORKSPACE/ID", "a saved Roboflow workflow instead of a model"),
     "fps": ("fps=N", f"frames a second to process, up to {MAX_FPS:g}"),
     "name": ("name=NAME", "the pipeline's name (default: the camera's, else the stream's host or the file's name)"),
-    "line": ("line=X1,Y1,X2,Y2|middle", "count objects crossing this line (pixels; middle: vertical through the centre)"),
+    "line": ("line=X1,Y1,X2,Y2[@WxH]|middle",
+             "count objects crossing this line (pixels of the stream, or of a WxH frame they were measured on; "
+             "middle: vertical through the centre)"),
     "anchor": ("anchor=feet|centre|top", "with line=: the box point that must cross (people: feet, else the centre)"),
-    "zone": ("zone=X1,Y1,X2,Y2,X3,Y3,...|ZONE_NAME", "time how long objects stay in a polygon or a CAMERAS.md zone"),
+    "zone": ("zone=X1,Y1,X2,Y2,X3,Y3,...[@WxH]|ZONE_NAME", "time how long objects stay in a polygon or a CAMERAS.md zone"),
     "confidence": ("confidence=0..1", "with a model: drop detections less sure than this"),
     "min_height": (f"min_height={MIN_HEIGHT[0]}..{MIN_HEIGHT[1]}",
                    f"with {PEOPLE}: the smallest person to look for, in pixels tall (in video it also measures them)"),

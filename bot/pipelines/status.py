@@ -5,6 +5,7 @@ from __future__ import annotations
 from bot.backends.base import InferenceResult, PipelineHandle
 from bot.media.redaction import redact
 from bot.media.sources import is_live
+from bot.pipelines.limits import cannot_count
 from bot.pipelines.tally import Tally
 
 
@@ -23,9 +24,11 @@ def status_line(
     err = f"; error: {redact(h.error)}" if h.error else ""
     seen = ", ".join(f"{k}×{v}" for k, v in latest.counts().items()) if latest is not None else ""
     now = f"; now: {seen}" if seen else ""
+    limit = f"; {note}" if latest is not None and (note := cannot_count(latest.values)) else ""  # limits.py
     head = f"*{h.name}* `{h.pipeline_id}`" if markdown else f"{h.name} (id {h.pipeline_id})"
     counted = f"; {tally.text()}" if tally is not None and tally.text() else ""
-    return f"{head}: {h.status}, {h.frames} frames{fps}, source {redact(h.video_reference)}{what}{err}{now}{counted}"
+    return (f"{head}: {h.status}, {h.frames} frames{fps}, source {redact(h.video_reference)}{what}{err}{now}"
+            f"{counted}{limit}")
 
 
 def health_problems(

@@ -8,9 +8,10 @@ from typing import Literal
 
 import cv2
 import numpy as np
-from inference.core.workflows.execution_engine.entities.base import WorkflowImageData
+from inference.core.workflows.execution_engine.entities.base import OutputDefinition, WorkflowImageData
 from inference.core.workflows.execution_engine.entities.types import (
     BOOLEAN_KIND,
+    DICTIONARY_KIND,
     FLOAT_KIND,
     FLOAT_ZERO_TO_ONE_KIND,
     INTEGER_KIND,
@@ -21,6 +22,7 @@ from inference.core.workflows.prototypes.block import BlockResult, WorkflowBlock
 from pydantic import ConfigDict, Field
 
 from bot.backends.builtin.common import (
+    PREDICTIONS,
     _confidence_field,
     _DetectorManifest,
     _schema_extra,
@@ -28,7 +30,7 @@ from bot.backends.builtin.common import (
     to_detections,
 )
 from bot.backends.builtin.line_counter import video_time
-from bot.backends.builtin.people_scale import CameraState, observe, plan
+from bot.backends.builtin.people_scale import UPSCALE_CAP, CameraState, account, conditions, observe, plan
 
 
 class HogPeopleManifest(_DetectorManifest):
@@ -63,6 +65,11 @@ class HogPeopleManifest(_DetectorManifest):
         default=True, description="In video: upscale to the people's measured size and scan where things move."
     )
 
+    @classmethod
+    def describe_outputs(cls) -> list[OutputDefinition]:
+        # `camera`: people's measured height, the smallest the detector finds, time moving unseen (its limits)
+        return PREDICTIONS + [OutputDefinition(name="camera", kind=[DICTIONARY_KIND])]
+
 
 # The default SVM's window is 64×128 px with the person ~96 px tall in it: upscale so min_height fills that,
 # and trim the window's margins so boxes hug the person (bottom centre = feet, for line counting).
@@ -93,10 +100,12 @@ class HogPeopleDetectorBlockV1(WorkflowBlock):
         side = min(max(float(max_side), 128.0), float(_HOG_MAX_SIDE))
         default_scale = _HOG_PERSON_PX / max(int(min_height), 8)
         state = self._camera(images) if adaptive else None
+        dt = 0.0
         if state is None:
             scale, crops = default_scale, [(0, 0, frame.shape[1], frame.shape[0])]
         else:
-            regions = observe(state, frame, self._dt(state, images))
+            dt = self._dt(state, images)
+            regions = observe(state, frame, dt)
             scale, crops = plan(state, frame.shape, regions, default_scale, _HOG_WINDOW, _HOG_PERSON_PX)
         found = [self._scan(frame, crop, min(scale, side / max(crop[2] - crop[0], crop[3] - crop[1])), scale_step)
                  for crop in crops]
@@ -108,9 +117,11 @@ class HogPeopleDetectorBlockV1(WorkflowBlock):
         detections = to_detections(images, boxes, conf.astype(np.float32), "person", confidence)
         if len(detections) > 1:
             detections = detections.with_nms(threshold=iou_threshold)
-        if state is not None:
-            state.last_boxes = detections.xyxy.copy()
-        return {"predictions": detections}
+        if state is None:  # a still (or adaptive off): nothing measured; it finds people from min_height
+            return {"predictions": detections, "camera": conditions(CameraState(), max(int(min_height), 8))}
+        state.last_boxes = detections.xyxy.copy()
+        account(state, len(detections), dt)
+        return {"predictions": detections, "camera": conditions(state, _HOG_PERSON_PX / UPSCALE_CAP)}
 
     def _scan(self, frame: np.ndarray, crop: tuple[int, int, int, int], scale: float,
               scale_step: float) -> tuple[np.ndarray, np.ndarray]:

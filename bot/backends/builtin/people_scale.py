@@ -37,6 +37,12 @@ class CameraState:
     clock: float | None = None  # video time of the previous frame
     heights: deque[float] = field(default_factory=lambda: deque(maxlen=SAMPLES))
     last_boxes: np.ndarray = field(default_factory=lambda: np.zeros((0, 4), np.float32))
+    person_shaped: bool = False  # this frame's motion had a blob shaped like a standing person
+    blind: float = 0.0  # seconds of video with person-shaped motion and no one found, since someone was last found
+
+    def settled(self) -> bool:
+        """The height window is full: early blobs (people already in the first frame leave ghosts) have aged out."""
+        return len(self.heights) == SAMPLES
 
     def person_height(self) -> float | None:
         """The typical standing person's height in px (median of person-shaped moving blobs), once measured."""
@@ -61,14 +67,31 @@ def observe(state: CameraState, frame: np.ndarray, dt: float) -> list[tuple[int,
     mask = cv2.morphologyEx(mask, cv2.MORPH_CLOSE, np.ones((7, 3), np.uint8))  # join a body's parts, head to feet
     contours, _ = cv2.findContours(mask, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE)
     regions = []
+    state.person_shaped = False
     for c in contours:
         x, y, w, h = cv2.boundingRect(c)
         if h < 6 or cv2.contourArea(c) < 12:
             continue  # noise: a few pixels of flicker
         if 1.5 <= h / w <= 4.5 and cv2.contourArea(c) >= 0.35 * w * h:
             state.heights.append(h / f)  # standing people are 2-4 times taller than wide
+            state.person_shaped = True
         regions.append((int(x / f), int(y / f), int((x + w) / f) + 1, int((y + h) / f) + 1))
     return regions
+
+
+def account(state: CameraState, found: int, dt: float) -> None:
+    """After the detector ran: how long person-shaped things have moved with no one found (reset by a find)."""
+    if found:
+        state.blind = 0.0
+    elif state.person_shaped:
+        state.blind += dt
+
+
+def conditions(state: CameraState, smallest_px: float) -> dict[str, float | bool | None]:
+    """What this camera's frames say about the detector's reach (the `camera` output; bot/pipelines/limits.py)."""
+    typical = state.person_height()
+    return {"person_px": None if typical is None else round(typical, 1), "settled": state.settled(),
+            "smallest_px": round(smallest_px, 1), "blind_seconds": round(state.blind, 1)}
 
 
 def plan(state: CameraState, shape: tuple[int, ...], regions: list[tuple[int, int, int, int]],

@@ -11,7 +11,7 @@ byte_tracker@v3, so counting, zones and alerts read it unchanged (block vision_a
 
 from __future__ import annotations
 
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -19,6 +19,7 @@ import numpy as np
 import supervision as sv
 from inference.core.workflows.execution_engine.entities.base import OutputDefinition, WorkflowImageData
 from inference.core.workflows.execution_engine.entities.types import (
+    DICTIONARY_KIND,
     FLOAT_KIND,
     FLOAT_ZERO_TO_ONE_KIND,
     INTEGER_KIND,
@@ -36,6 +37,7 @@ from bot.backends.builtin.line_counter import video_time
 MAX_VIDEOS = 64  # videos tracked at once per block; the least recently seen goes first
 MAX_TRACKS = 1_000  # live tracks per video, whatever a detector outputs
 SETTLE = 0.3  # reach (in heights) even with no time between frames: a box jitters around a still person
+WINDOW = 100  # recent frame intervals and matched steps kept per video, for the `tracking` output
 _FAR = 1e6
 _KINDS = [OBJECT_DETECTION_PREDICTION_KIND]
 
@@ -69,8 +71,10 @@ class TrackerManifest(WorkflowBlockManifest):
 
     @classmethod
     def describe_outputs(cls) -> list[OutputDefinition]:
+        # `tracking`: the stream's real frame interval and how much of its reach tracks use (its limits)
         return [OutputDefinition(name=n, kind=_KINDS)
-                for n in ("tracked_detections", "new_instances", "already_seen_instances")]
+                for n in ("tracked_detections", "new_instances", "already_seen_instances")] + [
+                OutputDefinition(name="tracking", kind=[DICTIONARY_KIND])]
 
     @classmethod
     def get_execution_engine_compatibility(cls) -> str | None:
@@ -89,6 +93,16 @@ class _Video:
     def __init__(self) -> None:
         self.tracks: OrderedDict[int, _Track] = OrderedDict()
         self.next_id = 1
+        self.clock: float | None = None  # video time of the previous frame
+        self.intervals: deque[float] = deque(maxlen=WINDOW)  # seconds between frames, as the stream delivers them
+        self.used: deque[float] = deque(maxlen=WINDOW)  # a matched box's move / the reach it had (moving ones)
+
+    def tracking(self, lost_seconds: float) -> dict[str, float | int | None]:
+        """The stream's real frame interval and how far tracks move for the reach they have (the `tracking` output)."""
+        interval = float(np.median(self.intervals)) if self.intervals else None
+        used = float(np.percentile(self.used, 90)) if len(self.used) >= 10 else None
+        return {"interval": None if interval is None else round(interval, 3), "lost_seconds": round(lost_seconds, 2),
+                "reach_used": None if used is None else round(used, 2), "steps": len(self.used)}
 
 
 def _centre(box: np.ndarray) -> np.ndarray:
@@ -106,6 +120,9 @@ def _iou(a: np.ndarray, b: np.ndarray) -> float:
 def associate(video: _Video, boxes: np.ndarray, conf: np.ndarray, classes: np.ndarray, now: float,
               activation: float, lost_seconds: float, min_overlap: float, max_speed: float) -> np.ndarray:
     """Tracker ids for one frame's boxes (-1: left untracked: too unsure to start a track); tracks updated."""
+    if video.clock is not None and now > video.clock:
+        video.intervals.append(now - video.clock)
+    video.clock = now if video.clock is None else max(video.clock, now)
     keys = list(video.tracks)
     cost = np.full((len(boxes), len(keys)), _FAR)
     for j, key in enumerate(keys):
@@ -132,6 +149,9 @@ def associate(video: _Video, boxes: np.ndarray, conf: np.ndarray, classes: np.nd
             key = keys[j]
             t = video.tracks.pop(key)
             dt = now - t.time
+            moved = float(np.hypot(*(_centre(boxes[i]) - _centre(t.box)))) / max(t.box[3] - t.box[1], 1.0)
+            if dt > 0 and moved > SETTLE:  # a moving object: how much of the reach its move took
+                video.used.append(moved / (SETTLE + max_speed * dt))
             if dt > 0:  # smoothed: one jittery box must not fling the prediction
                 t.velocity = 0.5 * t.velocity + 0.5 * (_centre(boxes[i]) - _centre(t.box)) / dt
             t.box, t.time = boxes[i].astype(np.float64), max(t.time, now)
@@ -171,14 +191,15 @@ class TrackerBlockV1(WorkflowBlock):
         n = len(detections)
         conf = detections.confidence if detections.confidence is not None else np.ones(n)
         classes = detections.class_id if detections.class_id is not None else np.zeros(n, dtype=int)
+        lost_seconds = max(float(lost_track_buffer), 1.0) / 30.0
         ids = associate(video, detections.xyxy.astype(np.float64), np.asarray(conf, dtype=np.float64),
                         np.asarray(classes), video_time(metadata), float(track_activation_threshold),
-                        max(float(lost_track_buffer), 1.0) / 30.0, 1.0 - float(minimum_matching_threshold),
-                        max(float(max_speed), 0.0))
+                        lost_seconds, 1.0 - float(minimum_matching_threshold), max(float(max_speed), 0.0))
         tracked: Any = detections[ids >= 0]
         tracked.tracker_id = ids[ids >= 0]
         seen = self._seen.setdefault(key, set())
         new = np.array([int(t) not in seen for t in tracked.tracker_id], dtype=bool)
         seen.intersection_update(video.tracks)  # forgotten tracks leave the set: it stays bounded
         seen.update(int(t) for t in tracked.tracker_id)
-        return {"tracked_detections": tracked, "new_instances": tracked[new], "already_seen_instances": tracked[~new]}
+        return {"tracked_detections": tracked, "new_instances": tracked[new], "already_seen_instances": tracked[~new],
+                "tracking": video.tracking(lost_seconds)}

@@ -250,4 +250,4 @@ async def test_start_with_a_zone_times_objects_in_it_by_polygon_or_by_name(ctx, 
 
 
 def test_usage_documents_line():
-    assert "line=X1,Y1,X2,Y2|middle" in USAGE
+    assert "line=X1,Y1,X2,Y2[@WxH]|middle" in USAGE

@@ -1,0 +1,91 @@
+"""When a camera is outside what the bot counts reliably: one line saying why and what to do, or None.
+
+Read from what a pipeline measures of its own camera, never from constants fitted to one video: builtin/people's
+`camera` output (people's typical height from person-shaped moving blobs, the smallest person its largest upscale
+finds, how long such motion went on with no one found: bot/backends/builtin/people_scale.py) and the tracker's
+`tracking` output (the stream's real frame interval, how much of its reach tracks use: bot/backends/builtin/tracker.py).
+At start only the rate asked for is known. `status_line` shows the line, so `/vision status`, `/vision list`, the
+agent's pipeline tools and the heartbeat all say it; `/vision start` and start_pipeline add the start-time one.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from bot.backends.counting import TRACKER_SETTINGS
+
+HEAD = "cannot count reliably: "
+BLIND_SECONDS = 120.0  # person-shaped motion this long with no one found: the detector does not see these people
+REACH_USED = 0.8  # one matched move in ten uses this share of the tracker's reach: the faster ones are being lost
+BRIDGED_MISSES = 1  # a track must outlive this many missed frames in a row (a detector misses now and then)
+# The tracker keeps a lost track this long (lost_track_buffer counts 1/30 s), whichever tracker a model gets.
+LOST_SECONDS = TRACKER_SETTINGS["lost_track_buffer"] / 30.0
+
+
+def cannot_count(values: Mapping[str, Any] | None) -> str | None:
+    """The one line for a running pipeline's latest result values, or None (within limits, or not measured yet)."""
+    if not isinstance(values, Mapping):
+        return None
+    camera, tracking = _part(values, "camera"), _part(values, "tracking")
+    for why in (_too_small(camera), _too_slow(_num(tracking, "interval"), _num(tracking, "lost_seconds")),
+                _too_fast(tracking), _blind(camera)):
+        if why:
+            return HEAD + why
+    return None
+
+
+def at_start(model_id: str | None, max_fps: float | None) -> str | None:
+    """The line for a start whose rate alone is too low to track (a model's pipelines always track), or None."""
+    if model_id is None or not max_fps:
+        return None
+    why = _too_slow(1.0 / max_fps, LOST_SECONDS)
+    return HEAD + why if why else None
+
+
+def _part(values: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    part = values.get(key)
+    return part if isinstance(part, Mapping) else {}
+
+
+def _num(values: Mapping[str, Any], key: str) -> float | None:
+    """A finite number from a value a workflow output (an inline spec may name one `camera`) carried, else None."""
+    value = values.get(key)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def _too_small(camera: Mapping[str, Any]) -> str | None:
+    typical, smallest = _num(camera, "person_px"), _num(camera, "smallest_px")
+    if camera.get("settled") is not True or typical is None or smallest is None or typical >= smallest:
+        return None
+    return (f"people here are about {typical:.0f} px tall and builtin/people finds people from about "
+            f"{smallest:.0f} px — use the main stream (a higher resolution) or a Roboflow model")
+
+
+def _too_slow(interval: float | None, lost_seconds: float | None) -> str | None:
+    """A frame interval at which one missed detection already loses a track (its count with it)."""
+    if interval is None or lost_seconds is None or interval <= 0 or (BRIDGED_MISSES + 1) * interval <= lost_seconds:
+        return None
+    needed = (BRIDGED_MISSES + 1) / lost_seconds
+    return (f"frames come every {interval:.2g} s ({1 / interval:.2g} fps) and a track is dropped after "
+            f"{lost_seconds:.2g} s unseen, so a person missed in one frame is lost — raise fps to {needed:.2g} or more")
+
+
+def _too_fast(tracking: Mapping[str, Any]) -> str | None:
+    used, interval = _num(tracking, "reach_used"), _num(tracking, "interval")
+    if used is None or used < REACH_USED:
+        return None
+    rate = f" at {1 / interval:.2g} fps" if interval else ""
+    return (f"things move nearly as far between frames{rate} as the tracker can follow ({used:.0%} of its reach), "
+            "so the fastest are lost — raise fps")
+
+
+def _blind(camera: Mapping[str, Any]) -> str | None:
+    seconds = _num(camera, "blind_seconds")
+    if seconds is None or seconds < BLIND_SECONDS:
+        return None
+    return (f"things shaped like people have moved for {seconds / 60:.0f} min with no one found — if people pass "
+            "here, use a Roboflow model (builtin/people misses people far off, sitting or seen from above)")

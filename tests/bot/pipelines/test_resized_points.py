@@ -1,0 +1,67 @@
+"""A line or zone read off one frame size, on a stream of another: `@WIDTHxHEIGHT` moves the points onto its frames.
+
+The committed sub-stream (tests/fixtures/data/substream_5fps.mp4) is vtest.avi at 384x288; its by-eye line is x=520
+on the 768x576 main stream.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bot.pipelines.analytics import compose
+from bot.pipelines.counting_line import parse_line, rescale, split_size
+from bot.pipelines.request import StartRequest, check
+
+CLIP = Path(__file__).resolve().parents[2] / "fixtures" / "data" / "substream_5fps.mp4"
+
+
+async def test_a_line_drawn_on_the_main_stream_lands_where_it_was_drawn_on_the_substream():
+    by_eye = json.loads(CLIP.with_suffix(".json").read_text())["line"]  # [[260, 0], [260, 288]]
+    analytics = await compose("builtin/people", str(CLIP), "520,0,520,576@768x576", None, {})
+    assert analytics.line == by_eye
+    assert "given at 768x576, moved onto this stream's 384x288 frames" in analytics.describe()
+    step = next(s for s in analytics.spec["steps"] if s["name"] == "line_counter")
+    assert step["line_segment"] == by_eye
+
+
+async def test_a_zone_and_a_named_zone_follow_the_size_they_were_given_in():
+    analytics = await compose("builtin/people", str(CLIP), None, "100,300,700,300,700,560@800x600", {})
+    assert analytics.zone == [[48, 144], [336, 144], [336, 269]]
+    named = await compose("builtin/people", str(CLIP), "0,0,1920,1080@1920x1080", "door",
+                          {"door": "0,0,1280,0,1280,720@1280x720"})
+    assert named.zone == [[0, 0], [384, 0], [384, 288]] and named.line == [[0, 0], [384, 288]]
+    assert named.describe().count("moved onto this stream's 384x288") == 2  # two sizes given, each said
+
+
+async def test_points_without_a_size_are_the_streams_own_and_nothing_is_opened_for_them(tmp_path: Path):
+    analytics = await compose("builtin/people", str(tmp_path / "no-such.mp4"), "10,20,30,40", "1,1,5,1,5,5", {})
+    assert analytics.line == [[10, 20], [30, 40]] and analytics.zone == [[1, 1], [5, 1], [5, 5]]
+    assert "given at" not in analytics.describe()
+    same = await compose("builtin/people", str(CLIP), "10,20,30,40@384x288", None, {})
+    assert same.line == [[10, 20], [30, 40]] and "given at" not in same.describe()
+
+
+async def test_a_size_that_cannot_be_applied_gets_one_line_saying_what_to_do(tmp_path: Path):
+    with pytest.raises(ValueError, match="Could not read a frame .* without @WIDTHxHEIGHT"):
+        await compose("builtin/people", str(tmp_path / "no-such.mp4"), "10,20,30,40@640x480", None, {})
+    for bad in ("10,20,30,40@0x480", "10,20,30,40@640x99999"):
+        with pytest.raises(ValueError, match="frame size the points were measured on"):
+            check(StartRequest("0", model_id="builtin/people", line=bad), {})
+    with pytest.raises(ValueError, match="@WIDTHxHEIGHT"):
+        check(StartRequest("0", model_id="builtin/people", line="10,20,30@640x480"), {})
+
+
+@pytest.mark.parametrize(("raw", "points", "size"), [
+    ("1,2,3,4@640x480", [[1, 2], [3, 4]], (640, 480)), ("1,2,3,4 @ 1280X720", [[1, 2], [3, 4]], (1280, 720)),
+    ("1,2,3,4@352×240", [[1, 2], [3, 4]], (352, 240)), ("1,2,3,4", [[1, 2], [3, 4]], None),
+])
+def test_the_size_suffix_is_read_in_the_forms_people_write_it(raw, points, size):
+    assert parse_line(raw) == points and split_size(raw)[1] == size
+
+
+def test_rescale_maps_each_axis_on_its_own():
+    assert rescale([[640, 360]], (1280, 720), (704, 480)) == [[352, 240]]  # 16:9 main stream, 4:3-ish D1 sub-stream
+    assert rescale([[5, 5]], None, (704, 480)) == [[5, 5]] and rescale([[5, 5]], (10, 10), None) == [[5, 5]]

@@ -20,6 +20,9 @@ BUILTIN_DESCRIPTIONS: dict[str, str] = {
     "builtin/people": "standing people (OpenCV HOG, offline), class `person`",
     "builtin/motion": "moving regions in video (background subtraction, offline), class `motion`",
 }
+BUILTIN_CLASSES: dict[str, tuple[str, ...]] = {  # what each builtin detector can ever report (a rule names one)
+    "builtin/faces": ("face",), "builtin/people": ("person",), "builtin/motion": ("motion",),
+}
 ROBOFLOW_OD_BLOCK = "roboflow_core/roboflow_object_detection_model@v2"
 # `project/version`, `workspace/project/version`, or a public alias such as `yolov8n-640`.
 _MODEL_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+){0,2}$")

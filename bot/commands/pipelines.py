@@ -6,7 +6,7 @@ from bot.backends.base import PipelineHandle
 from bot.backends.summary import summarize
 from bot.commands.context import CommandContext, CommandReply, fail, parse_options
 from bot.media.redaction import redact
-from bot.pipelines.request import from_options
+from bot.pipelines.request import StartRequest, from_options
 from bot.pipelines.start import start as start_pipeline
 from bot.pipelines.status import status_line
 
@@ -29,12 +29,22 @@ async def start(tokens: list[str], ctx: CommandContext) -> CommandReply:
     args, opts = parse_options(tokens, {"model", "workflow", "fps", "name", "line", "anchor", "zone", "backend"})
     if len(args) != 1:
         return fail(START_USAGE)
-    started = await start_pipeline(from_options(args[0], opts), ctx.manager(), ctx)  # the one start: the tool's checks too
+    request, mgr = from_options(args[0], opts), ctx.manager()
+    loaded = any(h.frames for h in mgr.snapshot())  # a pipeline has run here: inference and its detectors are loaded
+    await ctx.say(starting(request, loaded))  # a first start takes seconds: say so at once
+    started = await start_pipeline(request, mgr, ctx)  # the one start: the tool's checks too
     handle = started.handle
     if handle.status == "error":
         return fail(f"*{handle.name}* could not start on {handle.video_reference}: {redact(handle.error or 'source failed')}.")
     return CommandReply(f"Started *{handle.name}* `{handle.pipeline_id}` on {handle.video_reference} with "
                         f"{started.describe()} — {handle.status}.")
+
+
+def starting(req: StartRequest, loaded: bool) -> str:
+    """The line shown while a start runs: the first in a process loads inference and the detector (~10 s)."""
+    what = f"model `{req.model_id}`" if req.model_id else f"workflow {req.workspace_name}/{req.workflow_id}"
+    wait = "…" if loaded else " — loading the detector, the first start takes 10-15 s…"
+    return f"Starting {redact(req.source)} with {what}{wait}"
 
 
 async def control(verb: str, tokens: list[str], ctx: CommandContext) -> CommandReply:

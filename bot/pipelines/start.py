@@ -10,9 +10,11 @@ from dataclasses import dataclass, replace
 from bot.backends.base import PipelineHandle
 from bot.media.cameras import find_camera, named_zones
 from bot.media.resolve import MediaScope, resolve_video
+from bot.media.sources import file_fps, is_live
 from bot.pipelines.analytics import Analytics, compose
 from bot.pipelines.manager import PipelineManager
 from bot.pipelines.naming import default_name
+from bot.pipelines.rate import Rate
 from bot.pipelines.request import StartRequest, check
 
 __all__ = ["StartRequest", "Started", "start"]
@@ -25,15 +27,17 @@ class Started:
     handle: PipelineHandle
     request: StartRequest
     analytics: Analytics
+    rate: Rate | None = None
 
     def describe(self) -> str:
-        """"model `builtin/people`, counting crossings of the line (0,5)→(9,5) at 5 fps"."""
+        """"model `builtin/people`, counting crossings of the line (0,5)→(9,5) at up to 5 fps" (see Rate)."""
         req = self.request
         if req.workflow_id:
             what = f"workflow {req.workspace_name}/{req.workflow_id}"
         else:
             what = f"model `{req.model_id}`" if req.model_id else "an inline workflow"
-        return what + self.analytics.describe() + (f" at {req.max_fps:g} fps" if req.max_fps else "")
+        rate = self.rate or Rate(req.max_fps, req.source)
+        return what + self.analytics.describe() + rate.describe()
 
 
 async def start(req: StartRequest, mgr: PipelineManager, caller: MediaScope) -> Started:
@@ -55,4 +59,6 @@ async def start(req: StartRequest, mgr: PipelineManager, caller: MediaScope) -> 
         name = default_name(source, camera, mgr)
     spec = extra.spec or req.workflow_spec
     handle = await mgr.start(replace(req, source=source, name=name, workflow_spec=spec, line=None, zone=None, anchor=None))
-    return Started(handle, replace(req, name=handle.name), extra)
+    own = await asyncio.to_thread(file_fps, source) if req.max_fps and not is_live(source) else None
+    rate = Rate(req.max_fps, source, own, req.backend or caller.settings.inference.backend)
+    return Started(handle, replace(req, name=handle.name), extra, rate)

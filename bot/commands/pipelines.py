@@ -31,8 +31,8 @@ async def start(tokens: list[str], ctx: CommandContext) -> CommandReply:
         return fail(START_USAGE)
     request, mgr = from_options(args[0], opts), ctx.manager()
     loaded = any(h.frames for h in mgr.snapshot())  # a pipeline has run here: inference and its detectors are loaded
-    await ctx.say(starting(request, loaded))  # a first start takes seconds: say so at once
-    started = await start_pipeline(request, mgr, ctx)  # the one start: the tool's checks too
+    # the one start (the tool's checks too); once they pass, a line at once: a first start takes seconds
+    started = await start_pipeline(request, mgr, ctx, lambda: ctx.say(starting(request, loaded)))
     handle = started.handle
     if handle.status == "error":
         return fail(f"*{handle.name}* could not start on {handle.video_reference}: {redact(handle.error or 'source failed')}.")

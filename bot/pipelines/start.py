@@ -5,6 +5,7 @@ with the same messages."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 
 from bot.backends.base import PipelineHandle
@@ -40,18 +41,21 @@ class Started:
         return what + self.analytics.describe() + rate.describe()
 
 
-async def start(req: StartRequest, mgr: PipelineManager, caller: MediaScope) -> Started:
+async def start(req: StartRequest, mgr: PipelineManager, caller: MediaScope,
+                starting: Callable[[], Awaitable[None]] | None = None) -> Started:
     """Check the request, resolve its source (as `caller` may: its folders, cameras, attachments), compose its
     line/zone workflow and start it on `mgr`.
 
     Raises ValueError / MediaError / BackendError with one line a user or the model can act on; nothing is opened
-    before the request's own checks pass.
+    before the request's own checks pass. `starting` is awaited once they have, before the slow part.
     """
     zones = named_zones(caller.workspace, caller.settings)
     check(req, zones)
     mgr.backends.check(req.backend)  # an unknown backend is refused before the source is probed
     # Off the event loop: an http(s) source is fetched once and every stream host is looked up (DNS) here.
     source = await asyncio.to_thread(resolve_video, req.source, caller)
+    if starting is not None:  # checked and found: what is left (reading a frame, loading the detector) takes seconds
+        await starting()
     extra = await compose(req.model_id, source, req.line, req.zone, zones, req.anchor)
     name = (req.name or "").strip()
     if not name:

@@ -3,11 +3,16 @@ workspace, and `chat -m '/vision …'` without a key."""
 
 from __future__ import annotations
 
+import fcntl
+import json
 import os
 import pty
 import re
 import select
+import shutil
+import struct
 import subprocess
+import termios
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,12 +32,16 @@ def _env(base_env: dict[str, str]) -> dict[str, str]:
     return {**test_cli._env(base_env), "PYTHONPATH": str(ROOT)}
 
 
+FOOTAGE = ROOT / "tests" / "fixtures" / "data"
+
+
 class Terminal:
     """`vision-agent chat` on a pseudo-terminal: type lines, wait for what the screen shows."""
 
     def __init__(self, env: dict[str, str], cwd: Path) -> None:
         self.fd, slave = pty.openpty()
-        self.proc = subprocess.Popen([EXE, "chat"], env={**env, "COLUMNS": "240"}, cwd=cwd, stdin=slave,
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 500, 0, 0))  # wide: one reply, one line
+        self.proc = subprocess.Popen([EXE, "chat"], env=env, cwd=cwd, stdin=slave,
                                      stdout=slave, stderr=slave, close_fds=True)
         os.close(slave)
         self.screen = ""
@@ -107,6 +116,31 @@ def test_the_terminal_starts_a_file_outside_the_workspace_and_says_what_it_runs(
     assert "ask about it in a chat message" in refusal and "run_inference" not in refusal
     term.type("/vision stop gate")
     assert "list_pipelines" not in term.wait_for(r"no pipeline 'gate'[^\n]*").group(0)
+
+
+def test_the_terminal_holds_crossings_says_them_and_keeps_rules_to_the_models_classes(
+    terminal, tmp_path: Path
+) -> None:
+    street = tmp_path / "footage"
+    street.mkdir()
+    shutil.copy(FOOTAGE / "crossing.mp4", street / "crossing.mp4")  # three men cross right to left, 5 fps
+    line = ",".join(str(v) for point in json.loads((FOOTAGE / "crossing.json").read_text())["line"] for v in point)
+    term = terminal(street)
+    term.wait_for(r"you> ")
+    term.type(f"/vision start {street / 'crossing.mp4'} name=street line={line}")
+    term.wait_for(r"Started street [^\n]*every frame of the file as fast as the detector goes", seconds=120)
+    first = term.wait_for(r"ALERT [\d:]+ street \[line_crossed\]: line crossed \(([^)]*)\)", seconds=120)
+    summary = term.wait_for(r"pipeline finished, \+(\d+) crossed since the last alert: in (\d+) / out (\d+) "
+                            r"\(held by the cooldown\); totals in (\d+) / out (\d+)", seconds=120)
+    own = sum(int(n) for n in re.findall(r"\+(\d+)", first.group(1)))
+    assert own + int(summary[1]) == int(summary[4]) + int(summary[5])  # the alert and the summary add up
+    term.type("/vision rule street count people>2")
+    added = term.wait_for(r"Rule on street: [^\n]*").group(0)
+    assert "`people` taken as `person`" in added and "line_crossed" in added and "stays on" in added
+    term.type("/vision rule street appears car")
+    assert "`person`" in term.wait_for(r"street never reports `car`[^\n]*").group(0)
+    term.type("/vision rules street")
+    term.wait_for(r"line_crossed[^\n]*alerts held for \d+ s more")
 
 
 @dataclass

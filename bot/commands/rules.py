@@ -149,12 +149,14 @@ def _camera_rules(monitor: Any, camera: str) -> str:
     if camera == ANY:
         rules = [r for r in monitor.rules() if r.camera == ANY]
         return "• *every camera*: " + (", ".join(_rule_line(r, monitor.cooldown_seconds) for r in rules) or "none")
-    own = [r for r in monitor.rules(camera) if r.enabled]
+    configured = monitor.rules(camera)
+    own = [r for r in configured if r.enabled]
     rules = monitor.effective_rules(camera)
-    text = ", ".join(_rule_line(r, monitor.cooldown_seconds) + _holding(monitor, camera, r) for r in rules)
+    marked = [_rule_line(r, monitor.cooldown_seconds) + (" (default)" if own and r not in configured else "")
+              + _holding(monitor, camera, r) for r in rules]
     if not rules:
         return f"• *{camera}*: none yet (a default is guessed from its first result)"
-    return f"• *{camera}*: {text}" + ("" if own else " — default, guessed from its results")
+    return f"• *{camera}*: {', '.join(marked)}" + ("" if own else " — default, guessed from its results")
 
 
 def _holding(monitor: Any, camera: str, rule: Rule) -> str:

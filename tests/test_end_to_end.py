@@ -32,7 +32,7 @@ async def command(slack_api: SlackEmulator, line: str) -> str:
     """Run `/vision line` over socket mode; the answer, from the ack or (slow start) the response_url."""
     env = await slack_api.await_ack(slack_api.slash(line, channel="C0GENERAL"))
     answer = env.ack_payload["text"]
-    if "Working on" not in answer:
+    if ":hourglass_flowing_sand:" not in answer:  # "Working on …", or a start's first line: the answer follows
         return answer
     rid = env.payload["response_url"].rsplit("/", 1)[-1]
     late = await slack_api.await_for("response_url", lambda c: c.params["rid"] == rid, timeout=40)

@@ -106,11 +106,11 @@ async def start_pipeline(args: StartPipelineArgs, ctx: ToolContext) -> ToolResul
             f"Pipeline '{handle.name}' could not start on {redact(handle.video_reference)}: "
             f"{redact(handle.error or 'the source could not be opened')}. Check the source and start it again."
         )
-    rate = f" at up to {args.max_fps:g} FPS" if args.max_fps else ""
+    rate = started.rate.describe() if started.rate else ""  # a camera's cap, or how a file is sampled (rate.py)
     limit = at_start(started.request.model_id, started.request.max_fps)
     return ToolResult(
         text=f"Pipeline '{handle.name}' started (id: {handle.pipeline_id}, status {handle.status}). Processing "
-        f"{redact(handle.video_reference)}{rate} with {handle.workflow_description}{started.analytics.describe()}. "
+        f"{redact(handle.video_reference)} with {handle.workflow_description}{started.analytics.describe()}{rate}. "
         + (f"Tell the user: {limit}. " if limit else "") + "Check it with get_pipeline_results in a few seconds."
     )
 

@@ -21,6 +21,9 @@ BUILTIN_DESCRIPTIONS: dict[str, str] = {
     "builtin/people": "standing people (OpenCV HOG, offline), class `person`",
     "builtin/motion": "moving regions in video (background subtraction, offline), class `motion`",
 }
+BUILTIN_CLASSES: dict[str, tuple[str, ...]] = {  # what each builtin detector can ever report (a rule names one)
+    "builtin/faces": ("face",), "builtin/people": ("person",), "builtin/motion": ("motion",),
+}
 ROBOFLOW_OD_BLOCK = "roboflow_core/roboflow_object_detection_model@v2"
 # Outputs that measure the camera for bot/pipelines/limits.py, not what is seen: summaries leave them out.
 CONDITIONS = ("camera", "tracking")

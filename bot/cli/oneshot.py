@@ -5,18 +5,21 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bot.agent.tools import Attachment
-from bot.cli.render import save_frame
+from bot.cli.render import Renderer, save_frame
+from bot.commands.dispatch import run_command
 from bot.events import EventType
 from bot.llm.errors import NO_KEY
 from bot.media.redaction import redact
 from bot.media.sniff import CHAT_TYPES, DEFAULT_MAX_PIXELS, check_image
-from bot.rights import OPERATOR
+from bot.rights import LOCAL_CHANNEL, OPERATOR
 
 if TYPE_CHECKING:
+    from bot.commands.context import CommandContext
     from bot.config import Settings
     from bot.runtime import Runtime
 
@@ -45,8 +48,25 @@ def attachment_for(path_text: str, max_pixels: int = DEFAULT_MAX_PIXELS) -> Atta
     return Attachment(path=path.resolve(), media_type=media, name=path.name)
 
 
+def terminal_context(rt: Runtime, session: str, progress: Callable[[str], Awaitable[None]] | None) -> CommandContext:
+    """The context of a `/vision` line typed at this terminal: the operator, who may also name local files."""
+    ctx = rt.command_context(user_id=LOCAL_CHANNEL, channel_id=LOCAL_CHANNEL, session_key=f"cli:{session}",
+                             operator=True)
+    ctx.local_files, ctx.progress = True, progress
+    return ctx
+
+
+def is_command(text: str) -> bool:
+    return text.strip().split(maxsplit=1)[:1] == ["/vision"]
+
+
 def one_shot(settings: Settings, text: str, images: list[str], session: str) -> int:
-    """`chat -m TEXT`: the final reply on stdout; exit 0, 1 on an ERROR event, 2 for what the user must fix."""
+    """`chat -m TEXT`: the final reply on stdout; exit 0, 1 on an ERROR event, 2 for what the user must fix.
+
+    A `/vision` line needs no model: it runs without an API key, as in the REPL.
+    """
+    if is_command(text):
+        return asyncio.run(_one_command(settings, text.strip(), session))
     if not has_key(settings):
         print(f"vision-agent: {NO_KEY}", file=sys.stderr)
         return 2
@@ -89,6 +109,22 @@ async def _one_shot(settings: Settings, text: str, attachments: list[Attachment]
     if reply is not None:
         print(redact(reply))  # model text: a URL it repeats must not carry a camera's password to the terminal
     return 1 if failed or reply is None else 0
+
+
+async def _one_command(settings: Settings, text: str, session: str) -> int:
+    """One `/vision` line: progress lines on stderr, the reply (and a snapshot's saved path) on stdout."""
+    from bot.runtime import Runtime  # start-up cost, as in _one_shot
+
+    async def progress(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    async with Runtime(settings, background=False) as rt:
+        reply = await run_command(text, terminal_context(rt, session, progress))
+        Renderer().command_reply(reply, rt.workspace.frames_dir)
+        if reply.ok and text.split()[1:2] == ["start"]:
+            print("vision-agent: this process ends now, and its pipelines with it; `vision-agent chat` or `serve` "
+                  "starts them again and keeps them running.", file=sys.stderr)
+    return 0 if reply.ok else 1
 
 
 def why_no_agent(rt: Runtime) -> str:

@@ -10,10 +10,10 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
-from bot.cli.oneshot import attachment_for, why_no_agent
+from bot.cli.oneshot import attachment_for, terminal_context, why_no_agent
 from bot.cli.render import Renderer
 from bot.commands.dispatch import run_command
-from bot.rights import LOCAL_CHANNEL, OPERATOR
+from bot.rights import OPERATOR
 from bot.runtime import Runtime
 
 if TYPE_CHECKING:
@@ -119,9 +119,11 @@ class _Repl:
             self.out.end_turn()  # a turn cut short (Ctrl-C) must not leave the live answer view running
 
     async def _vision(self, line: str) -> None:
-        reply = await run_command(line, self.rt.command_context(user_id=LOCAL_CHANNEL, channel_id=LOCAL_CHANNEL,
-                                                                  session_key=f"cli:{self.session}", operator=True))
+        reply = await run_command(line, terminal_context(self.rt, self.session, self._progress))
         self.out.command_reply(reply, self.rt.workspace.frames_dir)
+
+    async def _progress(self, text: str) -> None:
+        self.out.note(text)
 
     async def _on_alert(self, alert: Alert, channel: str | None) -> None:
         with self.out.aside():

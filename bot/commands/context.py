@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import logging
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -16,6 +17,8 @@ if TYPE_CHECKING:
     from bot.pipelines.manager import PipelineManager
     from bot.scheduling.scheduler import Scheduler
     from workspace import Workspace
+
+log = logging.getLogger(__name__)
 
 __all__ = ["LOCAL_CHANNEL", "CommandContext", "CommandReply", "fail", "parse_options"]
 
@@ -47,6 +50,20 @@ class CommandContext:
     operator: bool = False
     # `schedule`, `jobs`, `unschedule`: the scheduler sits above the agent, so it is not one of the Services.
     scheduler: Scheduler | None = None
+    # The person at this terminal (REPL, `chat -m`) may name any file they can read: they could open it anyway.
+    # Set only by the terminal adapter; never for Slack, REST or MCP, and never for the model's tool calls.
+    local_files: bool = False
+    # Where a slow command shows a first line at once ("loading the detector…"); None: nobody is waiting.
+    progress: Callable[[str], Awaitable[None]] | None = None
+
+    async def say(self, text: str) -> None:
+        """Show an interim line before the reply (a progress line never costs the command)."""
+        if self.progress is None:
+            return
+        try:
+            await self.progress(text)
+        except Exception:  # noqa: BLE001 - the command's own reply still comes
+            log.warning("progress line not shown", exc_info=True)
 
     @property
     def workspace(self) -> Workspace | None:

@@ -11,7 +11,9 @@ from bot.commands.context import CommandContext, CommandReply, fail
 from bot.commands.routing import route, routes_status
 from bot.media.redaction import redact
 from bot.media.resolve import MediaError
+from bot.media.sniff import STILL_TOOLS
 from bot.pipelines.manager import PipelineNotFound
+from bot.pipelines.table import LIST_HINT
 from bot.rights import CONTROLLED, refusal
 
 log = logging.getLogger(__name__)
@@ -30,6 +32,10 @@ USAGE = f"""*Usage:* `/vision <command>`
 • `jobs` — scheduled jobs and their next run · `unschedule NAME` — remove one
 • `recipes` — saved setups · `recipe save NAME [description]` — save this conversation's last setup · `recipe run NAME [key=value …]` — replay it without the model (e.g. source=cam2) · `recipe export NAME` — a standalone Python script · `recipe delete NAME`
 • `status` — pipelines, alert routes, mutes, rules and jobs"""
+# The checks below /vision are shared with the agent's tools, whose hints name tools; a person typing /vision is told
+# the command instead (one table, keyed by the very constants the messages are built from).
+IN_COMMANDS = {LIST_HINT: "See `/vision list`, or start one with `/vision start SOURCE`.",
+               STILL_TOOLS: "ask about it in a chat message with the image attached"}
 CONTROL = {"start", "stop", "pause", "resume", "route", "rule", "unrule", "schedule", "unschedule"}
 
 
@@ -67,6 +73,13 @@ async def _run(verb: str, args: list[str], ctx: CommandContext) -> CommandReply 
     return await family[verb](args, ctx) if verb in family else None
 
 
+def in_commands(text: str) -> str:
+    """An error line from a check shared with the tools, with its tool hints said as `/vision` commands."""
+    for hint, said in IN_COMMANDS.items():
+        text = text.replace(hint, said)
+    return text
+
+
 async def run_command(text: str, ctx: CommandContext) -> CommandReply:
     """Run one `/vision` command line (with or without the `/vision` prefix); never raises."""
     try:
@@ -81,7 +94,7 @@ async def run_command(text: str, ctx: CommandContext) -> CommandReply:
     try:
         reply = await _run(verb, tokens[1:], ctx)
     except (BackendError, MediaError, PipelineNotFound, ValueError, LookupError) as exc:
-        return fail(redact(str(exc)))
+        return fail(in_commands(redact(str(exc))))
     except Exception as exc:  # the command line must never crash the REPL or the Slack handler
         log.exception("/vision %s failed", verb)
         return fail(f"/vision {verb} failed: {type(exc).__name__}: {redact(str(exc))}")

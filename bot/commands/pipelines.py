@@ -10,7 +10,7 @@ from bot.commands.context import CommandContext, CommandReply, fail, parse_optio
 from bot.media.redaction import redact
 from bot.pipelines.limits import at_start
 from bot.pipelines.manager import PipelineManager
-from bot.pipelines.request import START_OPTIONS, from_options
+from bot.pipelines.request import START_OPTIONS, StartRequest, from_options
 from bot.pipelines.start import start as start_pipeline
 from bot.pipelines.status import status_line
 from bot.pipelines.tally import Origin
@@ -45,13 +45,23 @@ async def start(tokens: list[str], ctx: CommandContext) -> CommandReply:
     if len(args) != 1:
         return fail(START_USAGE)
     request = replace(from_options(args[0], opts), origin=Origin(ctx.session_key, ctx.user_id, ctx.channel_id))
-    started = await start_pipeline(request, ctx.manager(), ctx)  # the one start: the tool's checks too
+    mgr = ctx.manager()
+    loaded = any(h.frames for h in mgr.snapshot())  # a pipeline has run here: inference and its detectors are loaded
+    # the one start (the tool's checks too); once they pass, a line at once: a first start takes seconds
+    started = await start_pipeline(request, mgr, ctx, lambda: ctx.say(starting(request, loaded)))
     handle = started.handle
     if handle.status == "error":
         return fail(f"*{handle.name}* could not start on {handle.video_reference}: {redact(handle.error or 'source failed')}.")
     limit = at_start(started.request.model_id, started.request.max_fps)  # known before any frame: the rate asked
     return CommandReply(f"Started *{handle.name}* `{handle.pipeline_id}` on {handle.video_reference} with "
                         f"{started.describe()} — {handle.status}." + (f" ⚠️ {limit}." if limit else ""))
+
+
+def starting(req: StartRequest, loaded: bool) -> str:
+    """The line shown while a start runs: the first in a process loads inference and the detector (~10 s)."""
+    what = f"model `{req.model_id}`" if req.model_id else f"workflow {req.workspace_name}/{req.workflow_id}"
+    wait = "…" if loaded else " — loading the detector, the first start takes 10-15 s…"
+    return f"Starting {redact(req.source)} with {what}{wait}"
 
 
 async def control(verb: str, tokens: list[str], ctx: CommandContext) -> CommandReply:

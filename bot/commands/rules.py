@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import html
 import re
+from dataclasses import replace
 from typing import Any
 
 from bot.commands.context import CommandContext, CommandReply, fail, parse_options
+from bot.commands.rule_classes import check_class
 from bot.media.cameras import cameras
 from bot.monitoring.rules import ANY, Rule
 
@@ -96,12 +98,37 @@ async def add_rule(tokens: list[str], ctx: CommandContext) -> CommandReply:
     new = args[0].lower() not in _known(ctx) and args[0].lower() not in _ALL
     camera = resolve_camera(args[0], ctx, allow_new=True)
     cooldown = _seconds(opts["cooldown"], "cooldown") if "cooldown" in opts else None
-    rule = monitor.add_rule(parse_rule(args[1:], camera, cooldown))
+    rule, fixed = check_class(parse_rule(args[1:], camera, cooldown), ctx)
+    before = next((r for r in monitor.rules() if (r.camera, r.id) == (camera, rule.id)), None)
+    kept = [d for d in monitor.effective_rules(camera) if d not in monitor.rules(camera)] if camera != ANY else []
+    rule = monitor.add_rule(rule)
     where = "every camera" if camera == ANY else f"*{camera}*"
     note = (f" No camera or pipeline is called {camera} yet: the rule applies once a pipeline of that name runs "
             f"(`/vision start SOURCE name={camera}`)." if new else "")
-    return CommandReply(f"Rule on {where}: {_rule_line(rule, monitor.cooldown_seconds)}.{note} "
+    note += _changed(before, rule, monitor.cooldown_seconds) + _kept(kept, rule, monitor, camera)
+    return CommandReply(f"Rule on {where}: {_rule_line(rule, monitor.cooldown_seconds)}{fixed}.{note} "
                         f"Remove it with `/vision unrule {camera} {rule.id}`.")
+
+
+def _changed(before: Rule | None, rule: Rule, default: float) -> str:
+    """What re-adding a rule changed: its cooldown (or nothing)."""
+    if before is None:
+        return ""
+    old, now = (default if r.cooldown_seconds is None else r.cooldown_seconds for r in (before, rule))
+    if old != now:
+        return f" It was set already: its cooldown changed from {old:g} s to {now:g} s."
+    return " It was set already, with the same cooldown: nothing changed." if before.enabled else " It is on again."
+
+
+def _kept(defaults: list[Rule], rule: Rule, monitor: Any, camera: str) -> str:
+    """The guessed defaults that still run beside the new rule, said (or that it replaces the `appears` guess)."""
+    still = [d for d in monitor.effective_rules(camera) if d in defaults]
+    said = [f"`{d.id}` ({d.describe()})" for d in still]
+    if said:
+        return (f" Its default {' and '.join(said)} stays on; `/vision unrule {camera} {still[0].id}` turns it off.")
+    if any(d.kind == "class_appears" for d in defaults) and rule.kind != "class_appears":
+        return " It replaces the default `appears` alerts this camera had."
+    return ""
 
 
 async def list_rules(tokens: list[str], ctx: CommandContext) -> CommandReply:
@@ -122,12 +149,23 @@ def _camera_rules(monitor: Any, camera: str) -> str:
     if camera == ANY:
         rules = [r for r in monitor.rules() if r.camera == ANY]
         return "• *every camera*: " + (", ".join(_rule_line(r, monitor.cooldown_seconds) for r in rules) or "none")
-    own = [r for r in monitor.rules(camera) if r.enabled]
+    configured = monitor.rules(camera)
+    own = [r for r in configured if r.enabled]
     rules = monitor.effective_rules(camera)
-    text = ", ".join(_rule_line(r, monitor.cooldown_seconds) for r in rules)
+    marked = [_rule_line(r, monitor.cooldown_seconds) + (" (default)" if own and r not in configured else "")
+              + _holding(monitor, camera, r) for r in rules]
     if not rules:
         return f"• *{camera}*: none yet (a default is guessed from its first result)"
-    return f"• *{camera}*: {text}" + ("" if own else " — default, guessed from its results")
+    return f"• *{camera}*: {', '.join(marked)}" + ("" if own else " — default, guessed from its results")
+
+
+def _holding(monitor: Any, camera: str, rule: Rule) -> str:
+    """' — alerts held for 212 s more: +12 crossed since the last alert: in 7 / out 5' while the cooldown runs."""
+    left = monitor.router.cooling(camera, rule.id, rule.cooldown_seconds)
+    if not left:
+        return ""
+    held = monitor.held.pending(camera, rule.id)
+    return f" — alerts held for {left:.0f} s more" + (f": {held.text()}" if held else "")
 
 
 async def remove_rule(tokens: list[str], ctx: CommandContext) -> CommandReply:
@@ -137,6 +175,13 @@ async def remove_rule(tokens: list[str], ctx: CommandContext) -> CommandReply:
     camera, rule_id = resolve_camera(tokens[0], ctx), html.unescape(tokens[1])
     if monitor.remove_rule(rule_id, camera):
         return CommandReply(f"Removed rule `{rule_id}` from {'every camera' if camera == ANY else '*' + camera + '*'}.")
+    default = next((r for r in monitor.effective_rules(camera) if r.id == rule_id and r.camera == ANY
+                    and r not in monitor.rules(camera)), None) if camera != ANY else None
+    if default is not None:  # a guessed default: a disabled rule of its kind keeps it off
+        monitor.add_rule(replace(default, camera=camera, enabled=False))
+        word = {"line_crossed": "line", "time_in_zone": f"zone {default.threshold:g}"}.get(default.kind, "")
+        return CommandReply(f"Turned off the default `{rule_id}` alerts on *{camera}*; "
+                            f"`/vision rule {camera} {word}` turns them on again.")
     if camera != ANY and any(r.id == rule_id for r in monitor.rules() if r.camera == ANY):
         return fail(f"`{rule_id}` is set for every camera; remove it with `/vision unrule * {rule_id}`.")
     ids = ", ".join(f"`{r.id}`" for r in monitor.rules() if r.camera == camera) or "none"

@@ -37,7 +37,8 @@ class MediaError(Exception):
 
 class MediaScope(Protocol):
     """What resolving a reference reads: settings (folders, limits, the inference server), the camera registry and
-    the files attached to this conversation. A tool's ToolContext and a command's CommandContext are each one."""
+    the files attached to this conversation. A tool's ToolContext and a command's CommandContext are each one.
+    A scope may also say `local_files` (True only for the terminal's own `/vision` commands: see `_local_file`)."""
 
     @property
     def settings(self) -> Settings: ...
@@ -60,11 +61,24 @@ def allowed_roots(ctx: MediaScope) -> list[Path]:
 
 
 def _refuse_path(ref: str, ctx: MediaScope) -> MediaError:
-    folders = ", ".join(str(r) for r in allowed_roots(ctx))
+    roots = allowed_roots(ctx)
+    folders = ", ".join(str(r) for r in roots)
     return MediaError(
-        f"{ref!r} is outside the folders I may read ({folders}) and is not an attached file; "
-        "attach it, or add its folder to VISION_AGENT_MEDIA_DIRS (':'-separated) and restart."
+        f"{ref!r} is outside the folders I may read ({folders}); copy it into {roots[0]}, or add its folder to "
+        "VISION_AGENT_MEDIA_DIRS (':'-separated) and restart (an image can also be attached to a chat message)."
     )
+
+
+def _local_file(raw: Path, ctx: MediaScope) -> Path | None:
+    """A file the person at this terminal named (absolute, or relative to where they started the chat).
+
+    Only a scope that says `local_files` (the terminal's own `/vision` commands) gets this: that person can open
+    the file anyway. Slack, REST, MCP and the model's tool calls keep to the allowed folders (docs/security.md).
+    """
+    if not getattr(ctx, "local_files", False):
+        return None
+    real = (raw if raw.is_absolute() else Path.cwd() / raw).resolve()
+    return real if real.is_file() else None
 
 
 def _attachment_for(ref: str, ctx: MediaScope) -> Attachment | None:
@@ -79,7 +93,8 @@ def _attachment_for(ref: str, ctx: MediaScope) -> Attachment | None:
 
 
 def resolve_path(ref: str, ctx: MediaScope) -> Path:
-    """An existing file that is attached or inside an allowed folder (symlinks followed, `..` refused)."""
+    """An existing file that is attached or inside an allowed folder (symlinks followed, `..` refused); for a scope
+    with `local_files` (the terminal's own commands), also any file that person names."""
     att = _attachment_for(ref, ctx)
     if att is not None:
         if not att.path.is_file():
@@ -89,7 +104,7 @@ def resolve_path(ref: str, ctx: MediaScope) -> Path:
         raw = Path(ref).expanduser()
     except RuntimeError:  # '~name' for a user this machine does not know (found by schemathesis via the REST API)
         raise MediaError(f"{ref!r}: no such home directory; give the file's full path inside an allowed folder.") from None
-    if ".." in raw.parts:
+    if ".." in raw.parts and not getattr(ctx, "local_files", False):
         raise MediaError(f"{ref!r}: paths with '..' are not allowed; give the file's full path inside an allowed folder.")
     roots = allowed_roots(ctx)
     candidates = [raw] if raw.is_absolute() else [root / raw for root in roots]
@@ -99,9 +114,13 @@ def resolve_path(ref: str, ctx: MediaScope) -> Path:
             continue
         if real.is_file():
             return real
+    if (local := _local_file(raw, ctx)) is not None:
+        return local
     if raw.is_absolute() and not any(raw.resolve().is_relative_to(r) for r in roots):
         raise _refuse_path(ref, ctx)
     folders = ", ".join(str(r) for r in roots)
+    if getattr(ctx, "local_files", False):
+        raise MediaError(f"file {ref!r} not found in {Path.cwd()} or the allowed folders ({folders}); check the path.")
     raise MediaError(f"file {ref!r} not found in the allowed folders ({folders}); check the name or attach the file.")
 
 

@@ -30,7 +30,8 @@ _PIL_FORMAT = {"image/jpeg": "JPEG", "image/png": "PNG", "image/gif": "GIF", "im
 # Still pictures by name (URLs cannot be sniffed without fetching them). GIF is left out on purpose: FFmpeg plays
 # an animated GIF as a video, and a one-frame GIF just finishes like a one-frame file.
 _STILL_SUFFIXES = (".jpg", ".jpeg", ".png", ".webp", ".bmp", ".tif", ".tiff", ".heic")
-STILL_HINT = "is a still image; use run_inference or ask_about_image on it, or give a video file or stream"
+STILL_TOOLS = "use run_inference or ask_about_image on it"  # a `/vision` answer says it in commands (dispatch.py)
+STILL_HINT = f"is a still image; {STILL_TOOLS}, or give a video file or stream"
 _BOMB_PIXELS = re.compile(r"\((\d+) pixels\)")
 HEAD_BYTES = 16
 # Each progressive scan is another pass over the whole image: thousands of scans make a small JPEG take minutes to

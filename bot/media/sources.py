@@ -16,3 +16,15 @@ def capture_reference(reference: str) -> str | int:
     """What OpenCV / InferencePipeline open: a webcam index as an int, anything else as given."""
     ref = str(reference).strip()
     return int(ref) if ref.isdigit() else reference
+
+
+def file_fps(path: str) -> float | None:
+    """The frame rate a video file declares, or None if it cannot be read or declares none (blocking)."""
+    import cv2  # only when a file's rate is asked for: cv2 takes a moment to import
+
+    cap = cv2.VideoCapture(str(path))
+    try:
+        fps = float(cap.get(cv2.CAP_PROP_FPS)) if cap.isOpened() else 0.0
+    finally:
+        cap.release()
+    return fps if 0 < fps < 1000 else None

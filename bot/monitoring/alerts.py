@@ -165,6 +165,13 @@ class AlertRouter:
             self._last_sent[key] = now
             return self._suppressed.pop(key, 0)
 
+    def cooling(self, camera: str, rule: str, cooldown: float | None = None) -> float:
+        """Seconds the cooldown still holds this camera's rule back (0: the next event goes out)."""
+        with self._cool_lock:
+            last = self._last_sent.get((camera, rule))
+        wait = self.cooldown_seconds if cooldown is None else cooldown
+        return 0.0 if last is None else max(0.0, last + wait - self._clock())
+
     def check(self, alert: Alert) -> str | None:
         """Why this alert would be held back by a mute or quiet hours, or None."""
         if self.muted_until(alert.camera):

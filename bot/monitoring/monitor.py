@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from bot.backends.base import InferenceResult, PipelineHandle
 from bot.config import Settings
 from bot.monitoring.alerts import Alert, AlertRouter
+from bot.monitoring.held import HeldBook
 from bot.monitoring.news import MonitorEvent, News
 from bot.monitoring.rules import ANY, Rule, RuleState, default_rules, evaluate
 from bot.monitoring.timeline import Timeline
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from workspace.memory import MemoryStore
 
 log = logging.getLogger(__name__)
+KEPT_DEFAULTS = ("line_crossed", "time_in_zone")  # what a pipeline was started for (line=, zone=): kept beside rules
 GUESS_UNTIL_SURE = [Rule("class_appears")]  # the fallback guess: a later result may still show a line or a zone
 
 
@@ -64,6 +66,8 @@ class Monitor:
         self._rules = [Rule.from_dict(r) for r in self._table.all()]  # cached: read on every frame
         self.timeline = Timeline(memory, clock) if memory is not None else None  # the day's log, in numbers
         self._ended: set[str] = set()  # pipelines whose timeline was completed
+        self.held = HeldBook()  # what the cooldown held since each rule's last alert
+        self._seen: dict[str, set[str]] = {}  # classes each camera's results have shown (a rule must name one)
 
     # wiring -------------------------------------------------------------
     def start(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
@@ -93,12 +97,24 @@ class Monitor:
         return out if camera is None else [r for r in out if r.camera in (camera, ANY)]
 
     def effective_rules(self, camera: str) -> list[Rule]:
-        """Rules that run for a camera: its configured ones, else defaults guessed from its first result."""
-        configured = [r for r in self.rules(camera) if r.enabled]
+        """Rules that run for a camera: its configured ones, plus the defaults guessed from its first result that
+        they do not replace (a line's crossings and a zone's stays stay on beside a count rule; the `appears`
+        guess only while the camera has no rule); a disabled rule of a kind turns that default off."""
+        every = self.rules(camera)
+        configured = [r for r in every if r.enabled]
         # a camera's own rule of a kind and class replaces the every-camera one (a false alarm tightens one camera)
         own = {(r.kind, r.class_name) for r in configured if r.camera == camera}
         configured = [r for r in configured if r.camera == camera or (r.kind, r.class_name) not in own]
-        return configured or list(self._defaults.get(camera, []))
+        defaults = list(self._defaults.get(camera, []))
+        if not every:
+            return defaults
+        ruled = {r.kind for r in every}
+        return configured + [d for d in defaults if d.kind in KEPT_DEFAULTS and d.kind not in ruled]
+
+    def seen_classes(self, camera: str) -> set[str]:
+        """The classes this camera's results have shown in this process."""
+        with self._lock:
+            return set(self._seen.get(camera, ()))
 
     # tier 1 on results ----------------------------------------------------
     def on_result(self, handle: PipelineHandle, result: InferenceResult) -> None:
@@ -120,6 +136,7 @@ class Monitor:
                     if admitted is not None:
                         mark = self.clips.mark(handle.pipeline_id, result.frame) if self.clips else None
                         fired.append(replace(admitted, mark=mark))
+            self._seen.setdefault(camera, set()).update(c for c, n in result.counts().items() if n)
         if self.timeline is not None:
             self.timeline.observe(camera, result)
         for ev in fired:
@@ -137,8 +154,9 @@ class Monitor:
         verdict = self.router.decide(alert, now=ev.time)
         if verdict.held == "cooldown":
             self.router.record(alert, "cooldown")  # still counted in the event log (crossings add up)
+            self.held.held(ev)  # ... and said by the next alert, or when the pipeline ends
             return None
-        ev = replace(ev, suppressed=verdict.suppressed)
+        ev = replace(ev, suppressed=verdict.suppressed, held="" if verdict.held else self.held.sent(ev))
         self.news.add(ev)  # muted or quiet, it still happened: the heartbeat may mention it
         if verdict.held:
             self.router.record(alert, verdict.held)
@@ -155,7 +173,7 @@ class Monitor:
         events: list[MonitorEvent] = []
         with self._lock:
             for h in handles:
-                self._finish_if_ended(h)
+                events += self._finish_if_ended(h, now)
                 for rule, text in self._health_problems(h, now):
                     ev = MonitorEvent(h.name, rule, text, now, {}, self._latest_frame(h), h.pipeline_id)
                     admitted = self._admit(ev, None)
@@ -165,14 +183,28 @@ class Monitor:
             await self.emit(ev)
         return events
 
-    def _finish_if_ended(self, h: PipelineHandle) -> None:  # holding self._lock
-        """A pipeline that stopped, finished or failed gets what its timeline still held written, once."""
+    def _finish_if_ended(self, h: PipelineHandle, now: float) -> list[MonitorEvent]:  # holding self._lock
+        """A pipeline that stopped, finished or failed gets what its timeline still held written, once, and the
+        crossings its cooldown held summarised in one alert (the next alert that would have said them never comes)."""
         if h.status not in ("stopped", "finished", "error"):
             self._ended.discard(h.pipeline_id)
-        elif h.pipeline_id not in self._ended:
-            self._ended.add(h.pipeline_id)
-            if self.timeline is not None:
-                self.timeline.finish(h.name)
+            return []
+        if h.pipeline_id in self._ended:
+            return []
+        self._ended.add(h.pipeline_id)
+        if self.timeline is not None:
+            self.timeline.finish(h.name)
+        summaries = []
+        for rule, held in self.held.ended(h.name, h.pipeline_id):
+            totals = f"; totals in {held.latest.get('count_in', 0)} / out {held.latest.get('count_out', 0)}"
+            ev = MonitorEvent(h.name, rule, f"pipeline {h.status}, {held.text()} (held by the cooldown){totals}",
+                              now, dict(held.latest), held.frame, h.pipeline_id)
+            reason = self.router.check(ev.to_alert())  # past the cooldown (it is what the cooldown held); not a mute
+            if reason:
+                self.router.record(ev.to_alert(), reason)
+            else:
+                summaries.append(ev)
+        return summaries
 
     def _health_problems(self, h: PipelineHandle, now: float) -> list[tuple[str, str]]:
         last = self._last_result.get(h.pipeline_id, 0.0)

@@ -25,9 +25,10 @@ class MonitorEvent:
     suppressed: int = 0  # same camera+rule events held back by the cooldown before this one
     mark: float | None = None  # the event's moment on the clip recorder's clock (None: no clip)
     alert_id: str = field(default_factory=new_alert_id)  # its Alert's id: the heartbeat's summary names it
+    held: str = ""  # what the cooldown held since the last alert, in words (bot/monitoring/held.py)
 
     def to_alert(self) -> Alert:
-        more = f" (+{self.suppressed} more within the cooldown)" if self.suppressed else ""
+        more = f" ({self.held})" if self.held else f" (+{self.suppressed} more within the cooldown)" if self.suppressed else ""
         return Alert(
             self.camera,
             self.rule,

@@ -5,14 +5,17 @@ with the same messages."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 
 from bot.backends.base import PipelineHandle
 from bot.media.cameras import camera_name_for, named_zones
 from bot.media.resolve import MediaScope, resolve_video
+from bot.media.sources import file_fps, is_live
 from bot.pipelines.analytics import Analytics, compose
 from bot.pipelines.manager import PipelineManager
 from bot.pipelines.naming import default_name
+from bot.pipelines.rate import Rate
 from bot.pipelines.request import StartRequest, check
 
 __all__ = ["StartRequest", "Started", "start"]
@@ -25,29 +28,34 @@ class Started:
     handle: PipelineHandle
     request: StartRequest
     analytics: Analytics
+    rate: Rate | None = None
 
     def describe(self) -> str:
-        """"model `builtin/people`, counting crossings of the line (0,5)→(9,5) at 5 fps"."""
+        """"model `builtin/people`, counting crossings of the line (0,5)→(9,5) at up to 5 fps" (see Rate)."""
         req = self.request
         if req.workflow_id:
             what = f"workflow {req.workspace_name}/{req.workflow_id}"
         else:
             what = f"model `{req.model_id}`" if req.model_id else "an inline workflow"
-        return what + self.analytics.describe() + (f" at {req.max_fps:g} fps" if req.max_fps else "")
+        rate = self.rate or Rate(req.max_fps, req.source)
+        return what + self.analytics.describe() + rate.describe()
 
 
-async def start(req: StartRequest, mgr: PipelineManager, caller: MediaScope) -> Started:
+async def start(req: StartRequest, mgr: PipelineManager, caller: MediaScope,
+                starting: Callable[[], Awaitable[None]] | None = None) -> Started:
     """Check the request, resolve its source (as `caller` may: its folders, cameras, attachments), compose its
     line/zone workflow and start it on `mgr`.
 
     Raises ValueError / MediaError / BackendError with one line a user or the model can act on; nothing is opened
-    before the request's own checks pass.
+    before the request's own checks pass. `starting` is awaited once they have, before the slow part.
     """
     zones = named_zones(caller.workspace, caller.settings)
     check(req, zones)
     mgr.backends.check(req.backend)  # an unknown backend is refused before the source is probed
     # Off the event loop: an http(s) source is fetched once and every stream host is looked up (DNS) here.
     source = await asyncio.to_thread(resolve_video, req.source, caller)
+    if starting is not None:  # checked and found: what is left (reading a frame, loading the detector) takes seconds
+        await starting()
     extra = await compose(req.model_id, source, req.line, req.zone, zones, req.anchor, req.confidence, req.min_height)
     name = (req.name or "").strip()
     if not name:
@@ -57,4 +65,6 @@ async def start(req: StartRequest, mgr: PipelineManager, caller: MediaScope) -> 
     spec = extra.spec or req.workflow_spec
     handle = await mgr.start(replace(req, source=source, name=name, workflow_spec=spec, line=None, zone=None, anchor=None,
                                      confidence=None, min_height=None))
-    return Started(handle, replace(req, name=handle.name), extra)
+    own = await asyncio.to_thread(file_fps, source) if req.max_fps and not is_live(source) else None
+    rate = Rate(req.max_fps, source, own, req.backend or caller.settings.inference.backend)
+    return Started(handle, replace(req, name=handle.name), extra, rate)

@@ -13,7 +13,7 @@ from bot.media.redaction import redact
 from bot.pipelines.state import PipelineConfig, PipelineNotFound, save_state
 
 log = logging.getLogger(__name__)
-
+LIST_HINT = "Use list_pipelines or start one."  # a `/vision` answer says it in commands (bot/commands/dispatch.py)
 
 class PipelineTable:
     """What the manager knows about its pipelines; thread-safe (results arrive on pipeline threads)."""
@@ -48,7 +48,7 @@ class PipelineTable:
                 best = min(found, key=lambda t: (t[1].status not in LIVE, -t[0]))[1]
                 return best.with_(frames=max(best.frames, self._frames.get(best.pipeline_id, 0)))
         known = ", ".join(f"{h.name} ({h.pipeline_id}, {h.status})" for h in handles) or "none"
-        raise PipelineNotFound(f"no pipeline {key!r}; known pipelines: {known}. Use list_pipelines or start one.")
+        raise PipelineNotFound(f"no pipeline {key!r}; known pipelines: {known}. {LIST_HINT}")
 
     def snapshot(self) -> builtins.list[PipelineHandle]:
         """The handles as last seen, without asking the backend (safe from any thread)."""

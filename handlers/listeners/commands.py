@@ -36,13 +36,26 @@ async def handle_vision(ack: Any, command: dict[str, Any], respond: Any, context
     bot: SlackBot = context["vision"]
     text = str(command.get("text") or "").strip()
     ctx = command_context(bot, command.get("user_id"), command.get("channel_id"))
+    acked = False
+
+    async def progress(line: str) -> None:  # a slow command's first line ("loading the detector…"): the ack, at once
+        nonlocal acked
+        if acked:
+            await respond(response_type="ephemeral", replace_original=True, text=escape(line))
+        else:
+            acked = True
+            await ack(response_type="ephemeral", text=f":hourglass_flowing_sand: {escape(line)}")
+
+    ctx.progress = progress
     task = asyncio.ensure_future(answer(text, ctx))
     done, _ = await asyncio.wait({task}, timeout=ACK_BUDGET)
-    if task in done:
+    if task in done and not acked:
         reply = task.result()
         await ack(response_type="ephemeral", text=escape(reply.text))
     else:
-        await ack(response_type="ephemeral", text=f":hourglass_flowing_sand: Working on `/vision {escape(text)}`…")
+        if not acked:
+            acked = True
+            await ack(response_type="ephemeral", text=f":hourglass_flowing_sand: Working on `/vision {escape(text)}`…")
         reply = await task
         await respond(response_type="ephemeral", replace_original=True, text=escape(reply.text))
     if reply.frame:

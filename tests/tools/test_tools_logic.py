@@ -109,7 +109,7 @@ async def test_pipeline_tools_by_name_and_id_never_show_the_password(reg, ctx, b
     started = await reg.execute("start_pipeline", {"video_reference": "dock", "pipeline_name": "dock",
                                                    "model_id": "builtin/people", "max_fps": 5}, ctx)
     assert not started.is_error, started.text
-    assert "hunter2" not in started.text and "10.0.0.5" not in started.text and "at up to 5 FPS" in started.text
+    assert "hunter2" not in started.text and "10.0.0.5" not in started.text and "at up to 5 fps" in started.text
     assert 'Processing camera "dock"' in started.text  # the camera by name, never its URL
     pid = ctx.services.pipelines.resolve("dock").pipeline_id
     assert pid in started.text

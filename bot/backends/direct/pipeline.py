@@ -13,7 +13,7 @@ from bot.backends.direct.engine import InferenceRuntime, SpecSource
 from bot.backends.errors import translate
 from bot.backends.pipeline_base import PipelineBase
 from bot.config import Settings
-from bot.media.sources import capture_reference, is_live
+from bot.media.sources import capture_reference, file_fps, is_live
 
 log = logging.getLogger(__name__)
 STARTUP_WAIT = 10.0  # seconds start() waits to learn whether the source opened
@@ -31,6 +31,21 @@ def _quiet_source_errors() -> None:
     target = logging.getLogger("streamvision.stream.pipeline")
     if not any(isinstance(f, _SourceErrorFilter) for f in target.filters):
         target.addFilter(_SourceErrorFilter())
+
+
+def sampled_file(base: Any, fps: float, source_fps: float | None) -> tuple[Any, float]:
+    """`fps=` on a video file, as a camera at that rate would give it: `fps` frames per second of video time
+    (every k-th frame, the source's own sub-sampling), paced in real time. (InferencePipeline alone would replay
+    every frame at `fps`: slow motion.) Returns the pipeline class and the rate its limiter paces at: `fps`, or the
+    file's own rate when that is lower (every frame, in real time, never faster)."""
+    pace = min(fps, source_fps) if source_fps else fps
+
+    class SampledFile(base):
+        @classmethod
+        def _prepare_video_sources(cls, **kwargs: Any) -> Any:
+            return super()._prepare_video_sources(**{**kwargs, "desired_source_fps": pace})
+
+    return SampledFile, pace
 
 
 class DirectPipeline(PipelineBase):
@@ -72,15 +87,18 @@ class DirectPipeline(PipelineBase):
 
         _quiet_source_errors()
 
+        pipeline_class, max_fps = InferencePipeline, self._max_fps
+        if max_fps is not None and not is_live(self._reference):
+            pipeline_class, max_fps = sampled_file(InferencePipeline, max_fps, file_fps(self._reference))
         try:
-            self._pipeline = InferencePipeline.init_with_workflow(
+            self._pipeline = pipeline_class.init_with_workflow(
                 video_reference=capture_reference(self._reference),
                 workflow_specification=self.source.spec,
                 api_key=self._runtime.api_key,
                 image_input_name=self.source.image_input,
                 workflows_parameters=self._parameters,
                 on_prediction=self._on_prediction,
-                max_fps=self._max_fps,
+                max_fps=max_fps,
                 status_update_handlers=[self._on_status],
                 model_manager=self._runtime.model_manager,
             )

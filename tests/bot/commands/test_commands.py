@@ -55,7 +55,7 @@ async def test_start_a_camera_by_name_with_defaults_and_no_password_shown(ctx, b
 
 async def test_start_options_model_fps_name_and_workflow(ctx, backend):
     reply = await run_command("start 0 model=builtin/faces fps=2.5 name=desk", ctx)
-    assert reply.ok and "*desk*" in reply.text and "at 2.5 fps" in reply.text
+    assert reply.ok and "*desk*" in reply.text and "at up to 2.5 fps" in reply.text  # a camera: a cap
     assert backend.calls[-1][1]["max_fps"] == 2.5
     reply = await run_command("start rtsp://93.184.215.14/live workflow=acme/ppe-check", ctx)
     assert reply.ok, reply.text

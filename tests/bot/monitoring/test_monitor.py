@@ -58,7 +58,7 @@ async def test_line_crossing_alerts_once_with_frame_and_cooldown_holds_the_secon
     clock.advance(400)  # after the cooldown the next crossing goes out and says what it summed up
     pipes.push("door", result(count_in=3))
     await monitor.flush()
-    assert len(sink.alerts) == 2 and "+1 more within the cooldown" in sink.alerts[1].text
+    assert len(sink.alerts) == 2 and "+1 crossed since the last alert: in 1 / out 0" in sink.alerts[1].text
 
 
 async def test_muted_camera_posts_nothing_but_is_logged(rig) -> None:

@@ -105,9 +105,9 @@ async def test_tools_resolve_the_masked_url_and_memory_never_keeps_the_password(
 async def test_slash_command_ack_and_answer_never_echo_the_password(
     camera_bot: RunningBot, slack_api: SlackEmulator, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(commands, "ACK_BUDGET", 0.2)  # the slow start forces the "Working on …" ack
+    monkeypatch.setattr(commands, "ACK_BUDGET", 0.2)  # the slow start acks with its first line, the answer follows
     env = await slack_api.await_ack(slack_api.slash(f"start {URL} name=dock"))
-    assert "Working on" in env.ack_payload["text"] and MASKED in env.ack_payload["text"]
+    assert "Starting" in env.ack_payload["text"] and MASKED in env.ack_payload["text"]
     await slack_api.await_for("response_url")
     assert SECRET not in everything_slack_got(slack_api)
 

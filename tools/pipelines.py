@@ -88,7 +88,7 @@ def request_of(args: StartPipelineArgs) -> StartRequest:
 
 async def start_pipeline(args: StartPipelineArgs, ctx: ToolContext) -> ToolResult:
     try:
-        started = await start(request_of(args), _manager(ctx), ctx)
+        started = await start(request_of(args), _manager(ctx), ctx, ctx.requester)
     except EXPECTED as exc:
         return ToolResult.error(redact(str(exc)))
     handle = started.handle

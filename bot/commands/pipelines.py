@@ -29,7 +29,7 @@ async def start(tokens: list[str], ctx: CommandContext) -> CommandReply:
     args, opts = parse_options(tokens, {"model", "workflow", "fps", "name", "line", "anchor", "zone", "backend"})
     if len(args) != 1:
         return fail(START_USAGE)
-    started = await start_pipeline(from_options(args[0], opts), ctx.manager(), ctx)  # the one start: the tool's checks too
+    started = await start_pipeline(from_options(args[0], opts), ctx.manager(), ctx, ctx.requester)  # the one start: the tool's checks too
     handle = started.handle
     if handle.status == "error":
         return fail(f"*{handle.name}* could not start on {handle.video_reference}: {redact(handle.error or 'source failed')}.")

@@ -33,6 +33,7 @@ class StartRequest:
     anchor: str | None = None  # with line: the box point that counts (feet / centre / top)
     parameters: dict[str, Any] | None = None  # the workflow's inputs (thresholds, classes): its detector settings
     backend: str | None = None  # another backend than the configured one (direct / http / webrtc)
+    owner: str | None = None  # the Slack user whose share it counts against (None: the operator); caps.py
 
     @property
     def saved_workflow(self) -> bool:

@@ -78,6 +78,20 @@ def _held(field: str) -> Sizer:
     return size
 
 
+def _kernel(field: str, default: float, radius: bool = False) -> Sizer:
+    """A square structuring element the block allocates (side = the value, or 2*value+1 for a radius)."""
+    def size(get: Callable[[str, float], float]) -> tuple[float, str]:
+        value = get(field, default)
+        side = 2 * value + 1 if radius else value
+        return side * side, f"a {side:.0f}x{side:.0f} kernel ({field})"
+    return size
+
+
+def _qr(get: Callable[[str, float], float]) -> tuple[float, str]:
+    side = (177 + 2 * get("border", 4)) * 10  # the largest QR version, 10 px a module (fixed by the block)
+    return side * side, f"a QR code image of up to {side:.0f}x{side:.0f} (border)"
+
+
 SIZERS: dict[str, Sizer] = {
     "roboflow_core/image_preprocessing@v1": _area("width", "height", 640, "a resize"),
     "roboflow_core/perspective_correction@v1": _area("transformed_rect_width", "transformed_rect_height", 1000,
@@ -88,6 +102,11 @@ SIZERS: dict[str, Sizer] = {
     "roboflow_core/image_slicer@v2": _tiles,
     "roboflow_core/crop_visualization@v1": _crop_scale,
     "roboflow_core/frame_delay@v1": _held("offset"),
+    "roboflow_core/morphological_transformation@v1": _kernel("kernel_size", 5),
+    "roboflow_core/morphological_transformation@v2": _kernel("kernel_size", 5),
+    "roboflow_core/motion_detection@v1": _kernel("morphological_kernel_size", 3),
+    "roboflow_core/mask_edge_snap@v1": _kernel("boundary_band_width", 15, radius=True),
+    "roboflow_core/qr_code_generator@v1": _qr,
 }
 
 

@@ -58,6 +58,10 @@ def _status(key: str) -> int:
             "predictions": "$inputs.image", "scale_factor": 8}), ["'zoom'", "scaled 8x"]),
     (_spec({"type": "roboflow_core/frame_delay@v1", "name": "late", "image": "$inputs.image", "offset": 5000},),
      ["'late'", "5000 frames held"]),
+    (_spec({"type": "roboflow_core/morphological_transformation@v2", "name": "close", "image": "$inputs.image",
+            "kernel_size": 70000}), ["'close'", "70000x70000 kernel"]),
+    (_spec({"type": "roboflow_core/qr_code_generator@v1", "name": "qr", "text": "hi", "border": 400000}),
+     ["'qr'", "QR code image"]),
 ])
 def test_sizing_parameters_over_the_limit_are_refused_with_one_line_naming_the_step(spec, words):
     problems = check_sizes(spec, 40 * MP)

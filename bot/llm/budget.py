@@ -43,12 +43,15 @@ class Payer:
         return keys  # widest first
 
 
-def payer_of(who: Requester) -> Payer:
-    """The asker as a payer: a Slack person (an unknown one counts as one person), the operator, or unattended."""
+def payer_of(who: Requester) -> Payer | None:
+    """The asker as a payer: a Slack person (in an unknown channel: one channel "unknown"), the operator, or
+    unattended; None for a turn that names nobody (no user, no channel): only the daily cap holds it."""
     if who.unattended:
         return Payer(unattended=True)
     if who.operator:
         return Payer()
+    if who.user_id is None and who.channel_id is None:
+        return None
     return Payer(who.user_id or "unknown", who.channel_id or "unknown")
 
 

@@ -88,9 +88,11 @@ class UsageTracker:
         return float(day["cost"] if key == TOTAL else (day.get("by") or {}).get(key, 0.0))
 
     def over(self, caps: dict[str, float]) -> str | None:
-        """The first budget line whose settled spend has reached its cap (not counting calls in flight), or None."""
+        """The budget line whose settled spend has reached its cap (not counting calls in flight), or None: the whole
+        day's first (then it is what anyone must know), else the first in `caps`' order."""
         with self._lock:
-            return next((k for k, cap in caps.items() if self.spent(k) >= cap), None)
+            full = [k for k, cap in caps.items() if self.spent(k) >= cap]
+            return TOTAL if TOTAL in full else next(iter(full), None)
 
     def reserve(self, cost: float, caps: dict[str, float] | float) -> bool:
         """Hold `cost` on each budget line for a call about to start; False (nothing held) when one line's spend plus

@@ -105,7 +105,7 @@ async def test_shares_hold_per_person_per_channel_and_the_heartbeat_keeps_its_re
 
 
 async def test_shares_survive_a_restart(llm_settings: Settings, anthropic_api, rigs, tmp_path) -> None:
-    settings = budgeted(llm_settings, tmp_path / "ws", cost_limit_daily=1e-9, user_share=0.5)
+    settings = budgeted(llm_settings, tmp_path / "ws", cost_limit_daily=1.0, user_share=1e-9)
     first = Rig(settings)
     rigs.append(first)
     alice = Requester.slack("U_ALICE", "C_LOBBY")

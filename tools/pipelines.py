@@ -97,7 +97,7 @@ def request_of(args: StartPipelineArgs) -> StartRequest:
 async def start_pipeline(args: StartPipelineArgs, ctx: ToolContext) -> ToolResult:
     try:
         origin = Origin(ctx.session_key or None, ctx.requester.user_id, ctx.requester.channel_id)
-        started = await start(replace(request_of(args), origin=origin), _manager(ctx), ctx)
+        started = await start(replace(request_of(args), origin=origin), _manager(ctx), ctx, ctx.requester)
     except EXPECTED as exc:
         return ToolResult.error(redact(str(exc)))
     handle = started.handle

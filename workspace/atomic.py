@@ -1,11 +1,16 @@
-"""Files that survive kill -9: written whole to a temp file, flushed to disk, then renamed over the old one."""
+"""Files that survive kill -9: written whole to a temp file, flushed to disk, then renamed over the old one;
+read back with the damaged ones kept aside and their last good copy used (`read_state`)."""
 
 from __future__ import annotations
 
 import contextlib
+import json
+import logging
 import os
 import tempfile
+import time
 from pathlib import Path
+from typing import Any
 
 
 def write_atomic(path: Path, data: str | bytes, keep_previous: bool = False) -> None:
@@ -38,3 +43,47 @@ def write_atomic(path: Path, data: str | bytes, keep_previous: bool = False) -> 
             os.fsync(dir_fd)
         finally:
             os.close(dir_fd)
+
+
+DAMAGED = object()  # what load_json returns for a file that exists but does not parse as the expected kind
+
+
+def load_json(path: Path, kind: type = dict) -> Any:
+    """The JSON in `path` if it parses as `kind`; None if the file is missing or empty; DAMAGED otherwise."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError):
+        return DAMAGED
+    if not text.strip():
+        return None
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return DAMAGED
+    return data if isinstance(data, kind) else DAMAGED
+
+
+def read_state(path: Path, kind: type = dict, log: logging.Logger | None = None) -> tuple[Any, str | None]:
+    """(data, note) for a state file written with `write_atomic(keep_previous=True)`, damaged or not.
+
+    A damaged file is moved aside as `<name>.corrupt-<time>` (kept for a person to look at) and its last good copy,
+    `<name>.bak`, is used and written back; data is None when there is neither. note is the one line start-up logs
+    (None when the file was fine).
+    """
+    data = load_json(path, kind)
+    if data is not DAMAGED:
+        return data, None
+    kept = path.with_name(f"{path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}")
+    with contextlib.suppress(OSError):
+        path.replace(kept)
+    backup = load_json(path.with_name(path.name + ".bak"), kind)
+    if backup is DAMAGED or backup is None:
+        note, backup = f"{path.name} was damaged; kept as {kept.name}, starting it empty", None
+    else:
+        note = f"{path.name} was damaged; kept as {kept.name}, continuing from its last good copy"
+        with contextlib.suppress(OSError):
+            write_atomic(path, json.dumps(backup), keep_previous=False)
+    (log or logging.getLogger(__name__)).error("%s", note)
+    return backup, note

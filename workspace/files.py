@@ -8,6 +8,7 @@ import logging
 from pathlib import Path
 
 from workspace import skills as _skills
+from workspace.atomic import write_atomic
 from workspace.markdown import Camera, parse_camera_table, parse_zone_table, strip_comments
 from workspace.recipes import RecipeFiles
 from workspace.skills import Skill
@@ -122,9 +123,7 @@ class Workspace:
 
     def _write_manifest(self, installed: dict[str, str]) -> None:
         path = self.state_dir / _MANIFEST
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"installed": installed}, indent=1, sort_keys=True), encoding="utf-8")
-        tmp.replace(path)
+        write_atomic(path, json.dumps({"installed": installed}, indent=1, sort_keys=True))
 
     # reading ------------------------------------------------------------
     def read_text(self, name: str) -> str | None:

@@ -12,6 +12,7 @@ from datetime import datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
+from workspace.atomic import write_atomic
 from workspace.chunking import OPERATOR, SITE, split_audience
 from workspace.search import Hit, MemoryIndex
 
@@ -92,9 +93,9 @@ class MemoryStore:
                 section = "Preferences" if category == "preference" else "Facts"
                 bullet = f"- {now:%Y-%m-%d} {text}"
             existing = path.read_text(encoding="utf-8") if path.exists() else header
-            tmp = path.with_suffix(".md.tmp")  # never .md: the search index must not pick up a half-written copy
-            tmp.write_text(_insert_under(existing, section, bullet), encoding="utf-8")
-            tmp.replace(path)  # atomic: a concurrent search reads the old or the new file, never a truncated one
+            # atomic: a concurrent search reads the old or the new file, never a truncated one (the temp file ends
+            # in .tmp, never .md, so the search index does not pick up a half-written copy)
+            write_atomic(path, _insert_under(existing, section, bullet))
         return path
 
     # reading ------------------------------------------------------------

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Any
+
+from workspace.atomic import write_atomic
 
 log = logging.getLogger(__name__)
 
@@ -49,11 +49,7 @@ class RecipeFiles:
     def save(self, name: str, data: dict[str, Any]) -> Path:
         """Write the whole recipe at once: a crash mid-write leaves the old file, never half a recipe."""
         path = self.path(name)
-        self.folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".tmp-", suffix=".json")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f, indent=2, ensure_ascii=False)
-        os.replace(tmp, path)
+        write_atomic(path, json.dumps(data, indent=2, ensure_ascii=False))
         return path
 
     def delete(self, name: str) -> bool:

@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from workspace.atomic import write_atomic
 from workspace.chunking import Chunk, chunk_markdown, tokenize
 from workspace.embeddings import Embedder, default_embedder
 
@@ -115,9 +116,7 @@ class MemoryIndex:
             with open(vec_tmp, "wb") as fh:
                 np.save(fh, np.stack([self._vectors[k] for k in keys]).astype(np.float32))
             vec_tmp.replace(self.index_dir / VECTORS_FILE)  # another process may be loading the index right now
-        tmp = self.index_dir / (META_FILE + ".tmp")
-        tmp.write_text(json.dumps(meta), encoding="utf-8")
-        tmp.replace(self.index_dir / META_FILE)
+        write_atomic(self.index_dir / META_FILE, json.dumps(meta))
 
     def _model_name(self) -> str | None:
         return self._embedder.name if self._embedder is not None else None

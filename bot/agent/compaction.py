@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from bot.agent.sessions import is_tool_result_message
 from bot.agent.tools import ToolResult
+from bot.llm.budget import Payer
 from bot.llm.errors import LLMError
 from bot.llm.tokens import clip_text, content_tokens, prompt_tokens
 
@@ -132,7 +133,7 @@ class ContextGuard:
         return keep
 
     async def maybe_compact(self, key: str, system: list, defs: list, budget: WaitBudget | None = None,
-                            writer: str | None = None) -> bool:
+                            writer: str | None = None, payer: Payer | None = None) -> bool:
         """Compact the session if it nears the window; True when it did.
 
         writer: the audience the summary is remembered for (`bot.rights.audience` of the asker), or None when the
@@ -150,7 +151,7 @@ class ContextGuard:
         try:
             resp = await self.llm.chat(summary_request(history[:keep]), [], [{"type": "text", "text": SUMMARY_SYSTEM}],
                                        max_tokens=1024, thinking=False, session_key=key, cache_history=False,
-                                       budget=budget)
+                                       budget=budget, payer=payer)
             summary = resp.text or "(no summary)"
         except LLMError as exc:
             log.warning("context summary for %s failed: %s", key, exc)

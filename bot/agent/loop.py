@@ -28,6 +28,7 @@ from bot.agent.turn_events import (
     thinking_events,
 )
 from bot.events import AgentEvent, EventType
+from bot.llm.budget import payer_of
 from bot.llm.client import LLMClient, LLMError, PromptTooLong, ToolCall, WaitBudget
 from bot.media.cameras import cameras, hide_camera_urls
 from bot.rights import MEMORY, UNATTENDED, Requester, audience, refusal, unattended_refusal
@@ -170,14 +171,15 @@ class Agent:
         budget = WaitBudget(self.settings.llm.turn_timeout)  # the turn's model wait, retries and summaries included
         squeezed = False
         for _ in range(self.settings.llm.max_iterations):
-            if await self.guard.maybe_compact(key, system, defs, budget, self._memory_writer(who)):
+            if await self.guard.maybe_compact(key, system, defs, budget, self._memory_writer(who), payer_of(who)):
                 self._restore_skills(key, skills)
                 yield _ev(EventType.THINKING, text="The conversation got long: older turns were summarised into memory.")
             try:
                 history = self.sessions.history(key)
                 # The stream is consumed within this iteration, so the lambda sees this iteration's history.
                 call = TextStream(lambda sink: self.llm.chat(history, defs, system, session_key=key,  # noqa: B023
-                                                             budget=budget, on_text=sink if mode == "full" else None))
+                                                             budget=budget, on_text=sink if mode == "full" else None,
+                                                             payer=payer_of(who)))
                 async for ev in call:  # the answer as it is generated, for adapters that show it live
                     yield ev
                 resp = call.result()

@@ -194,8 +194,11 @@ def _read_jsonl(path: Path) -> _Session:
     s = _Session(path)
     if not path.exists():
         return s
-    lines = path.read_text(encoding="utf-8").splitlines()
-    for n, line in enumerate(lines, 1):
+    raw = path.read_text(encoding="utf-8", errors="replace")
+    if raw and not raw.endswith("\n"):  # torn by a crash: end it, so the next record is not glued onto it
+        with path.open("a", encoding="utf-8") as f:
+            f.write("\n")
+    for n, line in enumerate(raw.splitlines(), 1):
         if not line.strip():
             continue
         try:
@@ -203,7 +206,10 @@ def _read_jsonl(path: Path) -> _Session:
         except ValueError:
             log.warning("%s line %d is not valid JSON (torn write after a crash?); skipped", path.name, n)
             continue
-        _apply(s, rec)
+        try:
+            _apply(s, rec)
+        except (AttributeError, KeyError, TypeError):  # JSON, but not a record of ours: one odd line is skipped
+            log.warning("%s line %d is not a session record; skipped", path.name, n)
     return s
 
 

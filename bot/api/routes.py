@@ -97,7 +97,7 @@ async def start_pipeline(request: web.Request) -> web.Response:
     ctx = _ctx(request)
     _may_change(ctx)
     with user_errors():
-        started = await start(from_options(body.source, body.options()), ctx.manager(), ctx)
+        started = await start(from_options(body.source, body.options()), ctx.manager(), ctx, ctx.requester)
     handle, what = started.handle, started.describe()
     if handle.status == "error":
         raise UserError(f"{handle.name} could not start on {handle.video_reference}: "

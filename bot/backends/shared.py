@@ -12,6 +12,7 @@ from bot.backends.environment import ensure_inference_env
 from bot.backends.errors import translate
 from bot.backends.imaging import decode_image
 from bot.backends.policy import check_spec
+from bot.backends.policy.sizes import check_sizes
 from bot.backends.workflows import detection_workflow
 from bot.config import Settings
 from bot.media.decode import off_loop
@@ -31,9 +32,10 @@ def inline_spec(ref: WorkflowRef, video: bool) -> tuple[dict | None, str]:
     raise BackendError("nothing to run: give a model_id (e.g. builtin/faces), a workflow spec, or workspace + workflow id")
 
 
-def refuse_unsafe(spec: dict, settings: Settings) -> None:
-    """BackendError if the spec may not run here (a block off the allowlist, custom Python without the opt-in)."""
-    problems = check_spec(spec, settings.inference)
+def refuse_unsafe(spec: dict, settings: Settings, parameters: dict | None = None) -> None:
+    """BackendError if the spec may not run here (a block off the allowlist, custom Python without the opt-in, an
+    image sized over media.max_pixels)."""
+    problems = check_spec(spec, settings.inference, settings.media.max_pixels, parameters)
     if problems:
         raise BackendError("workflow refused: " + "; ".join(problems))
 
@@ -87,6 +89,8 @@ class BackendBase:
         parameters: dict | None = None,
         confidence: float | None = None,
     ) -> InferenceResult:
+        ref = WorkflowRef(model_id, workflow_spec, workspace_name, workflow_id, confidence)
+        self._refuse_sized_parameters(ref, parameters)
         try:  # the header is checked against media.max_pixels before OpenCV allocates a pixel; off the loop, in time
             frame = await off_loop(decode_image, image, self._settings.media.max_pixels,
                                    timeout=self._settings.media.decode_timeout_seconds)
@@ -94,7 +98,6 @@ class BackendBase:
             raise BackendError(str(exc)) from None
         if frame is None:
             raise BackendError("the image could not be decoded: send a JPEG or PNG file")
-        ref = WorkflowRef(model_id, workflow_spec, workspace_name, workflow_id, confidence)
         return await self._run_frame(frame, ref, parameters)
 
     async def start_pipeline(
@@ -109,7 +112,15 @@ class BackendBase:
     ) -> PipelineHandle:
         if pipeline_id in self._pipelines and self._pipelines[pipeline_id].is_alive():
             raise BackendError(f"pipeline {pipeline_id} is already running: stop it first or pick another id")
+        self._refuse_sized_parameters(ref, parameters)
         return await self._start(pipeline_id, name, video_reference, ref, max_fps, parameters, on_result)
+
+    def _refuse_sized_parameters(self, ref: WorkflowRef, parameters: dict | None) -> None:
+        """The run's parameters can set a sizing input the spec's check saw only with its default."""
+        if parameters and ref.workflow_spec is not None:
+            problems = check_sizes(ref.workflow_spec, self._settings.media.max_pixels, parameters)
+            if problems:
+                raise BackendError("workflow refused: " + "; ".join(problems))
 
     # --- the table of pipelines ----------------------------------------------------------------------------------
 

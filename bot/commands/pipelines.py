@@ -48,7 +48,7 @@ async def start(tokens: list[str], ctx: CommandContext) -> CommandReply:
     mgr = ctx.manager()
     loaded = any(h.frames for h in mgr.snapshot())  # a pipeline has run here: inference and its detectors are loaded
     # the one start (the tool's checks too); once they pass, a line at once: a first start takes seconds
-    started = await start_pipeline(request, mgr, ctx, lambda: ctx.say(starting(request, loaded)))
+    started = await start_pipeline(request, mgr, ctx, ctx.requester, lambda: ctx.say(starting(request, loaded)))
     handle = started.handle
     if handle.status == "error":
         return fail(f"*{handle.name}* could not start on {handle.video_reference}: {redact(handle.error or 'source failed')}.")

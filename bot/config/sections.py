@@ -44,6 +44,10 @@ class LLMConfig(_Section):
     max_tokens: int = Field(4096, ge=1)
     thinking: ThinkingConfig = ThinkingConfig()
     cost_limit_daily: float = Field(10.0, ge=0)  # USD; 0 disables LLM calls
+    # Shares of it (bot/llm/budget.py): one Slack person, one channel; the last part only the heartbeat may use.
+    user_share: float = Field(0.25, gt=0, le=1)
+    channel_share: float = Field(0.5, gt=0, le=1)
+    heartbeat_reserve: float = Field(0.1, ge=0, lt=1)
     max_iterations: int = Field(20, ge=1)
     context_window: int = Field(200_000, ge=1000)
     max_retries: int = Field(4, ge=0)
@@ -223,6 +227,13 @@ class ClipsConfig(_Section):
     buffer_bytes: int = Field(8 * 1024 * 1024, ge=64 * 1024)  # ring-buffer memory per pipeline
     max_bytes: int = Field(4 * 1024 * 1024, ge=64 * 1024)  # one clip file (Slack, webhooks); fps/quality drop to fit
     keep: int = Field(200, ge=1)  # clip files kept under WORKSPACE/clips (oldest removed)
+
+
+class PipelinesConfig(_Section):
+    """How many pipelines run at once (bot/pipelines/caps.py): per Slack user, and in total (the operator too)."""
+
+    max_per_user: int = Field(4, ge=0)  # 0 = no per-user limit
+    max_total: int = Field(16, ge=0)  # 0 = no limit
 
 
 class ServersConfig(_Section):

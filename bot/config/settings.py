@@ -18,6 +18,7 @@ from bot.config.sections import (  # re-exported: callers import the sections fr
     McpConfig,
     MediaConfig,
     MonitoringConfig,
+    PipelinesConfig,
     ServersConfig,
     SlackConfig,
     ThinkingConfig,
@@ -35,7 +36,7 @@ from bot.config.sources import (
 
 __all__ = [
     "DEFAULT_WORKSPACE", "ENV_MAP", "ApiConfig", "ClipsConfig", "HeartbeatConfig", "InferenceConfig", "LLMConfig",
-    "McpConfig", "MediaConfig", "MonitoringConfig", "ServersConfig", "Settings", "SettingsError", "SlackConfig", "ThinkingConfig",
+    "McpConfig", "MediaConfig", "MonitoringConfig", "PipelinesConfig", "ServersConfig", "Settings", "SettingsError", "SlackConfig", "ThinkingConfig",
     "WebhookConfig", "load_settings", "workspace_path",
 ]
 
@@ -67,6 +68,7 @@ class Settings(BaseSettings):
     slack: SlackConfig = SlackConfig()
     media: MediaConfig = MediaConfig()
     clips: ClipsConfig = ClipsConfig()
+    pipelines: PipelinesConfig = PipelinesConfig()
     mcp: McpConfig = McpConfig()
     webhook: WebhookConfig = WebhookConfig()
     api: ApiConfig = ApiConfig()

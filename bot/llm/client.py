@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import SecretStr
 
+from bot.llm.budget import TOTAL, Payer, caps, over_line
 from bot.llm.errors import NO_KEY, LLMBudgetExceeded, LLMError, LLMTimeout, LLMUnavailable, PromptTooLong, timeout_line
 from bot.llm.send import TextSink, sdk_timeout, send
 from bot.llm.tokens import prompt_tokens
@@ -184,23 +185,27 @@ class LLMClient:
         cache_history: bool = True,
         budget: WaitBudget | None = None,
         on_text: TextSink | None = None,
+        payer: Payer | None = None,
     ) -> LLMResponse:
         """Send one request; retries transient failures; raises LLMError subclasses with one-line messages.
 
         The call waits at most `budget.left` seconds (default llm.turn_timeout) in all, then raises LLMTimeout.
         `on_text` receives the answer's text as it is generated (None: a retry voids what came so far).
+        `payer`: whose shares of the daily budget the call counts on (bot/llm/budget.py); None: the total only.
         """
         client = self._sdk()
         req = self.build_request(messages, tools, system, max_tokens, thinking, cache_history)
         held = self.usage.worst_case(prompt_tokens(req["messages"], system, tools), req["max_tokens"])
+        limit = self.settings.llm.cost_limit_daily
+        lines = {TOTAL: limit} if payer is None else caps(payer, limit, self.settings.llm)
         message = await self._bounded(client, req, held, budget or WaitBudget(self.settings.llm.turn_timeout),
-                                      on_text)
+                                      on_text, lines)
         resp = parse_response(message)
-        resp.cost = self.usage.settle(held, resp.usage, session_key)
+        resp.cost = self.usage.settle(held, resp.usage, session_key, list(lines))
         return resp
 
     async def _bounded(self, client: Any, req: dict[str, Any], held: float, budget: WaitBudget,
-                       on_text: TextSink | None = None) -> Any:
+                       on_text: TextSink | None, lines: dict[str, float]) -> Any:
         """The SDK message, within the budget; `held` is reserved for the call and given back if it fails."""
         cfg = self.settings.llm
         if budget.left <= 0:
@@ -208,13 +213,13 @@ class LLMClient:
         start = time.monotonic()
         try:
             async with asyncio.timeout(budget.left):
-                await self._reserve(held)
+                await self._reserve(held, lines)
                 try:
                     return await send(client, req, stream=self.stream, retries=cfg.max_retries,
                                       base_delay=self.retry_base_delay, silence=cfg.request_timeout,
                                       model=self.model, on_text=on_text)
                 except BaseException:
-                    self.usage.release(held)
+                    self.usage.release(held, list(lines))
                     raise
         except TimeoutError:
             raise LLMTimeout(timeout_line(budget.total)) from None
@@ -227,14 +232,10 @@ class LLMClient:
             await self._client.close()
             self._client = None
 
-    async def _reserve(self, cost: float) -> None:
-        limit = self.settings.llm.cost_limit_daily
-        while not self.usage.reserve(cost, limit):
-            spent = self.usage.today()["cost"]
-            if spent >= limit:
-                raise LLMBudgetExceeded(
-                    f"daily LLM budget of ${limit:.2f} reached (spent ${spent:.2f} today); "
-                    "raise llm.cost_limit_daily in config.yaml or wait until tomorrow"
-                )
+    async def _reserve(self, cost: float, lines: dict[str, float]) -> None:
+        while not self.usage.reserve(cost, lines):
+            if (full := self.usage.over(lines)) is not None:
+                raise LLMBudgetExceeded(over_line(full, self.usage.spent(full), lines[full],
+                                                  self.settings.llm.cost_limit_daily))
             # Replies in progress hold the rest of today's budget: wait for them to settle instead of refusing.
             await asyncio.sleep(0.05)

@@ -1,18 +1,21 @@
 """LLM usage and cost: per-model prices, totals per session and per day (persisted to JSON), the daily cap.
 
 The cap holds under concurrency: a call reserves its worst-case cost before it starts (`reserve`) and settles
-the actual cost after (`settle`), under one lock, so simultaneous calls cannot all pass the same check.
+the actual cost after (`settle`), under one lock, so simultaneous calls cannot all pass the same check. The same
+holds for each share of the day a payer's spend counts on (bot/llm/budget.py: per user, per channel, people's part).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import os
 import threading
 from datetime import date
 from pathlib import Path
 from typing import Any
+
+from bot.llm.budget import TOTAL
+from workspace.atomic import read_state, write_atomic
 
 log = logging.getLogger(__name__)
 
@@ -73,40 +76,65 @@ class UsageTracker:
         self._sessions: dict[str, dict[str, Any]] = {}
         self._days: dict[str, dict[str, Any]] = self._read()
         self._lock = threading.Lock()
-        self._reserved = 0.0  # USD held by calls in flight
+        self._reserved: dict[str, float] = {}  # USD held by calls in flight, per budget line (budget.Payer.keys)
 
     def worst_case(self, prompt_tokens: int, max_tokens: int) -> float:
         """The most one call can cost: every prompt token written to the cache, every output token used."""
         return cost_of({"cache_creation_input_tokens": prompt_tokens, "output_tokens": max_tokens}, self.model)
 
-    def reserve(self, cost: float, limit: float) -> bool:
-        """Hold `cost` for a call about to start; False (nothing held) when today's spend plus what calls in
-        flight hold has reached `limit`. So the cap is overshot by at most the last admitted call."""
+    def spent(self, key: str = TOTAL) -> float:
+        """Today's settled spend on one budget line (`total`, `people`, `user:U1`, `channel:C1`)."""
+        day = self._days.get(date.today().isoformat(), _empty())
+        return float(day["cost"] if key == TOTAL else (day.get("by") or {}).get(key, 0.0))
+
+    def over(self, caps: dict[str, float]) -> str | None:
+        """The budget line whose settled spend has reached its cap (not counting calls in flight), or None: the whole
+        day's first (then it is what anyone must know), else the first in `caps`' order."""
         with self._lock:
-            if self._days.get(date.today().isoformat(), _empty())["cost"] + self._reserved >= limit:
+            full = [k for k, cap in caps.items() if self.spent(k) >= cap]
+            return TOTAL if TOTAL in full else next(iter(full), None)
+
+    def reserve(self, cost: float, caps: dict[str, float] | float) -> bool:
+        """Hold `cost` on each budget line for a call about to start; False (nothing held) when one line's spend plus
+        what calls in flight hold on it has reached its cap (a float: the total). So each cap is overshot by at most
+        the last admitted call."""
+        caps = {TOTAL: caps} if isinstance(caps, int | float) else caps
+        with self._lock:
+            if any(self.spent(k) + self._reserved.get(k, 0.0) >= cap for k, cap in caps.items()):
                 return False
-            self._reserved += cost
+            for k in caps:
+                self._reserved[k] = self._reserved.get(k, 0.0) + cost
             return True
 
-    def release(self, cost: float) -> None:
+    def release(self, cost: float, keys: list[str] | None = None) -> None:
         """Give back what a call held when it failed before any usage came back."""
         with self._lock:
-            self._reserved = max(0.0, self._reserved - cost)
+            self._unhold(cost, keys or [TOTAL])
 
-    def settle(self, held: float, usage: dict[str, int], session_key: str | None = None) -> float:
+    def settle(self, held: float, usage: dict[str, int], session_key: str | None = None,
+               keys: list[str] | None = None) -> float:
         """Swap a call's hold for its actual usage in one step (no check sees neither); returns the cost."""
         with self._lock:
-            self._reserved = max(0.0, self._reserved - held)
-            return self._record(usage, session_key)
+            self._unhold(held, keys or [TOTAL])
+            return self._record(usage, session_key, keys or [TOTAL])
+
+    def _unhold(self, cost: float, keys: list[str]) -> None:
+        for k in keys:
+            self._reserved[k] = max(0.0, self._reserved.get(k, 0.0) - cost)
 
     def add(self, usage: dict[str, int], session_key: str | None = None) -> float:
         """Record one response's usage; returns its cost in USD."""
         with self._lock:
             return self._record(usage, session_key)
 
-    def _record(self, usage: dict[str, int], session_key: str | None) -> float:
+    def _record(self, usage: dict[str, int], session_key: str | None, keys: list[str] = [TOTAL]) -> float:  # noqa: B006
         cost = cost_of(usage, self.model)
-        _add(self._days.setdefault(date.today().isoformat(), _empty()), usage, cost)
+        day = self._days.setdefault(date.today().isoformat(), _empty())
+        _add(day, usage, cost)
+        by = day.setdefault("by", {})
+        for k in keys:
+            if k != TOTAL:
+                by[k] = round(by.get(k, 0.0) + cost, 9)
         if session_key is not None:
             _add(self._sessions.setdefault(session_key, _empty()), usage, cost)
         self._write()
@@ -121,20 +149,20 @@ class UsageTracker:
         return dict(self._sessions.get(key, _empty()))
 
     def _read(self) -> dict[str, dict[str, Any]]:
-        if self.path is None or not self.path.exists():
+        if self.path is None:
             return {}
-        try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-            return {k: v for k, v in data.items() if isinstance(v, dict)}
-        except (OSError, ValueError) as exc:
-            log.warning("cannot read %s (%s); LLM usage for today starts from zero", self.path, exc)
-            return {}
+        # A damaged file is kept aside and its last good copy used: a crash must not reset today's spend to zero.
+        data = read_state(self.path, dict, log)[0] or {}
+        days = {k: v for k, v in data.items() if isinstance(v, dict)}
+        for day in days.values():  # an odd field (hand-edited, older file) counts as nothing spent
+            if not isinstance(day.get("by"), dict):
+                day["by"] = {}
+            if not isinstance(day.get("cost"), int | float):
+                day["cost"] = 0.0
+        return days
 
     def _write(self) -> None:
         if self.path is None:
             return
         recent = dict(sorted(self._days.items())[-62:])  # two months of history is plenty
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(recent, indent=1), encoding="utf-8")
-        os.replace(tmp, self.path)
+        write_atomic(self.path, json.dumps(recent, indent=1), keep_previous=True)

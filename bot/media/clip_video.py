@@ -125,7 +125,8 @@ def contact_sheet(frames: list[tuple[str, Any]], columns: int = 3, tile_width: i
     tiles = []
     for label, im in frames:
         h, w = im.shape[:2]
-        tile = cv2.resize(im, (tile_width, max(int(h * tile_width / w), 1)))
+        # A frame of odd shape (a 16x4096 video) must not make a 320x82000 tile: at most 3 tiles' width tall.
+        tile = cv2.resize(im, (tile_width, min(max(int(h * tile_width / w), 1), 3 * tile_width)))
         cv2.rectangle(tile, (0, 0), (tile_width, 24), (0, 0, 0), -1)
         cv2.putText(tile, label, (6, 17), cv2.FONT_HERSHEY_SIMPLEX, 0.55, (255, 255, 255), 1, cv2.LINE_AA)
         tiles.append(tile)

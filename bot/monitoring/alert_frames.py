@@ -8,11 +8,12 @@ and `vision-agent api` in another process serves what `serve` stored.
 
 from __future__ import annotations
 
-import os
 import re
 import threading
 from collections import deque
 from pathlib import Path
+
+from workspace.atomic import write_atomic
 
 KEEP = 200  # at ~50-100 KB per annotated JPEG: 10-20 MB at most
 SUFFIX = ".jpg"
@@ -46,9 +47,7 @@ class AlertFrames:
             return False
         with self._lock:
             self.folder.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(".part")
-            tmp.write_bytes(frame)
-            os.replace(tmp, path)
+            write_atomic(path, frame)
             if alert_id in self._order:
                 self._order.remove(alert_id)
             self._order.append(alert_id)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import re
 import threading
@@ -75,6 +76,7 @@ class EventLog:
         self._lock = threading.Lock()
         self._listeners: list[EventListener] = []
         self._seq = self._last_seq()
+        self._end_line()
 
     def add_listener(self, listener: EventListener) -> None:
         """Call `listener(event)` after each append (on the appending thread; it must not block)."""
@@ -134,29 +136,25 @@ class EventLog:
                 raw = self.path.read_text(encoding="utf-8", errors="replace")
             except FileNotFoundError:
                 return []
-        out: list[dict[str, Any]] = []
-        for line in raw.splitlines():
-            try:
-                ev = json.loads(line)
-            except ValueError:  # a line torn by a crash mid-write is skipped, not fatal
-                continue
-            if isinstance(ev, dict):
-                out.append(ev)
-        return out
+        return [ev for ev in map(_valid, raw.splitlines()) if ev is not None]
 
     def _last_seq(self) -> int:
+        """The highest id in the file, whatever its last line holds (torn, garbage, an id out of order)."""
         try:
-            with self.path.open("rb") as f:
-                f.seek(max(0, f.seek(0, os.SEEK_END) - 8192))
-                tail = f.read().decode("utf-8", errors="replace").splitlines()
+            raw = self.path.read_text(encoding="utf-8", errors="replace")
         except FileNotFoundError:
             return 0
-        for line in reversed(tail):
-            try:
-                return int(json.loads(line)["id"])
-            except (ValueError, KeyError, TypeError):
-                continue
-        return 0
+        ids = [int(ev["id"]) for ev in map(_valid, raw.splitlines()) if ev is not None and ev["id"].isdigit()]
+        return max(ids, default=0)
+
+    def _end_line(self) -> None:
+        """A file cut mid-line by a crash gets its newline, so the next event is not glued to the torn one."""
+        try:
+            with self.path.open("rb+") as f:
+                if f.seek(0, os.SEEK_END) and (f.seek(-1, os.SEEK_END), f.read(1))[1] != b"\n":
+                    f.write(b"\n")
+        except FileNotFoundError:
+            pass
 
     def _trim(self) -> None:  # holding self._lock
         """Keep the newest lines that fit in half of max_bytes (halving: trims are rare, not on every append)."""
@@ -171,3 +169,34 @@ class EventLog:
         tmp = self.path.with_suffix(".tmp")
         tmp.write_bytes(b"".join(reversed(keep)))
         os.replace(tmp, self.path)  # atomic: a reader sees the old file or the new one
+
+
+_TEXT_FIELDS = ("source", "event_type", "camera", "rule", "text", "pipeline_id", "held")
+
+
+def _valid(line: str) -> dict[str, Any] | None:
+    """One line as an event readers can rely on, or None: torn, not JSON, not an object, no usable time or id.
+
+    Readers (get_events, MCP, /api/events, webhooks) sort by `time`, page by `id` and print the text fields, so a
+    line whose fields have the wrong type is made to fit or dropped here rather than breaking them.
+    """
+    try:
+        ev = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(ev, dict):
+        return None
+    try:
+        at = float(ev.get("time"))  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    ident = ev.get("id")
+    if not math.isfinite(at) or isinstance(ident, bool) or not isinstance(ident, str | int):
+        return None
+    ev["time"], ev["id"] = at, str(ident).zfill(ID_DIGITS) if isinstance(ident, int) else ident
+    for key in _TEXT_FIELDS:
+        if key in ev and ev[key] is not None and not isinstance(ev[key], str):
+            ev[key] = str(ev[key])
+    if not isinstance(ev.get("counts", {}), dict):
+        ev.pop("counts")
+    return ev

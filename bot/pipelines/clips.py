@@ -17,6 +17,7 @@ from pathlib import Path
 from bot.backends.base import InferenceResult, PipelineHandle
 from bot.config.settings import ClipsConfig
 from bot.media.clip_video import encode_clip
+from workspace.atomic import write_atomic
 
 log = logging.getLogger(__name__)
 
@@ -168,7 +169,7 @@ class ClipRecorder:
         clip = Clip(path, camera, rule, round(before / fps, 2), round(encoded.seconds, 2), encoded.fps,
                     encoded.frames, encoded.codec, encoded.bytes)
         meta = {k: v for k, v in asdict(clip).items() if k != "path"}
-        path.with_suffix(".json").write_text(json.dumps(meta))
+        write_atomic(path.with_suffix(".json"), json.dumps(meta))
         await asyncio.to_thread(self._prune)
         return clip
 

@@ -23,6 +23,7 @@ from bot.media.redaction import redact
 from bot.media.sniff import STILL_HINT, still_image
 from bot.media.sources import is_live
 from bot.pipelines.backend_choice import BackendChoice
+from bot.pipelines.caps import cap_refusal
 from bot.pipelines.clips import ClipRecorder
 from bot.pipelines.request import StartRequest
 from bot.pipelines.state import PipelineConfig, PipelineNotFound
@@ -172,10 +173,12 @@ class PipelineManager(PipelineTable):
         if req.workflow_id and not req.workspace_name:
             raise BackendError("workflow_id needs workspace_name too (the Roboflow workspace that owns it).")
         await self.provider.aget()  # built off the event loop on first use
-        async with self._start_lock:
+        async with self._start_lock:  # counted and started under one lock: 60 concurrent starts cannot all pass
+            if why := self.cap_refusal(req.owner):
+                raise BackendError(why)
             cfg = PipelineConfig(
                 self._new_id(), self._unique_name(req.name or ""), str(req.source), req.model_id, req.workflow_spec,
-                req.workspace_name, req.workflow_id, req.max_fps, req.parameters, backend=other,
+                req.workspace_name, req.workflow_id, req.max_fps, req.parameters, backend=other, owner=req.owner,
             )
             handle = await self.launch(cfg)
             cfg.started_at = handle.started_at
@@ -189,6 +192,14 @@ class PipelineManager(PipelineTable):
             self._save()
         log.info("pipeline %s (%s) started on %s", cfg.name, cfg.pipeline_id, handle.video_reference)
         return handle
+
+    def cap_refusal(self, owner: str | None) -> str | None:
+        """Why `owner` (None: the operator) may not start one more pipeline now (settings `pipelines`), or None."""
+        with self._lock:
+            owners = [cfg.owner for pid, cfg in self._configs.items()
+                      if pid in self._handles and self._handles[pid].status in LIVE]
+        limits = self.settings.pipelines
+        return cap_refusal(owners, owner, limits.max_per_user, limits.max_total)
 
     async def _control(self, name_or_id: str, action: str) -> PipelineHandle:
         pid = self.resolve(name_or_id).pipeline_id

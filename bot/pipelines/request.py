@@ -57,6 +57,7 @@ class StartRequest:
     origin: Origin | None = None  # where it was asked: told there when its file runs out
     confidence: float | None = None  # with a model: its detector's confidence floor
     min_height: int | None = None  # with builtin/people: the smallest person to find, pixels tall
+    owner: str | None = None  # the Slack user whose share it counts against (None: the operator); caps.py
 
     @property
     def saved_workflow(self) -> bool:

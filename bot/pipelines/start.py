@@ -13,10 +13,12 @@ from bot.media.cameras import camera_name_for, named_zones
 from bot.media.resolve import MediaScope, resolve_video
 from bot.media.sources import file_fps, is_live
 from bot.pipelines.analytics import Analytics, compose
+from bot.pipelines.caps import owner_of
 from bot.pipelines.manager import PipelineManager
 from bot.pipelines.naming import default_name
 from bot.pipelines.rate import Rate
 from bot.pipelines.request import StartRequest, check
+from bot.rights import Requester
 
 __all__ = ["StartRequest", "Started", "start"]
 
@@ -41,16 +43,19 @@ class Started:
         return what + self.analytics.describe() + rate.describe()
 
 
-async def start(req: StartRequest, mgr: PipelineManager, caller: MediaScope,
+async def start(req: StartRequest, mgr: PipelineManager, caller: MediaScope, who: Requester,
                 starting: Callable[[], Awaitable[None]] | None = None) -> Started:
     """Check the request, resolve its source (as `caller` may: its folders, cameras, attachments), compose its
-    line/zone workflow and start it on `mgr`.
+    line/zone workflow and start it on `mgr`, counted against `who`'s share (bot/pipelines/caps.py).
 
     Raises ValueError / MediaError / BackendError with one line a user or the model can act on; nothing is opened
     before the request's own checks pass. `starting` is awaited once they have, before the slow part.
     """
     zones = named_zones(caller.workspace, caller.settings)
     check(req, zones)
+    req = replace(req, owner=owner_of(who))
+    if why := mgr.cap_refusal(req.owner):  # before the source is probed; enforced again under the start lock
+        raise ValueError(why)
     mgr.backends.check(req.backend)  # an unknown backend is refused before the source is probed
     # Off the event loop: an http(s) source is fetched once and every stream host is looked up (DNS) here.
     source = await asyncio.to_thread(resolve_video, req.source, caller)

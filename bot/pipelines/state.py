@@ -5,11 +5,11 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from bot.backends.base import WorkflowRef
+from workspace.atomic import read_state, write_atomic
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +41,7 @@ class PipelineConfig:
     server_id: str | None = None  # the inference server's own id (http backend): adopted again after a crash
     restore_failures: int = 0  # consecutive start-ups whose restore failed (bot/pipelines/restore.py gives up)
     backend: str | None = None  # started with backend= on another backend than the configured one
+    owner: str | None = None  # the Slack user who started it (None: the operator): bot/pipelines/caps.py
 
     def workflow(self, spec: dict | None) -> WorkflowRef:
         """What the backend runs: `spec` (PipelineManager.spec_of: the model wrapped, or the inline spec), or the
@@ -49,26 +50,21 @@ class PipelineConfig:
 
 
 def save_state(path: Path, configs: list[PipelineConfig]) -> None:
-    """Write the configs; owner-only permissions because stream URLs may carry camera passwords."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Write the configs atomically (the last version kept as .bak); owner-only permissions (mkstemp's 0600) because
+    stream URLs may carry camera passwords."""
     data = {"version": VERSION, "pipelines": [dataclasses.asdict(c) for c in configs]}
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        json.dump(data, fh, indent=2, default=str)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    write_atomic(path, json.dumps(data, indent=2, default=str), keep_previous=True)
 
 
 def load_state(path: Path) -> list[PipelineConfig]:
-    """The saved configs; a missing file is empty, a corrupt one is logged and ignored (never fatal)."""
-    if not path.is_file():
-        return []
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        fields = {f.name for f in dataclasses.fields(PipelineConfig)}
-        return [PipelineConfig(**{k: v for k, v in p.items() if k in fields}) for p in data.get("pipelines", [])]
-    except (OSError, ValueError, TypeError, AttributeError) as exc:
-        log.warning("%s is unreadable (%s); no pipelines restored", path, type(exc).__name__)
-        return []
+    """The saved configs; a missing file is empty; a damaged one is kept aside (one log line) and its last good copy
+    used; a record that does not fit is skipped with a line, the others still come back."""
+    data = read_state(path, dict, log)[0] or {}
+    fields = {f.name for f in dataclasses.fields(PipelineConfig)}
+    out = []
+    for p in data.get("pipelines") or []:
+        try:
+            out.append(PipelineConfig(**{k: v for k, v in p.items() if k in fields}))
+        except (TypeError, AttributeError) as exc:
+            log.warning("%s: a saved pipeline is unreadable (%s); skipped", path.name, type(exc).__name__)
+    return out

@@ -23,6 +23,7 @@ from bot.recipes.trajectories import TrajectoryLog, scrub
 from bot.recipes.validators import why_invalid
 from bot.rights import CONTROLLED, Requester
 from bot.services import Services
+from workspace.atomic import write_atomic
 from workspace.recipes import check_name
 
 if TYPE_CHECKING:
@@ -211,7 +212,7 @@ class RecipeService:
         folder = self.workspace.exports_dir
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / f"{recipe['name']}.py"
-        path.write_text(text, encoding="utf-8")
+        write_atomic(path, text)
         return path
 
     def delete(self, name: str) -> bool:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.media.redaction import redact
+from workspace.atomic import write_atomic
 
 log = logging.getLogger(__name__)
 KEEP = 50  # per session: a recipe is saved from a recent turn; older ones only make the file grow
@@ -47,7 +48,7 @@ class TrajectoryLog:
             path.parent.mkdir(parents=True, exist_ok=True)
             kept = self._read(path)[-(KEEP - 1):]
             lines = [json.dumps(r, ensure_ascii=False) for r in [*kept, rec]]
-            path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+            write_atomic(path, "\n".join(lines) + "\n")  # rewritten whole: a kill -9 never leaves half of it
 
     def last(self, key: str) -> dict[str, Any] | None:
         """The newest trajectory of this session."""

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import logging
 import threading
-import time
 from functools import reduce
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,7 @@ from tinydb.storages import Storage as _TinyStorage
 from tinydb.table import Table as _TinyTable
 
 from bot.storage.base import Record, Storage, Table
-from workspace.atomic import write_atomic
+from workspace.atomic import read_state, write_atomic
 
 log = logging.getLogger(__name__)
 
@@ -32,35 +31,9 @@ class AtomicJSONStorage(_TinyStorage):
         self.recovered: str | None = None  # what start-up had to do, for whoever reports health
 
     def read(self) -> dict[str, Any] | None:
-        data = self._load(self.path)
-        if data is not _DAMAGED:
-            return data
-        kept = self.path.with_name(f"{self.path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}")
-        self.path.replace(kept)
-        backup = self._load(self.path.with_name(self.path.name + ".bak"))
-        if backup is _DAMAGED or backup is None:
-            self.recovered = f"{self.path.name} was damaged; kept as {kept.name}, starting it empty"
-            backup = None
-        else:
-            self.recovered = f"{self.path.name} was damaged; kept as {kept.name}, continuing from its last good copy"
-        log.error("%s", self.recovered)
-        if backup is not None:
-            self.write(backup)
-        return backup
-
-    @staticmethod
-    def _load(path: Path) -> Any:
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            return None
-        if not text.strip():
-            return None
-        try:
-            data = json.loads(text)
-        except ValueError:
-            return _DAMAGED
-        return data if isinstance(data, dict) else _DAMAGED
+        data, note = read_state(self.path, dict, log)
+        self.recovered = note or self.recovered
+        return data
 
     def write(self, data: dict[str, Any]) -> None:
         write_atomic(self.path, json.dumps(data), keep_previous=True)
@@ -68,8 +41,6 @@ class AtomicJSONStorage(_TinyStorage):
     def close(self) -> None:
         pass
 
-
-_DAMAGED = object()
 
 
 def _query(match: dict[str, Any]) -> QueryInstance:

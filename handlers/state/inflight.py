@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from handlers.state.threads import Conversation
+from workspace.atomic import write_atomic
 
 log = logging.getLogger(__name__)
 
@@ -76,9 +77,8 @@ class InflightBook:
                 self._apply(json.loads(line))
             except (ValueError, KeyError, TypeError, AttributeError):
                 log.debug("skipped a broken line in %s (torn by a crash?)", path.name)
-        tmp = path.with_suffix(".tmp")  # compact: only the open turns remain
-        tmp.write_text("".join(json.dumps(self._row(t)) + "\n" for t in self._open.values()), encoding="utf-8")
-        tmp.replace(path)
+        # compact: only the open turns remain
+        write_atomic(path, "".join(json.dumps(self._row(t)) + "\n" for t in self._open.values()))
 
     def open_turns(self) -> list[OpenTurn]:
         """Turns a previous run took and did not finish, oldest first."""

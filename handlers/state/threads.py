@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from workspace.atomic import write_atomic
+
 DM_ROOT = "dm"
 
 
@@ -81,9 +83,7 @@ class ThreadBook:
             except (ValueError, KeyError, TypeError):
                 continue  # a line cut short by a crash: skip it
         if len(self._known) < len(lines):  # compact: expired, duplicate or broken lines
-            tmp = path.with_suffix(".tmp")
-            tmp.write_text("".join(json.dumps(r) + "\n" for r in self._known.values()), encoding="utf-8")
-            tmp.replace(path)
+            write_atomic(path, "".join(json.dumps(r) + "\n" for r in self._known.values()))
 
     def known(self, channel: str, thread_ts: str | None) -> bool:
         return bool(thread_ts) and (channel, thread_ts) in self._known

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from datetime import datetime
 from pathlib import Path
@@ -96,3 +97,18 @@ def test_since_forms() -> None:
     assert now - parse_since("2026-05-01T10:00", TZ, now) == 1800
     assert now - parse_since("2026-05-01T08:00+00:00", TZ, now) == 1800
     assert now - parse_since(None, TZ, now) == 86400
+
+
+async def test_odd_lines_in_the_log_never_break_the_answer(rig, tmp_path: Path) -> None:
+    ctx, router = rig
+    crossing(router, at(5), 5, 1)
+    with (tmp_path / "events.jsonl").open("a", encoding="utf-8") as f:
+        for odd in ('{"id": "000000000002", "time": "noon", "camera": "door"}', "[1]", "\x00garbage",
+                    json.dumps({"id": "000000000003", "time": at(6), "camera": 7, "counts": "many", "held": 1}),
+                    '{"id": "000000000004", "time": 1.0, "camera": "do'):
+            f.write(odd + "\n")
+    crossing(router, at(7), 6, 2)
+    res = await build_registry().execute("get_events", {"since": NINE.strftime("%H:%M")}, ctx)
+    assert not res.is_error, res.text
+    assert "door: line_crossed 2; crossings in 6 / out 2" in res.text  # both good events, around the odd lines
+    assert "\n7: " in res.text  # the one readable odd line, its camera made text

@@ -121,7 +121,7 @@ class DirectBackend(BackendBase):
         spec = with_counting_defaults(spec)
         if self._vetted(spec):
             return []
-        return check_spec(spec, self._settings.inference) or await self._compile_problems(spec)
+        return check_spec(spec, self._settings.inference, self._settings.media.max_pixels) or await self._compile_problems(spec)
 
     async def _compile_problems(self, spec: dict) -> list[str]:
         """Why spec does not compile (empty: it did, and its engine is cached). Only for a policy-checked spec."""

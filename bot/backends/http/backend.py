@@ -136,7 +136,7 @@ class HttpBackend(BackendBase):
         return list(body.get("blocks") or [])
 
     async def validate_workflow(self, spec: dict) -> list[str]:
-        return check_spec(spec, self._settings.inference) or await self._server_problems(spec)
+        return check_spec(spec, self._settings.inference, self._settings.media.max_pixels) or await self._server_problems(spec)
 
     async def _server_problems(self, spec: dict) -> list[str]:
         status, body = await self._call("validation", self._request, "POST", "/workflows/validate", spec)

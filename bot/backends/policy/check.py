@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from bot.backends.policy.allowlist import ALLOWED, INNER_WORKFLOW, REFUSED, canonical
+from bot.backends.policy.sizes import check_sizes
 
 if TYPE_CHECKING:
     from bot.config import InferenceConfig
@@ -55,8 +56,12 @@ def refusal(block_type: str) -> str:
     return f"block {block}, which {why}, so it is refused: {enable_hint(block)}"
 
 
-def check_spec(spec: Any, inference: InferenceConfig) -> list[str]:
-    """Why the spec may not run here, one line per problem (empty = safe to compile). Looks into inner workflows."""
+def check_spec(spec: Any, inference: InferenceConfig, max_pixels: int | None = None,
+               parameters: dict[str, Any] | None = None) -> list[str]:
+    """Why the spec may not run here, one line per problem (empty = safe to compile). Looks into inner workflows.
+
+    With max_pixels, block parameters that size images are checked too (policy/sizes.py), inputs from parameters.
+    """
     if not isinstance(spec, dict):
         return [MALFORMED]
     problems: list[str] = []
@@ -67,6 +72,8 @@ def check_spec(spec: Any, inference: InferenceConfig) -> list[str]:
     extras = extra_blocks(inference)
     policy = _Policy(ALLOWED | extras, custom, inference.allow_custom_python, INNER_WORKFLOW in extras)
     _check_steps(spec, "", policy, 0, problems)
+    if max_pixels is not None:
+        problems += check_sizes(spec, max_pixels, parameters)
     return problems
 
 

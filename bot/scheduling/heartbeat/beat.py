@@ -18,6 +18,7 @@ from bot.scheduling.heartbeat.checklist import ChecklistItem, scheduled_items
 from bot.scheduling.heartbeat.prompt import compose, frames
 from bot.scheduling.inputs import SchedulerInputs
 from bot.services import need
+from workspace.atomic import read_state, write_atomic
 from workspace.memory import SITE
 
 log = logging.getLogger(__name__)
@@ -45,14 +46,11 @@ class Heartbeat:
 
     # state (calls per day, cap notice, checklist) ---------------------------------
     def _load_state(self) -> dict[str, Any]:
-        try:
-            return json.loads(self._state_path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return {}
+        # A damaged file is kept aside with one log line and its last good copy used: the day's call count survives.
+        return read_state(self._state_path, dict, log)[0] or {}
 
     def _save_state(self) -> None:
-        self._state_path.parent.mkdir(parents=True, exist_ok=True)
-        self._state_path.write_text(json.dumps(self._state), encoding="utf-8")
+        write_atomic(self._state_path, json.dumps(self._state), keep_previous=True)
 
     def now(self) -> datetime:
         return datetime.fromtimestamp(self._clock(), self._tz)

@@ -44,9 +44,9 @@ def counts(monkeypatch: pytest.MonkeyPatch) -> Counts:
     seen = Counts()
     real_check, real_compile = policy_check.check_spec, InferenceRuntime.compile
 
-    def check_spec(spec: Any, inference: Any) -> list[str]:
+    def check_spec(spec: Any, inference: Any, *args: Any) -> list[str]:
         seen.checks += 1
-        return real_check(spec, inference)
+        return real_check(spec, inference, *args)
 
     def compile_(self: InferenceRuntime, spec: dict[str, Any]) -> Any:
         seen.compiles += 1

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from slack_sdk.errors import SlackApiError
@@ -93,15 +94,16 @@ async def delete_quietly(client: Any, channel: str, ts: str | None) -> None:
 
 
 async def run_stoppable(client: Any, running: RunningTurns, where: tuple[str, str | None], key: str, owner: str,
-                        work: Any) -> str | None:
+                        work: Any, offered: Callable[[str], None] | None = None) -> str | None:
     """Run the turn's coroutine as a task Stop can cancel; returns who stopped it, None when it ran to its end.
 
     A Stop line is offered only once the turn has run STOP_AFTER seconds (quick answers never flicker one), and
-    deleted when the turn ends. A cancel of the caller (shutdown) still propagates: the turn stays open on disk.
+    deleted when the turn ends; `offered` is told its ts (so a restart after a crash can delete it). A cancel of
+    the caller (shutdown) still propagates: the turn stays open on disk.
     """
     task = asyncio.ensure_future(work)
     running.add(key, task, owner)
-    offer = asyncio.ensure_future(_offer_stop(client, where, key, task))
+    offer = asyncio.ensure_future(_offer_stop(client, where, key, task, offered))
     try:
         await task
     except asyncio.CancelledError:
@@ -115,7 +117,8 @@ async def run_stoppable(client: Any, running: RunningTurns, where: tuple[str, st
     return None
 
 
-async def _offer_stop(client: Any, where: tuple[str, str | None], key: str, task: asyncio.Task[Any]) -> None:
+async def _offer_stop(client: Any, where: tuple[str, str | None], key: str, task: asyncio.Task[Any],
+                      offered: Callable[[str], None] | None) -> None:
     channel, thread_ts = where
     done, _ = await asyncio.wait({task}, timeout=STOP_AFTER)
     if done:
@@ -126,5 +129,7 @@ async def _offer_stop(client: Any, where: tuple[str, str | None], key: str, task
     except Exception as exc:  # no Stop line (rate limit, channel gone): the turn runs on regardless
         log.info("stop line not posted in %s: %s", channel, type(exc).__name__)
         return
+    if offered is not None and resp.get("ts"):
+        offered(str(resp["ts"]))
     await asyncio.wait({task})
     await delete_quietly(client, channel, resp.get("ts"))

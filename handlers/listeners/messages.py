@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bot.rights import Requester
-from handlers.answers.feedback import run_stoppable
+from handlers.answers.feedback import delete_quietly, run_stoppable
 from handlers.answers.render import WORKING, TurnRenderer, react
 from handlers.answers.stream_render import renderer_for
 from handlers.context import SlackBot
@@ -83,6 +83,8 @@ def resume_open_turns(bot: SlackBot) -> int:
     assert bot.queues is not None
     open_turns = bot.inflight.open_turns()
     for t in open_turns:
+        if t.stop_line:  # its Stop button died with the process that offered it
+            bot.spawn(delete_quietly(bot.client, t.conv.channel, t.stop_line))
         turn = Turn(t.conv, t.text, t.files, user=t.conv.user, started=t.started, answered=t.answered)
         bot.queues.submit(t.conv.key, t.conv.message_ts, turn)
         _acknowledge(bot, turn, bot.client)
@@ -178,7 +180,7 @@ async def _ask(bot: SlackBot, turn: Turn, r: TurnRenderer, text: str, attachment
             await r.handle(ev)
 
     stopped_by = await run_stoppable(bot.client, bot.running, (conv.channel, conv.thread_ts), turn_key(conv),
-                                     turn.user, answer())
+                                     turn.user, answer(), lambda ts: bot.inflight.stop_offered(conv, ts))
     if stopped_by is not None:  # the loop closed every tool call it had begun; the next message starts clean
         who = "you" if stopped_by == turn.user else "a teammate"
         await r.note(f"Stopped, as {who} asked. Nothing more runs for this message; ask again whenever you like.")

@@ -31,6 +31,7 @@ class OpenTurn:
     files: list[dict[str, Any]] = field(default_factory=list)
     started: int | None = None  # session length when the agent began the turn; None: not begun
     answered: bool = False  # the answer (or the error line) is in the thread; only the reaction is left
+    stop_line: str | None = None  # ts of the "Working on it… Stop" line, which a killed process never deleted
 
     @property
     def key(self) -> str:
@@ -94,6 +95,10 @@ class InflightBook:
     def answered(self, conv: Conversation) -> None:
         self._step(conv, "answer")
 
+    def stop_offered(self, conv: Conversation, ts: str) -> None:
+        """The turn's Stop line is in the thread (its ts): the restart deletes it if this process dies first."""
+        self._step(conv, "stop", ts=ts)
+
     def done(self, conv: Conversation) -> None:
         self._step(conv, "done")
 
@@ -115,7 +120,7 @@ class InflightBook:
         op = row["op"]
         if op == "add":
             turn = OpenTurn(Conversation(**row["conv"]), str(row["text"]), list(row.get("files") or []),
-                            row.get("started"), bool(row.get("answered")))
+                            row.get("started"), bool(row.get("answered")), row.get("stop_line"))
             self._open[turn.key] = turn
         elif op == "done":
             self._open.pop(row["key"], None)
@@ -124,11 +129,13 @@ class InflightBook:
                 known.started = int(row["entries"])
             elif op == "answer":
                 known.answered = True
+            elif op == "stop":
+                known.stop_line = str(row["ts"])
 
     @staticmethod
     def _row(turn: OpenTurn) -> dict[str, Any]:
         return {"op": "add", "conv": asdict(turn.conv), "text": turn.text, "files": turn.files,
-                "started": turn.started, "answered": turn.answered}
+                "started": turn.started, "answered": turn.answered, "stop_line": turn.stop_line}
 
 
 def _ts(ts: str) -> float:

@@ -124,6 +124,7 @@ def test_one_shot_operator_may_remember_and_never_sees_or_prints_the_password(
     assert out.stdout.strip() == f"Noted: dock is {MASKED}." and "S3cret" not in out.stderr
     assert f"dock moved to {MASKED}" in (ws / "memory" / "KNOWLEDGE.md").read_text()
     first, second = anthropic_api.ok_requests
-    assert b"S3cret" not in first.raw and MASKED in str(first.body["system"])
+    assert b"S3cret" not in first.raw and MASKED not in str(first.body["system"])
+    assert 'camera "dock"' in str(first.body["system"])  # the model gets the camera's name, never its URL
     [result] = [b for b in second.body["messages"][-1]["content"] if b.get("type") == "tool_result"]
     assert not result.get("is_error")

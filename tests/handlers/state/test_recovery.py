@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+from handlers.answers.feedback import STOP_TEXT
 from tests.fakes.anthropic_api import FakeAnthropic, Reply, text
 from tests.fakes.slack_api import SlackEmulator
 from tests.fakes.waits import patience
@@ -54,6 +55,13 @@ def saved_questions(workspace: Path) -> int:
     return count
 
 
+def stop_lines_logged(workspace: Path) -> int:
+    """How many turns' Stop lines the in-flight log holds (the bot writes each once Slack accepted the post)."""
+    log = workspace / ".state" / "slack_inflight.jsonl"
+    lines = log.read_text(encoding="utf-8").splitlines() if log.is_file() else []
+    return sum(1 for line in lines if '"op": "stop"' in line)
+
+
 def answer_by_thread(body: dict) -> Reply:
     tag = re.search(r"thread (\d+):", " ".join(user_texts(body)))
     return text(f"Lobby count for thread {tag.group(1) if tag else '?'}: three.")
@@ -63,18 +71,21 @@ def test_turns_in_flight_at_kill_9_are_answered_after_restart_without_a_new_mess
     slack_env: dict[str, str], slack_api: SlackEmulator, anthropic_api: FakeAnthropic
 ) -> None:
     anthropic_api.handler = lambda body: text("never delivered", delay=60)  # still thinking when the process dies
+    workspace = Path(slack_env["VISION_AGENT_WORKSPACE"])
     first = serve(slack_env)
     try:
         slack_api.wait_connected(timeout=60)
         roots = [slack_api.mention(f"thread {i}: {QUESTION}")[0] for i in range(THREADS)]
         wait_until(lambda: len(anthropic_api.requests) == THREADS, 30, "the turns never reached the model")
+        # Each turn outlives STOP_AFTER, so each thread gets its "Working on it… Stop" line; the kill comes once the
+        # in-flight log holds them all (a process that dies leaves them behind: the restart must delete them).
+        wait_until(lambda: stop_lines_logged(workspace) == THREADS, 60, "the Stop lines were never offered")
         first.kill()  # SIGKILL: no shutdown code runs
         first.wait(10)
     finally:
         if first.poll() is None:
             first.kill()
-    assert all(bot_posts(slack_api, "C0GENERAL", ts) == [] for ts in roots)
-    workspace = Path(slack_env["VISION_AGENT_WORKSPACE"])
+    assert all([p["text"] for p in bot_posts(slack_api, "C0GENERAL", ts)] == [STOP_TEXT] for ts in roots)
     assert saved_questions(workspace) == THREADS  # each question was in its session when the process died
     anthropic_api.handler = answer_by_thread
     second = serve(slack_env)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bot.agent.tools import Attachment
-from bot.cli.render import Renderer, save_frame
+from bot.cli.render import Renderer, save_frame, terminal_text
 from bot.commands.dispatch import run_command
 from bot.events import EventType
 from bot.llm.errors import NO_KEY
@@ -116,7 +116,7 @@ async def _one_command(settings: Settings, text: str, session: str) -> int:
     from bot.runtime import Runtime  # start-up cost, as in _one_shot
 
     async def progress(line: str) -> None:
-        print(line, file=sys.stderr, flush=True)
+        print(terminal_text(line).plain, file=sys.stderr, flush=True)  # the core's Slack markup, as plain text
 
     async with Runtime(settings, background=False) as rt:
         reply = await run_command(text, terminal_context(rt, session, progress))

@@ -97,6 +97,15 @@ def test_one_shot_vision_needs_no_key_and_answers_in_commands(base_env: dict[str
     assert out.returncode == 2 and "ANTHROPIC_API_KEY" in out.stderr  # free text still needs the model
 
 
+def test_one_shot_start_says_it_is_working_in_plain_text(base_env: dict[str, str], tmp_path: Path) -> None:
+    make_video(tmp_path / "gate.mp4", frames=10, fps=10, size=(320, 240))
+    out = _run(["chat", "-m", f"/vision start {tmp_path / 'gate.mp4'} model=builtin/motion name=gate"], _env(base_env))
+    assert out.returncode == 0, out.stderr
+    starting = next(line for line in out.stderr.splitlines() if line.startswith("Starting"))
+    assert "builtin/motion" in starting and "`" not in starting  # the core's markup, said as a terminal says it
+    assert "Started gate" in out.stdout
+
+
 def test_the_terminal_starts_a_file_outside_the_workspace_and_says_what_it_runs(
     terminal, tmp_path: Path
 ) -> None:

@@ -9,6 +9,7 @@ from typing import Any
 
 from bot.backends.base import BackendError
 from bot.backends.counting import (
+    FRAME_SCALE_BLOCK,
     LINE_COUNTER_BLOCK,
     LINE_OVERLAY_BLOCK,
     PEOPLE_DETECTORS,
@@ -161,21 +162,27 @@ def _annotation_steps(
         steps.append({"type": "roboflow_core/polygon_zone_visualization@v1", "name": "zone_area", "image": image,
                       "zone": zone})
         image = "$steps.zone_area.image"
+    if line is not None:  # under the boxes and labels, so the line never hides what they say
+        steps += _line_steps(line, image)
+        image = "$steps.line.image"
+    # Label and box sizes from the frame's width: one fixed scale was specks at 1920 px and a third of 320 px.
+    sizes = {key: f"$steps.sizes.{key}" for key in ("text_scale", "text_thickness", "text_padding")}
     steps += [
-        {"type": "roboflow_core/bounding_box_visualization@v1", "name": "boxes", "image": image, "predictions": predictions},
+        {"type": FRAME_SCALE_BLOCK, "name": "sizes", "image": "$inputs.image"},
+        {"type": "roboflow_core/bounding_box_visualization@v1", "name": "boxes", "image": image, "predictions": predictions,
+         "thickness": "$steps.sizes.thickness"},
         {
             "type": "roboflow_core/label_visualization@v1",
             "name": "labels",
             "image": "$steps.boxes.image",
             "predictions": predictions,
             "text": "Class and Confidence",  # what it is and how sure, on every box
+            **sizes,
         },
     ]
     if track:  # alerts name "person #12": the id goes at the box's foot, so the person finds it here
         steps.append({"type": "roboflow_core/label_visualization@v1", "name": "ids", "image": "$steps.labels.image",
-                      "predictions": predictions, "text": "Tracker Id", "text_position": "BOTTOM_LEFT"})
-    if line is not None:
-        steps += _line_steps(line, f"$steps.{steps[-1]['name']}.image")
+                      "predictions": predictions, "text": "Tracker Id", "text_position": "BOTTOM_LEFT", **sizes})
     return steps
 
 
@@ -204,7 +211,7 @@ def describe_spec(spec: dict[str, Any]) -> str:
         if not isinstance(step, dict):
             continue
         kind = str(step.get("type", "?")).split("/")[-1].split("@")[0]
-        if kind.endswith("_visualization") or step.get("type") == LINE_OVERLAY_BLOCK:
+        if kind.endswith("_visualization") or step.get("type") in (LINE_OVERLAY_BLOCK, FRAME_SCALE_BLOCK):
             continue
         part = _describe_step(step, kind)
         if not parts or parts[-1] != part:

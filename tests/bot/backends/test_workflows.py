@@ -45,7 +45,7 @@ def test_line_adds_tracker_counter_and_counts_outputs():
     assert steps["line_counter"]["detections"] == "$steps.tracker.tracked_detections"  # a line forces tracking
     assert steps["line_counter"]["line_segment"] == [[320, 0], [320, 480]]
     outputs = {o["name"]: o["selector"] for o in spec["outputs"]}
-    assert outputs["count_in"] == "$steps.line_counter.count_in" and outputs["annotated"] == "$steps.line.image"
+    assert outputs["count_in"] == "$steps.line_counter.count_in" and outputs["annotated"] == "$steps.ids.image"
     assert steps["labels"]["text"] == "Class and Confidence" and steps["ids"]["text"] == "Tracker Id"
     with pytest.raises(BackendError, match="two points"):
         detection_workflow("builtin/faces", line=[[1, 2]])
@@ -74,7 +74,8 @@ def test_the_whole_counted_line_is_drawn_by_our_overlay_with_the_counters_figure
     overlay = steps_by_name(spec)["line"]
     assert overlay["type"] == "vision_agent/line_overlay@v1" and overlay["line_segment"] == line
     assert overlay["count_in"] == "$steps.line_counter.count_in"
-    assert {o["name"]: o["selector"] for o in spec["outputs"]}["annotated"] == "$steps.line.image"
+    assert steps_by_name(spec)["boxes"]["image"] == "$steps.line.image"  # labels drawn over the line, not under it
+    assert {o["name"]: o["selector"] for o in spec["outputs"]}["annotated"] == "$steps.ids.image"
     assert check_spec(spec, InferenceConfig()) == []
 
 

@@ -169,7 +169,8 @@ def _answer_text(values: dict[str, Any]) -> str | None:
 
 def _own_vision(image: bytes, question: str, reason: str, ctx: ToolContext) -> ToolResult:
     try:
-        jpeg = resize_jpeg(image, ctx.settings.monitoring.result_image_max_dimension)
+        # the model reads it: as small as frames it is shown (640 px) unless frames are capped smaller
+        jpeg = resize_jpeg(image, min(640, ctx.settings.monitoring.result_image_max_dimension or 640))
     except ValueError:
         return _errors(MediaError("the image could not be decoded; send a JPEG or PNG."))
     return ToolResult(text=f"{reason}Answer the question from this image yourself: {question}", image=jpeg)

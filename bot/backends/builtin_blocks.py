@@ -1,4 +1,4 @@
-"""Workflows plugin: offline detectors (OpenCV Haar faces, HOG people, motion) and the gap-tolerant line counter.
+"""Workflows plugin: offline detectors (OpenCV Haar faces, HOG people, motion), the line counter and its drawing.
 
 Each block lives in bot/backends/builtin/; this module is the plugin entry inference loads by name
 (WORKFLOWS_PLUGINS=bot.backends.builtin_blocks) and re-exports the blocks.
@@ -9,14 +9,16 @@ from __future__ import annotations
 from inference.core.workflows.prototypes.block import WorkflowBlock
 
 from bot.backends.builtin.faces import HaarFaceDetectorBlockV1, HaarFaceManifest
+from bot.backends.builtin.frame_scale import FrameScaleBlockV1, FrameScaleManifest
 from bot.backends.builtin.line_counter import LineCounterBlockV1, LineCounterManifest
+from bot.backends.builtin.line_overlay import LineOverlayBlockV1, LineOverlayManifest
 from bot.backends.builtin.motion import MotionDetectorBlockV1, MotionManifest
 from bot.backends.builtin.people import HogPeopleDetectorBlockV1, HogPeopleManifest
 from bot.backends.builtin.tracker import TrackerBlockV1, TrackerManifest
 
 __all__ = [
-    "HaarFaceDetectorBlockV1", "HaarFaceManifest", "HogPeopleDetectorBlockV1", "HogPeopleManifest",
-    "LineCounterBlockV1", "LineCounterManifest", "MotionDetectorBlockV1", "MotionManifest", "TrackerBlockV1",
+    "FrameScaleBlockV1", "FrameScaleManifest", "HaarFaceDetectorBlockV1", "HaarFaceManifest", "HogPeopleDetectorBlockV1", "HogPeopleManifest",
+    "LineCounterBlockV1", "LineCounterManifest", "LineOverlayBlockV1", "LineOverlayManifest", "MotionDetectorBlockV1", "MotionManifest", "TrackerBlockV1",
     "TrackerManifest", "load_blocks",
 ]
 
@@ -24,4 +26,4 @@ __all__ = [
 def load_blocks() -> list[type[WorkflowBlock]]:
     """Entry point of the Workflows plugin (WORKFLOWS_PLUGINS=bot.backends.builtin_blocks)."""
     return [HaarFaceDetectorBlockV1, HogPeopleDetectorBlockV1, MotionDetectorBlockV1, LineCounterBlockV1,
-            TrackerBlockV1]
+            LineOverlayBlockV1, TrackerBlockV1, FrameScaleBlockV1]

@@ -17,6 +17,10 @@ PEOPLE_DETECTORS = frozenset({"vision_agent/hog_people_detector@v1"})
 PEOPLE_ANCHOR, DEFAULT_ANCHOR = "BOTTOM_CENTER", "CENTER"
 # Our line counter (bot/backends/builtin/line_counter.py): remembers a track's side through short gaps.
 LINE_COUNTER_BLOCK = "vision_agent/line_counter@v1"
+# Our line drawing (bot/backends/builtin/line_overlay.py): opaque, outlined, its in/out box sized to the frame.
+LINE_OVERLAY_BLOCK = "vision_agent/line_overlay@v1"
+# Label and box sizes from the frame's width (bot/backends/builtin/frame_scale.py).
+FRAME_SCALE_BLOCK = "vision_agent/frame_scale@v1"
 # Our tracker (bot/backends/builtin/tracker.py): matches by predicted position within the reach the time between
 # frames allows, so people are tracked at 2-3 fps, where ByteTrack's overlap test finds nothing to match.
 TRACKER_BLOCK = "vision_agent/tracker@v1"

@@ -6,17 +6,20 @@ from __future__ import annotations
 from typing import Any
 
 from bot.backends.base import Detection
-from bot.media.sniff import ImageRejected, TooManyPixels, check_image
+from bot.media.sniff import DEFAULT_MAX_PIXELS, ImageRejected, TooManyPixels, check_image
 
 JPEG_QUALITY = 85
 
 
-def encode_jpeg(image: Any, max_dimension: int | None = None) -> bytes:
-    """BGR numpy image → JPEG bytes, downscaled so the longer side is at most max_dimension."""
+def encode_jpeg(image: Any, max_dimension: int | None = None, max_pixels: int = DEFAULT_MAX_PIXELS) -> bytes:
+    """BGR numpy image → JPEG bytes, downscaled so the longer side is at most max_dimension and within max_pixels."""
     import cv2
 
-    if max_dimension and max(image.shape[:2]) > max_dimension:
-        scale = max_dimension / max(image.shape[:2])
+    height, width = image.shape[:2]
+    scale = min(1.0, (max_pixels / max(1, height * width)) ** 0.5)
+    if max_dimension:
+        scale = min(scale, max_dimension / max(height, width))
+    if scale < 1.0:
         image = cv2.resize(image, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA)
     ok, buf = cv2.imencode(".jpg", image, [cv2.IMWRITE_JPEG_QUALITY, JPEG_QUALITY])
     if not ok:

@@ -8,7 +8,15 @@ import re
 from typing import Any
 
 from bot.backends.base import BackendError
-from bot.backends.counting import LINE_COUNTER_BLOCK, PEOPLE_DETECTORS, TRACKER_BLOCK, anchor_for, tracker_step
+from bot.backends.counting import (
+    FRAME_SCALE_BLOCK,
+    LINE_COUNTER_BLOCK,
+    LINE_OVERLAY_BLOCK,
+    PEOPLE_DETECTORS,
+    TRACKER_BLOCK,
+    anchor_for,
+    tracker_step,
+)
 
 BUILTIN_MODELS: dict[str, str] = {
     "builtin/faces": "vision_agent/haar_face_detector@v1",
@@ -154,56 +162,38 @@ def _annotation_steps(
         steps.append({"type": "roboflow_core/polygon_zone_visualization@v1", "name": "zone_area", "image": image,
                       "zone": zone})
         image = "$steps.zone_area.image"
+    if line is not None:  # under the boxes and labels, so the line never hides what they say
+        steps += _line_steps(line, image)
+        image = "$steps.line.image"
+    # Label and box sizes from the frame's width: one fixed scale was specks at 1920 px and a third of 320 px.
+    sizes = {key: f"$steps.sizes.{key}" for key in ("text_scale", "text_thickness", "text_padding")}
     steps += [
-        {"type": "roboflow_core/bounding_box_visualization@v1", "name": "boxes", "image": image, "predictions": predictions},
+        {"type": FRAME_SCALE_BLOCK, "name": "sizes", "image": "$inputs.image"},
+        {"type": "roboflow_core/bounding_box_visualization@v1", "name": "boxes", "image": image, "predictions": predictions,
+         "thickness": "$steps.sizes.thickness"},
         {
             "type": "roboflow_core/label_visualization@v1",
             "name": "labels",
             "image": "$steps.boxes.image",
             "predictions": predictions,
             "text": "Class and Confidence",  # what it is and how sure, on every box
+            **sizes,
         },
     ]
     if track:  # alerts name "person #12": the id goes at the box's foot, so the person finds it here
         steps.append({"type": "roboflow_core/label_visualization@v1", "name": "ids", "image": "$steps.labels.image",
-                      "predictions": predictions, "text": "Tracker Id", "text_position": "BOTTOM_LEFT"})
-    if line is not None:
-        steps += _line_steps(line, f"$steps.{steps[-1]['name']}.image")
+                      "predictions": predictions, "text": "Tracker Id", "text_position": "BOTTOM_LEFT", **sizes})
     return steps
-
-
-# Half the size of the in/out label ("in: 999, out: 999" at text scale 1: cv2.getTextSize 276×22) plus a margin.
-LABEL_HALF = (140, 14)
-
-
-def label_point(line: list[list[int]]) -> list[int]:
-    """Where the line's in/out label goes: on the line, moved from its first point until it clears the top/left edge.
-
-    The visualization centres its label on the line's first point: a line from the top edge (line=middle) showed
-    only the lower half of it. The frame's far edges are unknown here, so a line starting there is left as is.
-    """
-    (x1, y1), (x2, y2) = line
-    along = [max(0, half - start) / abs(d) for half, start, d in zip(LABEL_HALF, (x1, y1), (x2 - x1, y2 - y1), strict=True) if d]
-    t = min(0.5, max(along, default=0.0))
-    return [round(x1 + t * (x2 - x1)), round(y1 + t * (y2 - y1))]
 
 
 def _line_steps(line: list[list[int]], image: str) -> list[dict[str, Any]]:
-    """The counting line and its in/out label; drawn as two halves from the label point when that is not an end.
+    """The counting line and its in/out counts, drawn by our block so they stand out on any frame.
 
-    Opaque and bright: the block adds its line onto the picture at opacity 0.3 by default, which all but vanished
-    on a pale pavement; at 1.0 every channel the colour has is full.
+    roboflow_core/line_counter_visualization blends its colour onto the picture (faint on white, nothing on
+    black) and draws a fixed-size label centred on the line's first point, half off a line from the edge.
     """
-    anchor = label_point(line)
-    halves = [line] if anchor == line[0] else [[anchor, line[0]], [anchor, line[1]]]  # same label drawn twice, same spot
-    steps: list[dict[str, Any]] = []
-    for name, segment in zip(["line_start", "line"][-len(halves):], halves, strict=True):
-        steps.append({"type": "roboflow_core/line_counter_visualization@v1", "name": name, "image": image,
-                      "zone": segment, "count_in": "$steps.line_counter.count_in",
-                      "count_out": "$steps.line_counter.count_out", "color": "#FF00FF", "opacity": 1.0,
-                      "thickness": 3})
-        image = f"$steps.{name}.image"
-    return steps
+    return [{"type": LINE_OVERLAY_BLOCK, "name": "line", "image": image, "line_segment": line,
+             "count_in": "$steps.line_counter.count_in", "count_out": "$steps.line_counter.count_out"}]
 
 
 def spec_hash(spec: dict[str, Any]) -> str:
@@ -221,7 +211,7 @@ def describe_spec(spec: dict[str, Any]) -> str:
         if not isinstance(step, dict):
             continue
         kind = str(step.get("type", "?")).split("/")[-1].split("@")[0]
-        if kind.endswith("_visualization"):
+        if kind.endswith("_visualization") or step.get("type") in (LINE_OVERLAY_BLOCK, FRAME_SCALE_BLOCK):
             continue
         part = _describe_step(step, kind)
         if not parts or parts[-1] != part:

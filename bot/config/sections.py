@@ -132,7 +132,9 @@ class HeartbeatConfig(_Section):
 class MonitoringConfig(_Section):
     escalation_confidence: float = Field(0.5, ge=0, le=1)
     max_results_per_consume: int = Field(10, ge=1)
-    result_image_max_dimension: int = Field(640, ge=64)
+    # Saved and alert frames keep the camera's size (a 768x576 frame was cut to 640x480) unless this is set; the
+    # model always sees them at <= 640 px (bot/agent/blocks.py RESULT_IMAGE_MAX).
+    result_image_max_dimension: int | None = Field(None, ge=64)
     result_buffer_size: int = Field(64, ge=1)
     alert_cooldown_seconds: float = Field(300.0, ge=0)
     quiet_hours: str | None = None  # e.g. "22:00-06:00": alerts logged, not posted

@@ -94,7 +94,7 @@ def workflow(args: argparse.Namespace) -> dict[str, Any] | None:
         kind = step.get("type", "")
         if line and kind.startswith("roboflow_core/line_counter_visualization"):
             step["zone"] = line  # the drawn line is the counted one
-        elif line and kind.startswith(("roboflow_core/line_counter", "vision_agent/line_counter")):
+        elif line and kind.startswith(("roboflow_core/line_counter", "vision_agent/line_")):
             step["line_segment"] = line
         if args.zone and kind.startswith(("roboflow_core/time_in_zone", "roboflow_core/polygon_zone")):
             step["zone"] = points(args.zone, 3)

@@ -118,7 +118,7 @@ class HttpBackend(BackendBase):
             return InferenceResult(image_size=(frame.shape[1], frame.shape[0]))
         return from_serialized_output(outputs[0], source_image=frame, max_dimension=max_dim)
 
-    async def _infer_model(self, frame: Any, model_id: str, confidence: float | None, max_dim: int) -> InferenceResult:
+    async def _infer_model(self, frame: Any, model_id: str, confidence: float | None, max_dim: int | None) -> InferenceResult:
         from inference_sdk import InferenceConfiguration
 
         client = self.client()

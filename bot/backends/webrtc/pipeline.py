@@ -24,7 +24,7 @@ class WebRtcPipeline(PipelineBase):
 
     def __init__(
         self, pipeline_id: str, name: str, reference: str, description: str, buffer_size: int,
-        max_dimension: int, on_result: ResultListener | None,
+        max_dimension: int | None, on_result: ResultListener | None,
     ) -> None:
         super().__init__(pipeline_id, name, reference, description, buffer_size, on_result)
         self._max_dim = max_dimension

@@ -161,3 +161,19 @@ def test_a_server_image_over_the_bomb_limit_is_no_frame_not_a_failure(png_bomb):
     output = {"count_in": 2, "annotated": {"type": "base64", "value": base64.b64encode(png_bomb).decode()}}
     result = from_serialized_output(output)
     assert result.values == {"count_in": 2} and result.frame is None
+
+
+def test_saved_frames_keep_the_cameras_resolution_unless_capped():
+    from bot.backends.imaging import encode_jpeg
+    from bot.config import load_settings
+
+    default_cap = load_settings({}).monitoring.result_image_max_dimension
+    for width, height in [(320, 240), (768, 576), (1920, 1080)]:  # a sub-stream, the 768x576 that became 640x480, HD
+        source = np.full((height, width, 3), 120, np.uint8)
+        result = from_serialized_output({"predictions": {"predictions": []}}, source, max_dimension=default_cap)
+        frame = cv2.imdecode(np.frombuffer(result.frame, np.uint8), cv2.IMREAD_COLOR)
+        assert frame.shape[:2] == (height, width) and result.image_size == (width, height)
+    capped = cv2.imdecode(np.frombuffer(encode_jpeg(np.zeros((576, 768, 3), np.uint8), 640), np.uint8), 1)
+    assert capped.shape[:2] == (480, 640)  # an operator's cap still applies
+    over = cv2.imdecode(np.frombuffer(encode_jpeg(np.zeros((1080, 1920, 3), np.uint8), None, 500_000), np.uint8), 1)
+    assert over.shape[0] * over.shape[1] <= 500_000 and abs(over.shape[1] / over.shape[0] - 16 / 9) < 0.01

@@ -10,7 +10,6 @@ from bot.backends.workflows import (
     ROBOFLOW_OD_BLOCK,
     describe_spec,
     detection_workflow,
-    label_point,
     model_block,
     roboflow_model_id,
     spec_hash,
@@ -46,7 +45,7 @@ def test_line_adds_tracker_counter_and_counts_outputs():
     assert steps["line_counter"]["detections"] == "$steps.tracker.tracked_detections"  # a line forces tracking
     assert steps["line_counter"]["line_segment"] == [[320, 0], [320, 480]]
     outputs = {o["name"]: o["selector"] for o in spec["outputs"]}
-    assert outputs["count_in"] == "$steps.line_counter.count_in" and outputs["annotated"] == "$steps.line.image"
+    assert outputs["count_in"] == "$steps.line_counter.count_in" and outputs["annotated"] == "$steps.ids.image"
     assert steps["labels"]["text"] == "Class and Confidence" and steps["ids"]["text"] == "Tracker Id"
     with pytest.raises(BackendError, match="two points"):
         detection_workflow("builtin/faces", line=[[1, 2]])
@@ -67,21 +66,17 @@ def test_zone_times_tracked_objects_and_keeps_everyone_in_predictions():
             detection_workflow("builtin/people", zone=bad)
 
 
-@pytest.mark.parametrize(
-    ("line", "inside"),
-    [
-        ([[320, 0], [320, 480]], [320, 14]),  # line=middle: the label was centred on y=0, half cut off
-        ([[0, 240], [640, 240]], [140, 240]),  # from the left edge: moved right by half its width
-        ([[320, 100], [320, 400]], [320, 100]),  # away from the edges: stays on the first point
-    ],
-)
-def test_the_line_label_is_moved_inside_the_frame_and_the_whole_line_is_still_drawn(line, inside):
-    assert label_point(line) == inside
+def test_the_whole_counted_line_is_drawn_by_our_overlay_with_the_counters_figures():
+    line = [[320, 0], [320, 480]]
     spec = detection_workflow("builtin/people", line=line)
-    drawn = [s["zone"] for s in spec["steps"] if s["type"] == "roboflow_core/line_counter_visualization@v1"]
-    assert all(segment[0] == inside for segment in drawn)  # the block centres its label on the first point
-    ends = {tuple(p) for segment in drawn for p in segment} - {tuple(inside)}
-    assert ends == {tuple(line[1])} | ({tuple(line[0])} if line[0] != inside else set())
+    drawn = [s for s in spec["steps"] if s["type"].endswith("_visualization@v1") and "line" in s["type"]]
+    assert drawn == []  # line_counter_visualization blends its colour in: faint on white, nothing on black
+    overlay = steps_by_name(spec)["line"]
+    assert overlay["type"] == "vision_agent/line_overlay@v1" and overlay["line_segment"] == line
+    assert overlay["count_in"] == "$steps.line_counter.count_in"
+    assert steps_by_name(spec)["boxes"]["image"] == "$steps.line.image"  # labels drawn over the line, not under it
+    assert {o["name"]: o["selector"] for o in spec["outputs"]}["annotated"] == "$steps.ids.image"
+    assert check_spec(spec, InferenceConfig()) == []
 
 
 def test_single_image_workflow_labels_class_and_confidence():

@@ -55,7 +55,7 @@ async def test_export_embeds_the_spec_and_takes_parameters_as_options(r: Rig) ->
         script.options([])
     args = script.options(["--source", "v.mp4", "--line", "10,0,10,100", "--confidence", "0.4"])
     steps = {s["name"]: s for s in script.workflow(args)["steps"]}
-    assert steps["line_counter"]["line_segment"] == [[10, 0], [10, 100]] == steps["line"]["zone"]
+    assert steps["line_counter"]["line_segment"] == [[10, 0], [10, 100]] == steps["line"]["line_segment"]
     assert steps["detector"]["confidence"] == 0.4 and steps["detector"]["type"] == "vision_agent/haar_face_detector@v1"
 
 

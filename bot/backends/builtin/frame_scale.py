@@ -1,0 +1,66 @@
+"""Drawing sizes that follow the frame's width (block vision_agent/frame_scale@v1), for the label and box steps.
+
+label_visualization draws at one text scale whatever the frame: a 1920 px frame's labels were specks and a 320 px
+sub-stream's covered a third of it. This block reads the frame's width and outputs sizes the drawing steps take
+through selectors (`text_scale: $steps.sizes.text_scale`).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from inference.core.workflows.execution_engine.entities.base import OutputDefinition, WorkflowImageData
+from inference.core.workflows.execution_engine.entities.types import FLOAT_KIND, IMAGE_KIND, INTEGER_KIND, Selector
+from inference.core.workflows.prototypes.block import BlockResult, WorkflowBlock, WorkflowBlockManifest
+from pydantic import ConfigDict, Field
+
+from bot.backends.builtin.common import _EE_COMPAT
+
+MIN_TEXT_SCALE = 0.35  # Hershey text ~8 px high: the smallest still read in a Slack preview
+
+
+def drawing_sizes(width: int) -> dict[str, float | int]:
+    """Label text scale / thickness / padding and box thickness for a frame `width` pixels wide.
+
+    0.4 at 640 px (supervision's 0.5 looked heavy there), 1.2 at 1920; never under MIN_TEXT_SCALE.
+    """
+    scale = round(max(MIN_TEXT_SCALE, width / 1600), 2)
+    return {"text_scale": scale, "text_thickness": max(1, round(scale * 1.6)),
+            "text_padding": max(2, round(scale * 10)), "thickness": max(1, round(width / 400))}
+
+
+class FrameScaleManifest(WorkflowBlockManifest):
+    type: Literal["vision_agent/frame_scale@v1"]
+    model_config = ConfigDict(json_schema_extra={
+        "name": "Frame-sized drawing",
+        "version": "v1",
+        "short_description": "Text scale, text thickness, padding and box thickness from the frame's width.",
+        "long_description": (
+            "Outputs text_scale (width/1600, at least 0.35), text_thickness, text_padding and thickness (box "
+            "lines, width/400) for label and bounding box visualizations, so labels read the same on a 320 px "
+            "sub-stream and a 1920 px main stream."),
+        "license": "Apache-2.0",
+        "block_type": "visualization",
+        "ui_manifest": {"section": "visualization", "icon": "far fa-text-size"},
+    })
+    image: Selector(kind=[IMAGE_KIND]) = Field(description="The frame to be drawn on.", examples=["$inputs.image"])
+
+    @classmethod
+    def describe_outputs(cls) -> list[OutputDefinition]:
+        return [OutputDefinition(name="text_scale", kind=[FLOAT_KIND]),
+                OutputDefinition(name="text_thickness", kind=[INTEGER_KIND]),
+                OutputDefinition(name="text_padding", kind=[INTEGER_KIND]),
+                OutputDefinition(name="thickness", kind=[INTEGER_KIND])]
+
+    @classmethod
+    def get_execution_engine_compatibility(cls) -> str | None:
+        return _EE_COMPAT
+
+
+class FrameScaleBlockV1(WorkflowBlock):
+    @classmethod
+    def get_manifest(cls) -> type[WorkflowBlockManifest]:
+        return FrameScaleManifest
+
+    def run(self, image: WorkflowImageData) -> BlockResult:
+        return drawing_sizes(int(image.numpy_image.shape[1]))

@@ -5,7 +5,7 @@ finishes them, would otherwise hold a file descriptor and a slot each for as lon
 requests starved the operator and exhausted the process's descriptors. `ConnectionGuard` watches every connection of
 one server: one that has not finished a request's headers within `servers.header_timeout_seconds` is closed, and at
 `servers.max_connections` the oldest connection still waiting for headers makes room for the new one (one already
-answering a request is never dropped for a newcomer). `listen()` puts it in front of an aiohttp runner (REST API,
+answering a request is never dropped for a newcomer). `GuardedSite` puts it in front of an aiohttp app (REST API,
 /healthz); bot/mcp/limits.py puts it in front of uvicorn. The body deadline is `read_body` (the API's `guard`).
 """
 
@@ -115,16 +115,31 @@ class _Factory:
         return _GuardedHandler(self.guard, self.server, loop=asyncio.get_running_loop(), **self.server._kwargs)
 
 
-async def listen(runner: web.AppRunner, host: str, port: int, limits: ServersConfig) -> tuple[asyncio.Server, int]:
-    """Serve a set-up runner on host:port behind a `ConnectionGuard`; (the listening server, its port).
+class GuardedSite:
+    """One aiohttp app served on host:port behind a `ConnectionGuard` (REST API, /healthz): open, then close."""
 
-    Close the returned server before `runner.cleanup()` (which then closes the connections still open).
-    """
-    assert runner.server is not None, "runner.setup() first"
-    guard = ConnectionGuard(limits.header_timeout_seconds, limits.max_connections)
-    server = await asyncio.get_running_loop().create_server(
-        _Factory(runner.server, guard), host, port, backlog=min(1024, limits.max_connections * 2))
-    return server, server.sockets[0].getsockname()[1]
+    def __init__(self) -> None:
+        self._runner: web.AppRunner | None = None
+        self._server: asyncio.Server | None = None
+
+    async def open(self, app: web.Application, host: str, port: int, limits: ServersConfig) -> int:
+        """Serve `app`; the port it listens on (port 0: any free one)."""
+        self._runner = web.AppRunner(app, handle_signals=False, access_log=None)
+        await self._runner.setup()
+        assert self._runner.server is not None
+        guard = ConnectionGuard(limits.header_timeout_seconds, limits.max_connections)
+        self._server = await asyncio.get_running_loop().create_server(
+            _Factory(self._runner.server, guard), host, port, backlog=min(1024, limits.max_connections * 2))
+        return int(self._server.sockets[0].getsockname()[1])
+
+    async def close(self) -> None:
+        """Stop listening first, then `cleanup()` closes the connections still open (twice is harmless)."""
+        if self._server is not None:
+            self._server.close()
+            self._server = None
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
 
 
 async def read_body(request: web.Request, limits: ServersConfig) -> None:

@@ -8,7 +8,6 @@ and to browser pages that reach 127.0.0.1).
 
 from __future__ import annotations
 
-import asyncio
 import hmac
 import logging
 from collections.abc import Awaitable, Callable
@@ -18,7 +17,7 @@ from pydantic import ValidationError
 
 from bot.api.errors import UserError
 from bot.api.hosting import HOST_KEY, ApiHost
-from bot.api.limits import listen, read_body
+from bot.api.limits import GuardedSite, read_body
 from bot.api.openapi import document
 from bot.api.routes import ROUTES
 from bot.media.reach import is_loopback
@@ -103,20 +102,12 @@ class ApiServer:
         if not is_loopback(bind) and host.settings.api.token is None:
             raise ValueError(f"refusing to serve the API on {bind} without VISION_AGENT_API_TOKEN")
         self.host, self.bind, self.port = host, bind, port
-        self._runner: web.AppRunner | None = None
-        self._server: asyncio.Server | None = None
+        self._site = GuardedSite()
 
     async def start(self) -> int:
-        self._runner = web.AppRunner(build_app(self.host), handle_signals=False, access_log=None)
-        await self._runner.setup()
-        self._server, self.port = await listen(self._runner, self.bind, self.port, self.host.settings.servers)
+        self.port = await self._site.open(build_app(self.host), self.bind, self.port, self.host.settings.servers)
         log.info("REST API on http://%s:%d/api (OpenAPI: /openapi.json)", self.bind, self.port)
         return self.port
 
     async def stop(self) -> None:
-        if self._server is not None:
-            self._server.close()
-            self._server = None
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
+        await self._site.close()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from datetime import UTC, datetime
@@ -11,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from bot.api.hosting import ApiHost
-from bot.api.limits import listen
+from bot.api.limits import GuardedSite
 from bot.api.server import mount
 from bot.backends.base import LIVE
 from handlers.context import SlackBot
@@ -80,18 +79,15 @@ class HealthServer:
 
     def __init__(self, bot: SlackBot, port: int, host: str = "127.0.0.1", api: ApiHost | None = None) -> None:
         self.bot, self.port, self.host, self.api = bot, port, host, api
-        self._runner: web.AppRunner | None = None
-        self._server: asyncio.Server | None = None
+        self._site = GuardedSite()
 
     async def start(self) -> int:
         app = web.Application()
         app.router.add_get("/healthz", self._healthz)
         if self.api is not None:
             mount(app, self.api)
-        self._runner = web.AppRunner(app, handle_signals=False, access_log=None)
-        await self._runner.setup()
         limits = self.bot.settings.servers  # slow or half-sent requests cannot hold it (bot/api/limits.py)
-        self._server, self.port = await listen(self._runner, self.host, self.port, limits)
+        self.port = await self._site.open(app, self.host, self.port, limits)
         log.info("health endpoint on http://%s:%d/healthz", self.host, self.port)
         return self.port
 
@@ -100,9 +96,4 @@ class HealthServer:
         return web.json_response(body, status=status)
 
     async def stop(self) -> None:
-        if self._server is not None:
-            self._server.close()
-            self._server = None
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
+        await self._site.close()

@@ -22,6 +22,10 @@ from tests.fixtures.inference import REPO, make_video
 
 pytestmark = pytest.mark.slow
 
+# With both cores busy (the other test worker, a build) one server call can take longer than the 30 s default:
+# a bound that only a failure waits out.
+SLOW_SERVER = {"request_timeout": 180}
+
 # One bot process: starts a pipeline through the manager, says its id, then waits to be killed (no close()).
 CRASHING_BOT = """
 import asyncio, sys
@@ -33,7 +37,7 @@ from bot.pipelines.request import StartRequest
 
 async def main(workspace, url, video, state):
     settings = load_settings({"VISION_AGENT_WORKSPACE": workspace, "VISION_AGENT_HEARTBEAT_MINUTES": "0",
-                              "INFERENCE_SERVER_URL": url})
+                              "INFERENCE_SERVER_URL": url}, inference={"request_timeout": 180})
     manager = PipelineManager(lambda: HttpBackend(settings), Path(state), settings)
     handle = await manager.start(StartRequest(video, "door", model_id="builtin/faces", max_fps=10))
     print(handle.pipeline_id, handle.status, flush=True)
@@ -56,16 +60,20 @@ def _server_id(state: Path) -> str:
 
 async def _run_and_kill_bot(workspace: Path, url: str, video: Path, state: Path) -> str:
     env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
+    err_path = workspace.parent / "crashing_bot.err"
+    err = err_path.open("w")
     proc = subprocess.Popen(
         [sys.executable, "-c", CRASHING_BOT, str(workspace), url, str(video), str(state)],
-        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True,
+        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=err, text=True, start_new_session=True,
     )
     try:
-        line = await asyncio.wait_for(asyncio.to_thread(proc.stdout.readline), 90)
+        line = await asyncio.wait_for(asyncio.to_thread(proc.stdout.readline), patience(200))
     finally:
         os.killpg(proc.pid, signal.SIGKILL)  # a crash: nothing is closed, the server keeps the pipeline
         proc.wait(timeout=10)
         proc.stdout.close()
+        err.close()
+    assert line.strip(), f"the bot process said nothing; its stderr ends:\n{err_path.read_text()[-3000:]}"
     pipeline_id, status = line.split()
     assert status == "running"
     return pipeline_id
@@ -74,7 +82,7 @@ async def _run_and_kill_bot(workspace: Path, url: str, video: Path, state: Path)
 async def test_restart_adopts_the_pipeline_the_server_kept_and_restarts_one_it_lost(
     inference_server, base_env, workspace_dir, tmp_path
 ):
-    settings = load_settings({**base_env, "INFERENCE_SERVER_URL": inference_server})
+    settings = load_settings({**base_env, "INFERENCE_SERVER_URL": inference_server}, inference=SLOW_SERVER)
     probe = HttpBackend(settings)
     before = set(await probe.server_pipelines())
     video = make_video(tmp_path / "long.mp4", size=(320, 240), frames=400)  # ~40 s at 10 fps: outlives the test

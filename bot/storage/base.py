@@ -7,9 +7,10 @@ A store holds named tables of flat JSON records; records are matched by field eq
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any
+from typing import Any, Literal
 
 Record = dict[str, Any]
+Backend = Literal["tinydb", "sqlite"]  # storage.backend: which class open_storage builds
 
 
 class Table(ABC):
@@ -38,6 +39,10 @@ class Storage(ABC):
     @abstractmethod
     def table(self, name: str) -> Table:
         """The table called `name` (created empty on first use)."""
+
+    @abstractmethod
+    def names(self) -> list[str]:
+        """The tables that hold records (to copy a store to another backend)."""
 
     @abstractmethod
     def close(self) -> None:

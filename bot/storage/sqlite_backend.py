@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator
@@ -97,6 +98,8 @@ class SQLiteStorage(Storage):
         self._conn: sqlite3.Connection | None = self._open()
 
     def _connect(self) -> sqlite3.Connection:
+        # Created owner-only, as write_atomic's files are (SQLite gives its -wal and -shm files the same mode).
+        os.close(os.open(self.path, os.O_CREAT | os.O_RDWR, 0o600))
         # isolation_level=None: no implicit transactions; each write below is one explicit BEGIN IMMEDIATE.
         conn = sqlite3.connect(self.path, timeout=self._busy, isolation_level=None, check_same_thread=False)
         try:

@@ -82,6 +82,7 @@ def test_switching_to_sqlite_copies_the_tinydb_store_once_and_leaves_it_as_it_wa
     assert "monitor.sqlite3: copied 3 records from monitor.json" in caplog.text
     assert [r["id"] for r in new.table("rules").all()] == ["line_crossed", "count_above"]  # in their order
     assert new.names() == ["extra", "rules"]
+    assert {p.stat().st_mode & 0o777 for p in tmp_path.glob("monitor.sqlite3*")} == {0o600}  # as the JSON stores
     new.table("rules").remove(id="count_above")
     new.close()
     assert json.loads(path.read_text()) == before  # untouched: switching back goes back to it

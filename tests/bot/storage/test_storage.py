@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -88,6 +89,24 @@ def test_matching_is_field_equality_as_tinydb_has_it(tmp_path: Path, make) -> No
     assert t.get(name="b", off=None) is None  # a missing field never equals None
     t.upsert({"every": 7}, every=6)  # fields merged into every match
     assert t.all()[1] == {"name": "b", "every": 7}
+
+
+@pytest.mark.parametrize("make", ON_DISK.values(), ids=ON_DISK.keys())
+def test_threads_sharing_one_store_lose_nothing(tmp_path: Path, make) -> None:
+    t = make(tmp_path).table("mutes")  # pipeline threads and the event loop share a store
+
+    def writer(me: int) -> None:
+        for i in range(40):
+            t.upsert({"camera": f"{me}-{i}", "until": i}, camera=f"{me}-{i}")
+            t.upsert({"camera": "shared", f"t{me}": i}, camera="shared")
+
+    threads = [threading.Thread(target=writer, args=(me,)) for me in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert len(t.all()) == 4 * 40 + 1
+    assert t.get(camera="shared") == {"camera": "shared", "t0": 39, "t1": 39, "t2": 39, "t3": 39}
 
 
 @pytest.mark.parametrize("make", ON_DISK.values(), ids=ON_DISK.keys())

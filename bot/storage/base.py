@@ -1,7 +1,7 @@
 """The storage interface the state stores use, in the spirit of slack-machine's storage/backends/base.py.
 
-A store holds named tables of flat JSON records; records are matched by field equality. Another backend
-(SQLite, Redis) implements these few methods and the alert router, monitor and scheduler run on it unchanged.
+A store holds named tables of flat JSON records; records are matched by field equality. A backend (TinyDB, SQLite,
+one day Redis) implements these few methods and the alert router, monitor and scheduler run on it unchanged.
 """
 
 from __future__ import annotations

@@ -142,10 +142,11 @@ class SQLiteStorage(Storage):
             conn.execute("BEGIN IMMEDIATE")
             try:
                 yield conn
+                conn.execute("COMMIT")
             except BaseException:
-                conn.execute("ROLLBACK")
+                if conn.in_transaction:  # a failed COMMIT too: the next write must not find this one still open
+                    conn.execute("ROLLBACK")
                 raise
-            conn.execute("COMMIT")
 
     def table(self, name: str) -> Table:
         return _Table(self, name)

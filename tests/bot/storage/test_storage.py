@@ -92,6 +92,17 @@ def test_matching_is_field_equality_as_tinydb_has_it(tmp_path: Path, make) -> No
 
 
 @pytest.mark.parametrize("make", ON_DISK.values(), ids=ON_DISK.keys())
+def test_a_write_that_fails_changes_nothing_and_the_store_goes_on(tmp_path: Path, make) -> None:
+    t = make(tmp_path).table("routes")
+    t.upsert({"camera": "a", "channel": "C1"}, camera="a")
+    with pytest.raises(TypeError):
+        t.upsert({"camera": "a", "channel": object()}, camera="a")  # not JSON: refused whole
+    assert t.all() == [{"camera": "a", "channel": "C1"}]
+    t.upsert({"camera": "b", "channel": "C2"}, camera="b")
+    assert [r["camera"] for r in t.all()] == ["a", "b"]
+
+
+@pytest.mark.parametrize("make", ON_DISK.values(), ids=ON_DISK.keys())
 def test_threads_sharing_one_store_lose_nothing(tmp_path: Path, make) -> None:
     t = make(tmp_path).table("mutes")  # pipeline threads and the event loop share a store
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -108,3 +109,19 @@ async def test_the_storage_setting_puts_the_bots_stores_in_sqlite(base_env: dict
     assert (state / "alerts.json").exists()
     with pytest.raises(SettingsError, match=r"VISION_AGENT_STORAGE \(storage.backend\).*'tinydb' or 'sqlite'"):
         load_settings({**base_env, "VISION_AGENT_STORAGE": "redis"})
+
+
+async def test_a_one_shot_command_beside_the_running_bot_writes_the_store_they_share(base_env: dict[str, str]) -> None:
+    settings = load_settings({**base_env, "VISION_AGENT_STORAGE": "sqlite"})
+    env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "TMPDIR")}
+    async with Runtime(settings, background=False) as rt:  # the running bot, holding its stores open
+        rt.router.mute("gate", 600)
+        done = subprocess.run(  # `vision-agent chat -m "/vision route …"`, this tree's code (cwd first on sys.path)
+            [sys.executable, "-c", "import sys; from bot.cli import main; sys.exit(main(sys.argv[1:]))",
+             "chat", "-m", "/vision route C_OPS camera=door"],
+            env={**env, **base_env, "VISION_AGENT_STORAGE": "sqlite"}, cwd=ROOT, capture_output=True, text=True,
+            timeout=patience(120))
+        assert done.returncode == 0, done.stderr
+        assert rt.router.channel_for("door") == "C_OPS"  # the bot sees it at once, without a restart
+        assert rt.router.muted_until("gate") is not None  # and its own write is still there
+    assert not (settings.workspace / ".state" / "alerts.json").exists()

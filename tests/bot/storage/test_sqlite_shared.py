@@ -1,5 +1,5 @@
-"""The SQLite store shared by processes: concurrent upserts lose nothing, a TinyDB store is copied in once, and
-`storage.backend` decides which files the bot's stores use."""
+"""The SQLite store shared by processes: concurrent upserts lose nothing, a one-shot command beside the bot writes
+what the bot reads, a TinyDB store is copied in once, and `storage.backend` decides which files the stores use."""
 
 from __future__ import annotations
 

@@ -30,6 +30,7 @@ from bot.recipes.service import RecipeService
 from bot.scheduling.inputs import SchedulerInputs
 from bot.scheduling.scheduler import Scheduler
 from bot.services import Services
+from bot.storage import open_storage
 from tools import build_registry
 from workspace import Workspace
 from workspace.memory import MemoryStore
@@ -107,6 +108,7 @@ class Runtime:
             cooldown_seconds=s.monitoring.alert_cooldown_seconds, quiet_hours=s.monitoring.quiet_hours,
             timezone=s.heartbeat.timezone, clock=self.clock, events=self.events,
             frames=AlertFrames(ws.state_dir / "alert_frames"),
+            storage=open_storage(ws.state_dir / "alerts.json", s.storage.backend),
         )
         self.webhooks = from_settings(s)
         if self.webhooks is not None:  # it only queues: a dead endpoint never delays the other sinks

@@ -44,7 +44,7 @@ def register(app: AsyncApp, runtime: Runtime) -> SlackBot:
     app.use(attach)
     for surface in (messages, commands, actions, home):
         surface.register(app, bot)
-    bot.posted_alerts = AlertBook(ws.state_dir / "slack_alerts.json")
+    bot.posted_alerts = AlertBook(ws.state_dir / "slack_alerts.json", backend=runtime.settings.storage.backend)
     runtime.router.add_sink(SlackAlertSink(bot, bot.posted_alerts))
     ended.register(bot)  # a file that runs out: its totals where it was started
     return bot

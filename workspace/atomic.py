@@ -65,6 +65,14 @@ def load_json(path: Path, kind: type = dict) -> Any:
     return data if isinstance(data, kind) else DAMAGED
 
 
+def keep_aside(path: Path) -> Path:
+    """Move a damaged state file to `<name>.corrupt-<time>` for a person to look at; the name it got."""
+    kept = path.with_name(f"{path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}")
+    with contextlib.suppress(OSError):
+        path.replace(kept)
+    return kept
+
+
 def read_state(path: Path, kind: type = dict, log: logging.Logger | None = None) -> tuple[Any, str | None]:
     """(data, note) for a state file written with `write_atomic(keep_previous=True)`, damaged or not.
 
@@ -75,9 +83,7 @@ def read_state(path: Path, kind: type = dict, log: logging.Logger | None = None)
     data = load_json(path, kind)
     if data is not DAMAGED:
         return data, None
-    kept = path.with_name(f"{path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}")
-    with contextlib.suppress(OSError):
-        path.replace(kept)
+    kept = keep_aside(path)
     backup = load_json(path.with_name(path.name + ".bak"), kind)
     if backup is DAMAGED or backup is None:
         note, backup = f"{path.name} was damaged; kept as {kept.name}, starting it empty", None

@@ -1,4 +1,4 @@
-"""The sections of Settings (llm, inference, heartbeat, monitoring, slack, media, webhook, api, clips, mcp, workspace)."""
+"""The sections of Settings, one pydantic model per section of config.yaml (llm, inference, ..., storage)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
 from bot.config.net import is_loopback
+from bot.storage.base import Backend
 
 
 class _Section(BaseModel):
@@ -256,6 +257,13 @@ class McpConfig(_Section):
     host: str = "127.0.0.1"
     port: int = Field(8765, ge=1, le=65535)
     serve_port: int | None = Field(None, ge=1, le=65535)  # `serve --mcp-port`: MCP over HTTP beside Slack
+
+
+class StorageConfig(_Section):
+    """Where routes, mutes, rules, cron jobs and posted alerts live (bot/storage/): one JSON file per store (tinydb),
+    or one SQLite file per store (sqlite), which several processes on one machine may share."""
+
+    backend: Backend = "tinydb"
 
 
 class WorkspaceSection(_Section):

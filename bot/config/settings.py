@@ -21,6 +21,7 @@ from bot.config.sections import (  # re-exported: callers import the sections fr
     PipelinesConfig,
     ServersConfig,
     SlackConfig,
+    StorageConfig,
     ThinkingConfig,
     WebhookConfig,
 )
@@ -36,7 +37,8 @@ from bot.config.sources import (
 
 __all__ = [
     "DEFAULT_WORKSPACE", "ENV_MAP", "ApiConfig", "ClipsConfig", "HeartbeatConfig", "InferenceConfig", "LLMConfig",
-    "McpConfig", "MediaConfig", "MonitoringConfig", "PipelinesConfig", "ServersConfig", "Settings", "SettingsError", "SlackConfig", "ThinkingConfig",
+    "McpConfig", "MediaConfig", "MonitoringConfig", "PipelinesConfig", "ServersConfig", "Settings", "SettingsError", "SlackConfig", "StorageConfig",
+    "ThinkingConfig",
     "WebhookConfig", "load_settings", "workspace_path",
 ]
 
@@ -73,6 +75,7 @@ class Settings(BaseSettings):
     webhook: WebhookConfig = WebhookConfig()
     api: ApiConfig = ApiConfig()
     servers: ServersConfig = ServersConfig()
+    storage: StorageConfig = StorageConfig()
 
     @field_validator("workspace", mode="after")
     @classmethod

@@ -34,6 +34,7 @@ ENV_MAP: dict[str, str] = {
     "VISION_AGENT_WEBHOOK_URL": "webhook.url",
     "VISION_AGENT_WEBHOOK_TOKEN": "webhook.token",
     "VISION_AGENT_API_TOKEN": "api.token",
+    "VISION_AGENT_STORAGE": "storage.backend",
 }
 
 

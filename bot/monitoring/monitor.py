@@ -53,7 +53,8 @@ class Monitor:
         self.clips = clips  # the pipelines' recent frames: each rule alert gets the seconds around it
         self.stall_seconds, self.min_fps = stall_seconds, min_fps
         self._clock = clock
-        self._store = storage if storage is not None else open_storage(db_path or settings.workspace / ".state" / "monitor.json")
+        self._store = storage if storage is not None else open_storage(
+            db_path or settings.workspace / ".state" / "monitor.json", settings.storage.backend)
         self._table = self._store.table("rules")
         self._lock = threading.RLock()  # results arrive on pipeline threads, rule edits on the loop
         self._state: dict[tuple[str, str], RuleState] = {}

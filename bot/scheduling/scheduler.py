@@ -47,7 +47,7 @@ class Scheduler:
         self._tz = ZoneInfo(self.settings.heartbeat.timezone)
         self._clock = inputs.clock
         self._store = storage if storage is not None else open_storage(
-            db_path or Path(self.settings.workspace) / ".state" / "cron.json")
+            db_path or Path(self.settings.workspace) / ".state" / "cron.json", self.settings.storage.backend)
         self._jobs = self._store.table("jobs")
         self._sched = schedule.Scheduler()
         self._lock = threading.RLock()

@@ -1,15 +1,16 @@
 """The storage interface the state stores use, in the spirit of slack-machine's storage/backends/base.py.
 
-A store holds named tables of flat JSON records; records are matched by field equality. Another backend
-(SQLite, Redis) implements these few methods and the alert router, monitor and scheduler run on it unchanged.
+A store holds named tables of flat JSON records; records are matched by field equality. A backend (TinyDB, SQLite,
+one day Redis) implements these few methods and the alert router, monitor and scheduler run on it unchanged.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any
+from typing import Any, Literal
 
 Record = dict[str, Any]
+Backend = Literal["tinydb", "sqlite"]  # storage.backend: which class open_storage builds
 
 
 class Table(ABC):
@@ -38,6 +39,10 @@ class Storage(ABC):
     @abstractmethod
     def table(self, name: str) -> Table:
         """The table called `name` (created empty on first use)."""
+
+    @abstractmethod
+    def names(self) -> list[str]:
+        """The tables that hold records (to copy a store to another backend)."""
 
     @abstractmethod
     def close(self) -> None:

@@ -83,6 +83,10 @@ class TinyDBStorage(Storage):
     def table(self, name: str) -> Table:
         return _Table(self._db.table(name), self._lock)
 
+    def names(self) -> list[str]:
+        with self._lock:
+            return sorted(n for n in self._db.tables() if len(self._db.table(n)))
+
     def close(self) -> None:
         with self._lock:
             self._db.close()

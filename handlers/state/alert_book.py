@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.monitoring.alerts import Alert
-from bot.storage import Storage, open_storage
+from bot.storage import Backend, Storage, open_storage
 
 MAX_KEPT = 500  # alerts older than the newest 500 cannot be updated or marked any more
 
@@ -44,8 +44,8 @@ class PostedAlert:
 class AlertBook:
     """PostedAlert records by alert id, in the bot's storage; the newest MAX_KEPT are kept."""
 
-    def __init__(self, path: Path, storage: Storage | None = None) -> None:
-        self._store = storage if storage is not None else open_storage(path)
+    def __init__(self, path: Path, storage: Storage | None = None, backend: Backend = "tinydb") -> None:
+        self._store = storage if storage is not None else open_storage(path, backend)
         self._table = self._store.table("posted")
 
     def put(self, posted: PostedAlert) -> None:

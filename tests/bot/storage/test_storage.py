@@ -1,7 +1,8 @@
-"""The state stores run on the storage interface: TinyDB by default, any other backend unchanged."""
+"""The state stores run on the storage interface: TinyDB by default, SQLite or any other backend unchanged."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ from bot.monitoring.monitor import Monitor
 from bot.monitoring.rules import Rule
 from bot.scheduling.inputs import SchedulerInputs
 from bot.scheduling.scheduler import Scheduler
-from bot.storage import Record, Storage, Table, TinyDBStorage
+from bot.storage import Record, SQLiteStorage, Storage, Table, TinyDBStorage
 
 
 class _DictTable(Table):
@@ -51,30 +52,86 @@ class DictStorage(Storage):
     def table(self, name: str) -> Table:
         return self.tables.setdefault(name, _DictTable())
 
+    def names(self) -> list[str]:
+        return sorted(n for n, t in self.tables.items() if t.rows)
+
     def close(self) -> None:
         pass
 
 
-@pytest.mark.parametrize("make", [lambda p: TinyDBStorage(p / "s.json"), lambda p: DictStorage()], ids=["tinydb", "dict"])
+ON_DISK = {"tinydb": lambda p: TinyDBStorage(p / "s.json"), "sqlite": lambda p: SQLiteStorage(p / "s.sqlite3")}
+BACKENDS = {**ON_DISK, "dict": lambda p: DictStorage()}
+
+
+@pytest.mark.parametrize("make", BACKENDS.values(), ids=BACKENDS.keys())
 def test_table_contract(tmp_path: Path, make) -> None:
-    t = make(tmp_path).table("routes")
+    store = make(tmp_path)
+    t = store.table("routes")
     t.upsert({"camera": "a", "channel": "C1"}, camera="a")
     t.upsert({"camera": "a", "channel": "C2"}, camera="a")  # replaced, not duplicated
     t.upsert({"camera": "b", "channel": "C3"}, camera="b")
     assert t.all() == [{"camera": "a", "channel": "C2"}, {"camera": "b", "channel": "C3"}]
     assert t.get(camera="b") == {"camera": "b", "channel": "C3"} and t.get(camera="zz") is None
     assert t.remove(camera="a") == 1 and t.remove(camera="a") == 0
-    with pytest.raises(ValueError):
-        TinyDBStorage(tmp_path / "x.json").table("t").get()  # an empty match would hit every row
+    assert store.names() == ["routes"]
+    if make is not BACKENDS["dict"]:
+        with pytest.raises(ValueError):
+            t.get()  # an empty match would hit every row
 
 
-def test_tinydb_storage_survives_a_restart(tmp_path: Path) -> None:
-    TinyDBStorage(tmp_path / "s.json").table("mutes").upsert({"camera": "a", "until": 5.0}, camera="a")
-    assert TinyDBStorage(tmp_path / "s.json").table("mutes").all() == [{"camera": "a", "until": 5.0}]
+@pytest.mark.parametrize("make", ON_DISK.values(), ids=ON_DISK.keys())
+def test_matching_is_field_equality_as_tinydb_has_it(tmp_path: Path, make) -> None:
+    t = make(tmp_path).table("jobs")
+    t.upsert({"name": "a", "every": 5, "tags": {"x": [1, 2]}, "off": None}, name="a")
+    t.upsert({"name": "b", "every": 6.0}, name="b")
+    assert t.get(every=5.0)["name"] == "a" and t.get(tags={"x": [1, 2]})["name"] == "a"
+    assert t.get(off=None)["name"] == "a"
+    assert t.get(name="b", off=None) is None  # a missing field never equals None
+    t.upsert({"every": 7}, every=6)  # fields merged into every match
+    assert t.all()[1] == {"name": "b", "every": 7}
 
 
-def test_router_monitor_and_scheduler_run_on_another_backend(tmp_path: Path, settings: Settings) -> None:
-    store = DictStorage()
+@pytest.mark.parametrize("make", ON_DISK.values(), ids=ON_DISK.keys())
+def test_a_write_that_fails_changes_nothing_and_the_store_goes_on(tmp_path: Path, make) -> None:
+    t = make(tmp_path).table("routes")
+    t.upsert({"camera": "a", "channel": "C1"}, camera="a")
+    with pytest.raises(TypeError):
+        t.upsert({"camera": "a", "channel": object()}, camera="a")  # not JSON: refused whole
+    assert t.all() == [{"camera": "a", "channel": "C1"}]
+    t.upsert({"camera": "b", "channel": "C2"}, camera="b")
+    assert [r["camera"] for r in t.all()] == ["a", "b"]
+
+
+@pytest.mark.parametrize("make", ON_DISK.values(), ids=ON_DISK.keys())
+def test_threads_sharing_one_store_lose_nothing(tmp_path: Path, make) -> None:
+    t = make(tmp_path).table("mutes")  # pipeline threads and the event loop share a store
+
+    def writer(me: int) -> None:
+        for i in range(40):
+            t.upsert({"camera": f"{me}-{i}", "until": i}, camera=f"{me}-{i}")
+            t.upsert({"camera": "shared", f"t{me}": i}, camera="shared")
+
+    threads = [threading.Thread(target=writer, args=(me,)) for me in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert len(t.all()) == 4 * 40 + 1
+    assert t.get(camera="shared") == {"camera": "shared", "t0": 39, "t1": 39, "t2": 39, "t3": 39}
+
+
+@pytest.mark.parametrize("make", ON_DISK.values(), ids=ON_DISK.keys())
+def test_storage_survives_a_restart(tmp_path: Path, make) -> None:
+    first = make(tmp_path)
+    first.table("mutes").upsert({"camera": "a", "until": 5.0}, camera="a")
+    first.close()
+    first.close()  # safe twice
+    assert make(tmp_path).table("mutes").all() == [{"camera": "a", "until": 5.0}]
+
+
+@pytest.mark.parametrize("backend", ["dict", "sqlite"])
+def test_router_monitor_and_scheduler_run_on_another_backend(tmp_path: Path, settings: Settings, backend) -> None:
+    store = BACKENDS[backend](tmp_path)
     router = AlertRouter(tmp_path / "unused.json", storage=store)
     router.set_route("C_DOOR", "door")
     router.mute("door", 60)

@@ -12,45 +12,49 @@ from pathlib import Path
 
 import pytest
 
-from bot.storage import TinyDBStorage
+from bot.storage import Backend, SQLiteStorage, TinyDBStorage, open_storage
 from tests.bot.cli.test_cli import ROOT
 
 # A writer as the alert router is during mute/unmute: one upsert after another into a growing table, as fast as it can.
+# It says how far it got every 20 writes.
 WRITER = """
 import sys
 from pathlib import Path
-from bot.storage import TinyDBStorage
-store = TinyDBStorage(Path(sys.argv[1]))
+from bot.storage import open_storage
+store = open_storage(Path(sys.argv[1]), sys.argv[2])
 mutes = store.table("mutes")
 print("ready", flush=True)
 i = 0
 while True:
     i += 1
     mutes.upsert({"camera": f"cam{i % 40}", "until": i, "note": "x" * (i % 300)}, camera=f"cam{i % 40}")
+    if i % 20 == 0:
+        print(i, flush=True)
 """
 
 
-def test_kill_9_in_the_middle_of_writes_never_leaves_a_broken_store(tmp_path: Path) -> None:
+@pytest.mark.parametrize("backend", ["tinydb", "sqlite"])
+def test_kill_9_in_the_middle_of_writes_never_leaves_a_broken_store(tmp_path: Path, backend: Backend) -> None:
     path = tmp_path / "alerts.json"
     for attempt in range(12):
-        proc = subprocess.Popen([sys.executable, "-c", WRITER, str(path)], stdout=subprocess.PIPE, text=True,
-                                cwd=ROOT)
+        proc = subprocess.Popen([sys.executable, "-c", WRITER, str(path), backend], stdout=subprocess.PIPE,
+                                text=True, cwd=ROOT)
         try:
             assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
-            deadline = time.monotonic() + 30  # let it write for a while: until the file has grown past a few rows
-            while time.monotonic() < deadline and (not path.exists() or path.stat().st_size < 2000 + attempt * 500):
-                time.sleep(0.01)
+            for _ in range(3 + attempt):  # let it write for a while: past the first rows, more each time
+                assert proc.stdout.readline().strip(), "the writer died"
             time.sleep((attempt % 4) * 0.013)  # land the kill at different points of a write
         finally:
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait(timeout=30)
-        store = TinyDBStorage(path)
+        store = open_storage(path, backend)
         try:
             rows = store.table("mutes").all()
             assert rows and all(set(r) == {"camera", "until", "note"} for r in rows)
         finally:
             store.close()
         assert not list(tmp_path.glob("*.corrupt-*")), f"kill {attempt + 1} left a damaged file"
+    assert (tmp_path / "alerts.sqlite3").exists() == (backend == "sqlite")
 
 
 def test_a_store_damaged_from_outside_is_kept_aside_and_the_last_good_copy_goes_on(
@@ -76,3 +80,21 @@ def test_a_store_damaged_from_outside_is_kept_aside_and_the_last_good_copy_goes_
     assert third.table("mutes").all() == [] and len(list(tmp_path.glob("alerts.json.corrupt-*"))) >= 1
     third.table("mutes").upsert({"camera": "dock", "until": 4}, camera="dock")
     assert [r["camera"] for r in third.table("mutes").all()] == ["dock"]
+
+
+def test_a_sqlite_store_damaged_from_outside_is_kept_aside_and_starts_empty(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "alerts.sqlite3"
+    store = SQLiteStorage(path)
+    store.table("mutes").upsert({"camera": "dock", "until": 1}, camera="dock")
+    store.close()
+    path.write_bytes(b"not a database, " * 512)  # overwritten from outside: SQLite keeps no last good copy
+    with caplog.at_level(logging.ERROR):
+        again = SQLiteStorage(path)
+    [kept] = tmp_path.glob("alerts.sqlite3.corrupt-*")
+    assert kept.read_bytes().startswith(b"not a database")
+    assert "alerts.sqlite3 was damaged" in caplog.text and kept.name in caplog.text and again.recovered
+    assert again.table("mutes").all() == []
+    again.table("mutes").upsert({"camera": "yard", "until": 3}, camera="yard")  # and it goes on working
+    assert [r["camera"] for r in again.table("mutes").all()] == ["yard"]

@@ -33,7 +33,7 @@ async def _slash(slack_api: SlackEmulator, line: str, user: str = HUMAN) -> str:
 
 
 @pytest.mark.slow
-async def test_a_watch_asked_in_a_thread_answers_there_once_on_real_footage_and_is_gone(
+async def test_a_confirmed_watch_asked_in_a_thread_answers_there_once_on_real_footage_and_is_gone(
     slack_env: dict[str, str], slack_api: SlackEmulator, anthropic_api: FakeAnthropic
 ) -> None:
     running = await start_bot(slack_env, slack_api)  # the real in-process inference backend
@@ -41,8 +41,9 @@ async def test_a_watch_asked_in_a_thread_answers_there_once_on_real_footage_and_
         _street(running.settings.workspace)
         anthropic_api.enqueue(
             tool_use(("watch_for", {"camera": "street", "condition": "appears person", "for_minutes": 60,
-                                    "about": "someone walking on the street"})),
+                                    "about": "someone walking on the street", "confirm": True})),
             text("I'll tell you here when someone shows up on street."),
+            text("YES, a man walks along the street."),  # the model's look at the frame before it tells
         )
         ts, _ = slack_api.mention("tell me when someone walks on street in the next hour")
         await await_answers(slack_api, "C0GENERAL", ts)
@@ -52,8 +53,10 @@ async def test_a_watch_asked_in_a_thread_answers_there_once_on_real_footage_and_
         started = slack_api.slash("start street")
         await slack_api.await_ack(started)
         said = await await_answers(slack_api, "C0GENERAL", ts, count=2, timeout=120)
-        assert re.search(rf"\*street\*: <@{HUMAN}> person appeared \(\d+ (person|people) in view\)\. "
-                         rf"Watch `{watch.id}` \(person appears\) is done\.", said[1]), said
+        assert re.search(rf"\*street\*: <@{HUMAN}> person appeared \(\d+ (person|people) in view\) \(the model "
+                         rf"agreed on the frame\)\. Watch `{watch.id}` \(person appears\) is done\.", said[1]), said
+        look = anthropic_api.ok_requests[-1].body["messages"][0]["content"]
+        assert look[0]["type"] == "image" and "'someone walking on the street'" in look[1]["text"]
         await run_to_end(running.runtime.pipelines, "street", timeout=120)
         await running.runtime.watches.flush()
         assert len(answers(slack_api, "C0GENERAL", ts)) == 2  # once: the men keep walking, nothing more is said

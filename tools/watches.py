@@ -10,7 +10,7 @@ from bot.agent.registry import ToolRegistry
 from bot.agent.tools import ToolArgs, ToolContext, ToolResult
 from bot.commands.context import CommandContext
 from bot.commands.watches import CONDITION_HELP, make_watch
-from bot.monitoring.watches import MAX_SECONDS, MIN_SECONDS, span
+from bot.monitoring.watch import MAX_SECONDS, MIN_SECONDS, span
 from bot.rights import CONTROLLED
 
 

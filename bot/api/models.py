@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from bot.monitoring.watches import MAX_SECONDS, MIN_SECONDS
+from bot.monitoring.watch import MAX_SECONDS, MIN_SECONDS
 from bot.pipelines.request import MAX_FPS, MIN_HEIGHT, START_OPTIONS
 
 _NAME = r"^[\w][\w.-]{0,63}$"  # a pipeline name as /vision start name= takes it

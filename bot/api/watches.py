@@ -11,7 +11,7 @@ from bot.api.errors import UserError, user_errors
 from bot.api.models import AddWatch
 from bot.api.routes import _body, _ctx, _may_change, ok
 from bot.commands.watches import make_watch
-from bot.monitoring.watches import Watch
+from bot.monitoring.watch import Watch
 from bot.services import need
 
 

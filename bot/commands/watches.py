@@ -13,8 +13,9 @@ from bot.commands.context import CommandContext, CommandReply, fail, parse_optio
 from bot.commands.rule_classes import check_class
 from bot.commands.rules import RULE_USAGE, parse_rule, resolve_camera
 from bot.monitoring.rules import ANY, Rule
+from bot.monitoring.watch import Watch, bounded, parse_duration, span
 from bot.monitoring.watch_conditions import AbsentFor, Condition, CountUnder, RuleCondition
-from bot.monitoring.watches import Watch, WatchBook, bounded, parse_duration, span
+from bot.monitoring.watches import WatchBook
 from bot.rights import LOCAL_CHANNEL
 
 CONDITION_HELP = "appears [CLASS] | count CLASS>N | count CLASS<N | line | zone SECONDS | absent CLASS SECONDS"
@@ -102,11 +103,19 @@ async def list_watches(tokens: list[str], ctx: CommandContext) -> CommandReply:
         return fail("Usage: `/vision watches [CAMERA]`")
     book = _book(ctx)
     camera = resolve_camera(tokens[0], ctx, allow_all=True) if tokens else ANY
-    watches = book.all(None if camera == ANY else camera)
-    if not watches:
+    every = book.all(None if camera == ANY else camera)
+    if not every:
         return CommandReply("No watches run. Start one with `/vision watch CAMERA appears CLASS for 2h`.")
+    shown = [w for w in every if _visible(w, ctx)]
     now = book.now()
-    return CommandReply("\n".join(["*Watches*"] + [f"• {w.line(now)}" for w in watches]))
+    more = len(every) - len(shown)
+    tail = [f"…and {more} more asked in other conversations (`/vision unwatch ID` still takes their ids)."] if more else []
+    return CommandReply("\n".join(["*Watches*"] + [f"• {w.line(now)}" for w in shown] + tail))
+
+
+def _visible(w: Watch, ctx: CommandContext) -> bool:
+    """A watch's words are shown where it answers, to its asker and to the operator (a DM's question stays there)."""
+    return ctx.operator or w.channel is None or w.user_id == ctx.user_id or w.channel == ctx.channel_id
 
 
 async def remove_watch(tokens: list[str], ctx: CommandContext) -> CommandReply:

@@ -10,17 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import threading
 import time
-import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from bot.monitoring.alerts import Alert, AlertRouter
 from bot.monitoring.rules import Firing, RuleState
-from bot.monitoring.watch_conditions import Condition, condition_from_dict
+from bot.monitoring.watch import ANSWERED, EXPIRED, Watch, span
 from bot.storage import Storage
 
 if TYPE_CHECKING:
@@ -28,84 +25,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-DEFAULT_SECONDS = 2 * 3600.0
-MIN_SECONDS, MAX_SECONDS = 5.0, 24 * 3600.0
 MAX_WATCHES = 100  # at once, in all: each is checked on every frame of its camera
-EXPIRED = "watch_expired"  # the rule id of an expiry line (a notice, not a detection)
-ANSWERED = "watch:"  # the rule id of a watch's answer: this prefix and the watch id
+MAX_LOOKS = 10  # model looks a `confirm` watch may ask for; then it ends, said (a flickering detector costs no more)
 FrameCheck = Callable[[bytes, str], Awaitable[bool | None]]  # (frame, question) -> yes / no / could not look
-_DURATION = re.compile(r"^(?P<n>\d+(?:\.\d+)?)\s*(?P<unit>s|sec|secs|seconds?|m|min|mins|minutes?|h|hr|hrs|hours?)$",
-                       re.I)
-_USER = re.compile(r"^[UW][A-Z0-9]{2,}$")
-
-
-def parse_duration(raw: str) -> float:
-    """'30s', '90m', '2h' -> seconds, within the bounds (ValueError saying what is accepted)."""
-    m = _DURATION.match(raw.strip())
-    if not m:
-        raise ValueError(f"`for` takes a duration like 30s, 90m or 2h, not {raw!r}.")
-    unit = m["unit"][0].lower()
-    return bounded(float(m["n"]) * {"s": 1, "m": 60, "h": 3600}[unit])
-
-
-def bounded(seconds: float | None) -> float:
-    """The one expiry check of every surface: default 2 h, between 5 s and 24 h."""
-    if seconds is None:
-        return DEFAULT_SECONDS
-    if not MIN_SECONDS <= seconds <= MAX_SECONDS:
-        raise ValueError(f"A watch lasts between {MIN_SECONDS:g} s and {MAX_SECONDS / 3600:g} h; "
-                         f"ask for a shorter or longer time (e.g. `for 2h`).")
-    return float(seconds)
-
-
-def span(seconds: float) -> str:
-    """'45 s', '90 min', '2 h'."""
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    return f"{seconds / 60:.0f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h".replace(".0 h", " h")
-
-
-@dataclass(frozen=True)
-class Watch:
-    """One watch: what to wait for on which camera, until when, and where its answer goes (channel None: the
-    camera's alert route; thread_ts: the thread it was asked in)."""
-
-    id: str
-    camera: str
-    condition: Condition
-    created_at: float
-    expires_at: float
-    confirm: bool = False
-    user_id: str | None = None
-    channel: str | None = None
-    thread_ts: str | None = None
-    about: str = ""  # the asker's own words ("a truck reaches the dock"), shown and given to the model with confirm
-
-    @staticmethod
-    def new_id() -> str:
-        return "w" + uuid.uuid4().hex[:6]
-
-    @property
-    def mention(self) -> str:
-        return f"<@{self.user_id}> " if self.user_id and _USER.match(self.user_id) else ""
-
-    def line(self, now: float) -> str:
-        """'`w1a2b3c` on *dock*: a truck appears (asked by <@U1>), 1.9 h left, confirmed by the model'."""
-        what = f"{self.about} — {self.condition.describe()}" if self.about else self.condition.describe()
-        who = f" (asked by <@{self.user_id}>)" if self.mention else ""
-        checked = ", confirmed by the model before it tells" if self.confirm else ""
-        return f"`{self.id}` on *{self.camera}*: {what}{who}, {span(max(0.0, self.expires_at - now))} left{checked}"
-
-    def record(self) -> dict[str, Any]:
-        return {"id": self.id, "camera": self.camera, "condition": self.condition.as_dict(),
-                "created_at": self.created_at, "expires_at": self.expires_at, "confirm": self.confirm,
-                "user_id": self.user_id, "channel": self.channel, "thread_ts": self.thread_ts, "about": self.about}
-
-    @classmethod
-    def from_record(cls, r: dict[str, Any]) -> Watch:
-        return cls(str(r["id"]), str(r["camera"]), condition_from_dict(r["condition"]), float(r["created_at"]),
-                   float(r["expires_at"]), bool(r.get("confirm")), r.get("user_id"), r.get("channel"),
-                   r.get("thread_ts"), str(r.get("about") or ""))
 
 
 class WatchBook:
@@ -125,6 +47,7 @@ class WatchBook:
             self._watches[w.id] = w
         self._state: dict[str, RuleState] = {}
         self._checking: set[str] = set()  # fired, the model still looking: not checked again meanwhile
+        self._looks: dict[str, int] = {}  # model looks each confirm watch had (this process)
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._tasks: set[Any] = set()  # asyncio tasks and, from pipeline threads, concurrent futures
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -153,6 +76,7 @@ class WatchBook:
             w = self._watches.pop(watch_id, None)
             self._table.remove(id=watch_id)
             self._state.pop(watch_id, None)
+            self._looks.pop(watch_id, None)
             self._checking.discard(watch_id)
             timer = self._timers.pop(watch_id, None)
         if timer is not None:
@@ -196,6 +120,11 @@ class WatchBook:
                 log.info("watch %s: the model did not see %s; watching on", w.id, w.condition.describe())
                 with self._lock:
                     self._checking.discard(w.id)
+                    looks = self._looks[w.id] = self._looks.get(w.id, 0) + 1
+                if looks >= MAX_LOOKS and self.remove(w.id) is not None:
+                    await self._tell(w, f"{w.mention}Watch `{w.id}` on {w.camera} ended: the model did not see "
+                                     f"{w.condition.describe()} in {looks} sightings; ask again without `confirm`, "
+                                     "or with a stricter condition.", EXPIRED, {}, None, None)
                 return
             note = " (the model agreed on the frame)" if verdict else " (not confirmed: the model could not look)"
         if self.remove(w.id) is None:

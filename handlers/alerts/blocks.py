@@ -6,7 +6,7 @@ import json
 import time
 from typing import Any
 
-from bot.monitoring.watches import ANSWERED, EXPIRED
+from bot.monitoring.watch import ANSWERED, EXPIRED
 from handlers.state.alert_book import PostedAlert
 from handlers.transport.mrkdwn import SECTION_LIMIT, escape, to_mrkdwn
 

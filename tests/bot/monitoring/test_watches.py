@@ -8,8 +8,9 @@ from pathlib import Path
 
 from bot.backends.base import Detection, InferenceResult
 from bot.monitoring.rules import Rule
+from bot.monitoring.watch import EXPIRED, Watch
 from bot.monitoring.watch_conditions import AbsentFor, CountUnder, RuleCondition
-from bot.monitoring.watches import EXPIRED, Watch, WatchBook
+from bot.monitoring.watches import MAX_LOOKS, WatchBook
 from bot.storage import open_storage
 from tests.bot.monitor_helpers import JPEG, Clock, FakePipelines, make_router
 from tests.fakes.waits import patience
@@ -129,3 +130,26 @@ async def test_confirm_tells_only_what_the_model_agreed_it_sees(tmp_path: Path) 
     assert len(asked) == 2 and asked[1][0] == JPEG
     assert "person appears" in asked[1][1] and "a courier at the door" in asked[1][1]
     assert "(the model agreed on the frame)" in sent[0][0].text and book.all() == []
+
+
+async def test_a_confirm_watch_the_model_keeps_refusing_ends_after_its_looks_and_says_so(tmp_path: Path) -> None:
+    clock = Clock()
+    book, pipes, sent = _book(tmp_path, clock)
+    asked: list[str] = []
+
+    async def look(frame: bytes, question: str) -> bool | None:
+        asked.append(question)
+        return False
+
+    book.confirm = look
+    w = book.add(_watch(clock, RuleCondition(Rule("class_appears", "dock", class_name="person")), confirm=True))
+    for _ in range(MAX_LOOKS + 3):
+        pipes.push("dock", people(1))
+        await book.flush()
+        clock.advance(10)
+        pipes.push("dock", people(0))  # a clear gap: the next sighting is a new one
+    await book.flush()
+    assert len(asked) == MAX_LOOKS and book.all() == []
+    [(alert, _)] = sent
+    assert alert.rule == EXPIRED and alert.text.startswith(f"Watch `{w.id}` on dock ended: the model did not see "
+                                                           f"person appears in {MAX_LOOKS} sightings")

@@ -17,11 +17,13 @@ from bot.commands.context import CommandContext
 from bot.config import Settings
 from bot.llm.client import LLMClient
 from bot.llm.errors import NO_KEY
+from bot.llm.look import FrameLook
 from bot.media.redaction import add_secrets, redact
 from bot.monitoring.alert_frames import AlertFrames
 from bot.monitoring.alerts import AlertRouter
 from bot.monitoring.events_log import EventLog
 from bot.monitoring.monitor import Monitor
+from bot.monitoring.watches import WatchBook
 from bot.monitoring.webhooks.sender import WebhookSender, from_settings
 from bot.pipelines.manager import PipelineManager
 from bot.pipelines.restore import BackgroundRestore
@@ -39,7 +41,7 @@ log = logging.getLogger(__name__)
 
 
 class Runtime:
-    """settings -> workspace -> memory -> router -> pipelines -> monitor -> tools -> recipes -> services -> LLM ->
+    """settings -> workspace -> memory -> router -> pipelines -> monitor -> watches -> tools -> recipes -> services -> LLM ->
     sessions -> agent -> scheduler (each built once, from what is built before it).
 
     The backend is the one lazy piece (a BackendProvider: `inference` is imported on first use only). Replace
@@ -53,6 +55,7 @@ class Runtime:
     router: AlertRouter
     pipelines: PipelineManager
     monitor: Monitor
+    watches: WatchBook
     tools: ToolRegistry
     recipes: RecipeService
     llm: LLMClient
@@ -120,13 +123,15 @@ class Runtime:
             settings=s, router=self.router, memory=self.memory, pipelines=self.pipelines, clock=self.clock,
             clips=self.pipelines.clips,
         )
+        self.watches = WatchBook(open_storage(ws.state_dir / "watches.json"), self.router, clock=self.clock)
         self.tools = build_registry()
         self.recipes = RecipeService(ws, s, self.tools)  # replays through the agent's own registry
         self.services = Services(
             workspace=ws, backend=self.backend, pipelines=self.pipelines, memory=self.memory, router=self.router,
-            monitor=self.monitor, events=self.events, recipes=self.recipes,
+            monitor=self.monitor, events=self.events, recipes=self.recipes, watches=self.watches,
         )
         self.llm = LLMClient(s, usage_path=ws.state_dir / "usage.json")
+        self.watches.confirm = FrameLook(self.llm)  # `confirm` watches ask the model before they tell
         self.sessions = SessionStore(ws.sessions_dir)
         self.agent = Agent(
             llm=self.llm, tools=self.tools, sessions=self.sessions, settings=s, workspace=ws,
@@ -140,6 +145,7 @@ class Runtime:
             s, agent=self.agent, monitor=self.monitor, router=self.router, pipelines=self.pipelines,
             memory=self.memory, workspace=ws))
         self.monitor.start()  # listens to pipeline results before any pipeline is restored
+        self.watches.start(self.pipelines)  # beside it; stored watches are timed again (ran out: said now)
         # Saved pipelines come back in the background: the Slack connect and the CLI prompt never wait for a camera.
         self.restoring = BackgroundRestore(self.pipelines)
         self.restoring.start()
@@ -172,6 +178,8 @@ class Runtime:
         restoring, self.restoring = self.restoring, None
         if restoring is not None:
             await restoring.cancel()  # a camera still backing off must not hold the shutdown
+        if self._started and hasattr(self, "watches"):
+            self.watches.close()  # timers off; the watches stay stored for the next start
         scheduler, self.scheduler = self.scheduler, None
         if scheduler is not None:
             # stop() joins the scheduler thread, which may be waiting on this loop: never block the loop on it

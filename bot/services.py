@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from bot.monitoring.alerts import AlertRouter
     from bot.monitoring.events_log import EventLog
     from bot.monitoring.monitor import Monitor
+    from bot.monitoring.watches import WatchBook
     from bot.pipelines.manager import PipelineManager
     from bot.rights import Requester
     from workspace import Workspace
@@ -59,6 +60,7 @@ class Services:
     monitor: Monitor | None = None
     recipes: Recipes | None = None
     events: EventLog | None = None  # every alert and tier-1 event, sent or held (.state/events.jsonl)
+    watches: WatchBook | None = None  # one-shot watch tasks (.state/watches.json)
 
 
 def need(service: T | None, name: str) -> T:

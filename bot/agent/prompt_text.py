@@ -91,6 +91,8 @@ involved: `/vision rule CAMERA line | appears CLASS | count CLASS>N | zone SECON
 `/vision rules`; `zone` needs a pipeline started with a zone (start_pipeline's `zone`, or `/vision start SOURCE
 zone=X1,Y1,X2,Y2,X3,Y3,...`). Jobs run on a schedule: `/vision schedule summary at HH:MM`, `/vision schedule snapshot CAMERA
 every hour`, `/vision schedule heartbeat every N minutes`, listed by `/vision jobs`.
+For a one-off "tell me when … (in the next 2 hours)" or "let me know when the last person leaves", use watch_for: it
+answers the person in this conversation once, or says it expired, then ends (`/vision watch` does the same).
 
 ## Supported Video Sources
 - Cameras listed in CAMERAS.md: pass the camera's name. Their URLs stay with the bot: you see `camera "NAME"`

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from bot.monitoring.watch import MAX_SECONDS, MIN_SECONDS
 from bot.pipelines.request import MAX_FPS, MIN_HEIGHT, START_OPTIONS
 
 _NAME = r"^[\w][\w.-]{0,63}$"  # a pipeline name as /vision start name= takes it
 _TEXT = r"^[^\x00-\x1f]*$"  # one line: no control characters
+WATCH_CONDITIONS = "appears [CLASS] | count CLASS>N | count CLASS<N | line | zone SECONDS | absent CLASS SECONDS"
 
 
 class _Body(BaseModel):
@@ -45,6 +47,16 @@ class AddRule(_Body):
     cooldown_seconds: float | None = Field(None, ge=0, le=86400 * 7)
 
 
+class AddWatch(_Body):
+    """POST /api/watches: `/vision watch CAMERA CONDITION [for …] [confirm]`."""
+
+    camera: str = Field(min_length=1, max_length=64, pattern=_TEXT, description="camera or pipeline name")
+    condition: str = Field(min_length=1, max_length=200, pattern=_TEXT, description=WATCH_CONDITIONS)
+    for_seconds: float | None = Field(None, ge=MIN_SECONDS, le=MAX_SECONDS, description="how long (default 7200)")
+    confirm: bool = Field(False, description="the model checks the frame before it tells")
+    about: str = Field("", max_length=200, pattern=_TEXT, description="what it is for, in words")
+
+
 class SetRoute(_Body):
     """PUT /api/routes: `/vision route CHANNEL [camera=NAME]`."""
 
@@ -76,5 +88,6 @@ class CameraQuery(_Query):
     camera: str | None = Field(None, min_length=1, max_length=64)
 
 
-BODIES: dict[str, type[BaseModel]] = {"StartPipeline": StartPipeline, "AddRule": AddRule, "SetRoute": SetRoute}
+BODIES: dict[str, type[BaseModel]] = {"StartPipeline": StartPipeline, "AddRule": AddRule, "SetRoute": SetRoute,
+                                      "AddWatch": AddWatch}
 QUERIES: dict[str, type[BaseModel]] = {"EventsQuery": EventsQuery, "RuleQuery": RuleQuery, "CameraQuery": CameraQuery}

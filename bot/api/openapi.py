@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from bot.api.models import BODIES, QUERIES, AddRule, SetRoute, StartPipeline
+from bot.api.models import BODIES, QUERIES, AddRule, AddWatch, SetRoute, StartPipeline
 
 _OK = {"$ref": "#/components/schemas/Ok"}
 _ERR = {"description": "error", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
@@ -87,6 +87,10 @@ def document() -> dict[str, Any]:
                         "put": _op("Route a camera's alerts (as /vision route)", body=SetRoute),
                         "delete": _op("Remove a route", query="CameraQuery")},
         "/api/events": {"get": _op("Alerts and tier-1 events from the event log", query="EventsQuery")},
+        "/api/watches": {"get": _op("One-shot watches that run"),
+                         "post": _op("Watch a camera once (as /vision watch)", "201", AddWatch)},
+        "/api/watches/{id}": {"delete": _op("Cancel a watch (as /vision unwatch)", path_id=True,
+                                            id_of="the watch id")},
     }
     for verb in ("stop", "pause", "resume"):
         paths[f"/api/pipelines/{{id}}/{verb}"] = {"post": _op(f"{verb.capitalize()} a pipeline", path_id=True)}

@@ -20,6 +20,7 @@ from bot.api.hosting import HOST_KEY, ApiHost
 from bot.api.limits import GuardedSite, read_body
 from bot.api.openapi import document
 from bot.api.routes import ROUTES
+from bot.api.watches import WATCH_ROUTES
 from bot.media.reach import is_loopback
 from bot.media.redaction import redact
 from bot.services import ServiceUnavailable
@@ -80,7 +81,7 @@ def mount(app: web.Application, host: ApiHost) -> None:
     app[HOST_KEY] = host
     if guard not in app.middlewares:
         app.middlewares.append(guard)
-    for method, path, handler in ROUTES:
+    for method, path, handler in ROUTES + WATCH_ROUTES:
         app.router.add_route(method, path, handler)
     app.router.add_get("/openapi.json", _openapi)
 

@@ -42,7 +42,8 @@ class View:
 VIEWS = (
     View("list_cameras", "The cameras registered in CAMERAS.md (credentials masked).", None),
     View("list_rules", "The alert rules that run per camera, with their ids and cooldowns.", "rules"),
-    View("get_status", "Pipelines, alert routes, mutes, rules and scheduled jobs in one text.", "status"),
+    View("list_watches", "The one-shot watches that run (id, camera, condition, time left).", "watches"),
+    View("get_status", "Pipelines, alert routes, mutes, rules, watches and scheduled jobs in one text.", "status"),
 )
 EVENTS_RESOURCE = "events"  # the last day of the event log, as get_events() shows it
 

@@ -6,6 +6,7 @@ import json
 import time
 from typing import Any
 
+from bot.monitoring.watch import ANSWERED, EXPIRED
 from handlers.state.alert_book import PostedAlert
 from handlers.transport.mrkdwn import SECTION_LIMIT, escape, to_mrkdwn
 
@@ -19,7 +20,8 @@ NOT_EVENTS = {"daily_summary", "snapshot", "heartbeat_cap"}  # reports, not dete
 def alert_line(a: PostedAlert) -> str:
     """The alert's one line in mrkdwn: the camera once, then what happened (the text names the class)."""
     where = f"*{escape(a.camera)}*: " if a.camera != "*" else ""
-    return f":rotating_light: {where}{escape(a.text)}"
+    icon = ":hourglass:" if a.rule == EXPIRED else ":rotating_light:"
+    return f"{icon} {where}{escape(a.text)}"
 
 
 def fallback_text(a: PostedAlert) -> str:
@@ -49,7 +51,7 @@ def _buttons(a: PostedAlert) -> list[dict[str, Any]]:
                    "confirm": {"type": "plain_text", "text": "Stop"},
                    "deny": {"type": "plain_text", "text": "Keep running"}}
         out.insert(0, _button(STOP_ACTION, "Stop pipeline", value, style="danger", confirm=confirm))
-    if a.rule not in NOT_EVENTS:
+    if a.rule not in NOT_EVENTS and not a.rule.startswith(ANSWERED):  # a watch's answer has no rule to tune
         out.append(_button(FALSE_ALARM_ACTION, "False alarm", value))
     return out
 
@@ -64,5 +66,6 @@ def alert_blocks(a: PostedAlert, with_image: bool = True) -> list[dict[str, Any]
         summary = f":memo: {to_mrkdwn(a.summary)}"
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": summary[:SECTION_LIMIT]}})
     blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": _context(a)}]})
-    blocks.append({"type": "actions", "block_id": "vision_alert", "elements": _buttons(a)})
+    if a.rule != EXPIRED:  # a watch that ran out is a line: nothing to stop, mute or call false
+        blocks.append({"type": "actions", "block_id": "vision_alert", "elements": _buttons(a)})
     return blocks

@@ -66,7 +66,7 @@ async def test_views_and_resources_mask_credentials_and_show_events(runtime: Run
         cams, _, _ = decoded(await session.call_tool("list_cameras", {}))
         assert "dock: rtsp://admin:***@10.0.0.5/s1" in cams and "hunter2" not in cams
         uris = {str(r.uri) for r in (await session.list_resources()).resources}
-        assert {"vision-agent://cameras", "vision-agent://rules", "vision-agent://status",
+        assert {"vision-agent://cameras", "vision-agent://rules", "vision-agent://watches", "vision-agent://status",
                 "vision-agent://events"} == uris
         events = (await session.read_resource(AnyUrl("vision-agent://events"))).contents[0]
         assert "dock: line_crossed 1; crossings in 4 / out 0" in getattr(events, "text", "")

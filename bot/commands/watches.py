@@ -1,0 +1,137 @@
+"""`/vision watch|watches|unwatch`: one-shot watch tasks ("tell me when a truck reaches the dock in the next 2 hours").
+
+The grammar, the camera and class checks and where a watch answers are here once: the `watch_for` tool and the
+REST API build their watches with `make_watch` too.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+
+from bot.commands.context import CommandContext, CommandReply, fail, parse_options
+from bot.commands.rule_classes import check_class
+from bot.commands.rules import RULE_USAGE, parse_rule, resolve_camera
+from bot.monitoring.rules import ANY, Rule
+from bot.monitoring.watch import Watch, bounded, parse_duration, span
+from bot.monitoring.watch_conditions import AbsentFor, Condition, CountUnder, RuleCondition
+from bot.monitoring.watches import WatchBook
+from bot.rights import LOCAL_CHANNEL
+
+CONDITION_HELP = "appears [CLASS] | count CLASS>N | count CLASS<N | line | zone SECONDS | absent CLASS SECONDS"
+WATCH_USAGE = (f"Usage: `/vision watch CAMERA {CONDITION_HELP} [for 2h] [confirm] [about=\"WORDS\"]` (default "
+               "for 2h, at most 24h), e.g. `/vision watch dock appears truck for 2h confirm` or "
+               "`/vision watch office absent person 60`")
+_UNDER = re.compile(r"^(?P<cls>[^<]+)<(?P<n>\d+(?:\.\d+)?)$")
+
+
+def _book(ctx: CommandContext) -> WatchBook:
+    if ctx.services.watches is None:
+        raise LookupError("Watches are not available in this process; use `vision-agent serve` or `vision-agent chat`.")
+    return ctx.services.watches
+
+
+def _checked_class(cls: str, camera: str, ctx: CommandContext) -> tuple[str, str]:
+    rule, note = check_class(Rule("class_appears", camera, class_name=cls), ctx)
+    return rule.class_name or cls, note
+
+
+def parse_condition(words: list[str], camera: str, ctx: CommandContext) -> tuple[Condition, str]:
+    """A condition from the watch grammar, its class checked against the camera's model (ValueError with usage)."""
+    kind, rest = (words[0].lower(), words[1:]) if words else ("", [])
+    if kind == "count" and (m := _UNDER.match(html.unescape("".join(rest)))):  # Slack sends '<' as '&lt;'
+        cls, note = (None, "") if m["cls"].lower() in ("*", "all", "any") else _checked_class(m["cls"], camera, ctx)
+        return CountUnder(cls, float(m["n"])), note
+    if kind in ("absent", "gone"):
+        if len(rest) != 2 or not re.fullmatch(r"\d+(?:\.\d+)?s?", rest[1]):
+            raise ValueError("absent takes CLASS SECONDS, e.g. `absent person 60` (nobody seen for a minute).")
+        cls, note = _checked_class(rest[0], camera, ctx)
+        return AbsentFor(cls, float(rest[1].rstrip("s"))), note
+    try:
+        rule, note = check_class(parse_rule(words, camera, None), ctx)
+    except ValueError as exc:
+        raise ValueError(WATCH_USAGE if str(exc) == RULE_USAGE else str(exc)) from None
+    return RuleCondition(rule), note
+
+
+def answer_place(ctx: CommandContext) -> tuple[str | None, str | None]:
+    """(channel, thread) a watch answers in: the asker's thread (`slack:TEAM:CHANNEL:ROOT`), else their channel;
+    (None, None) for the terminal, API and MCP: the camera's alert route."""
+    parts = (ctx.session_key or "").split(":")
+    if len(parts) == 4 and parts[0] == "slack" and all(parts[1:]):
+        return parts[2], None if parts[3] == "dm" else parts[3]
+    if ctx.channel_id and ctx.channel_id != LOCAL_CHANNEL and not ctx.operator:
+        return ctx.channel_id, None
+    return None, None
+
+
+def make_watch(camera_raw: str, words: list[str], ctx: CommandContext, seconds: float | None = None,
+               confirm: bool = False, about: str = "") -> tuple[Watch, str]:
+    """A new watch, added to the book, and the notes to say with it (ValueError / LookupError: one line to show)."""
+    book = _book(ctx)
+    camera = resolve_camera(camera_raw, ctx, allow_all=False)
+    condition, note = parse_condition(words, camera, ctx)
+    now = book.now()
+    channel, thread = answer_place(ctx)
+    watch = Watch(Watch.new_id(), camera, condition, now, now + bounded(seconds), confirm,
+                  None if ctx.operator else ctx.user_id, channel, thread, about.strip()[:200])
+    if ctx.services.pipelines is not None and camera not in {h.name for h in ctx.manager().snapshot()}:
+        note += (f" No pipeline runs on {camera} now: the watch looks once one does "
+                 f"(`/vision start {camera}`).")
+    return book.add(watch), note
+
+
+async def add_watch(tokens: list[str], ctx: CommandContext) -> CommandReply:
+    args, opts = parse_options(tokens, {"about"})
+    confirm = bool(args) and args[-1].lower() == "confirm"
+    args = args[:-1] if confirm else args
+    seconds = None
+    if len(args) >= 2 and args[-2].lower() == "for":
+        seconds, args = parse_duration(args[-1]), args[:-2]
+    if len(args) < 2:
+        return fail(WATCH_USAGE)
+    watch, note = make_watch(args[0], args[1:], ctx, seconds, confirm, opts.get("about", ""))
+    where = "in this thread" if watch.thread_ts else "here" if watch.channel else "in the camera's alert channel"
+    return CommandReply(f"Watching *{watch.camera}* for {span(watch.expires_at - watch.created_at)}: I'll say so "
+                        f"{where} once {watch.condition.describe()}"
+                        f"{', after the model confirms it on the frame' if confirm else ''}, then stop.{note} "
+                        f"Cancel it with `/vision unwatch {watch.id}`.")
+
+
+async def list_watches(tokens: list[str], ctx: CommandContext) -> CommandReply:
+    if len(tokens) > 1:
+        return fail("Usage: `/vision watches [CAMERA]`")
+    book = _book(ctx)
+    camera = resolve_camera(tokens[0], ctx, allow_all=True) if tokens else ANY
+    every = book.all(None if camera == ANY else camera)
+    if not every:
+        return CommandReply("No watches run. Start one with `/vision watch CAMERA appears CLASS for 2h`.")
+    shown = [w for w in every if _visible(w, ctx)]
+    now = book.now()
+    more = len(every) - len(shown)
+    tail = [f"…and {more} more asked in other conversations (`/vision unwatch ID` still takes their ids)."] if more else []
+    return CommandReply("\n".join(["*Watches*"] + [f"• {w.line(now)}" for w in shown] + tail))
+
+
+def _visible(w: Watch, ctx: CommandContext) -> bool:
+    """A watch's words are shown where it answers, to its asker and to the operator (a DM's question stays there)."""
+    return ctx.operator or w.channel is None or w.user_id == ctx.user_id or w.channel == ctx.channel_id
+
+
+async def remove_watch(tokens: list[str], ctx: CommandContext) -> CommandReply:
+    if len(tokens) != 1:
+        return fail("Usage: `/vision unwatch WATCH_ID` (see `/vision watches` for the ids)")
+    book = _book(ctx)
+    gone = book.remove(tokens[0].strip("`"))
+    if gone is None:
+        ids = ", ".join(f"`{w.id}`" for w in book.all()) or "none"
+        return fail(f"No watch `{tokens[0]}`; the watches that run: {ids}.")
+    return CommandReply(f"Stopped watch `{gone.id}` on *{gone.camera}* ({gone.condition.describe()}).")
+
+
+def watches_status(ctx: CommandContext) -> list[str]:
+    """The status line about watches (none when this process keeps none)."""
+    if ctx.services.watches is None:
+        return []
+    n = len(ctx.services.watches.all())
+    return [f"*Watches*: {n}" + (" (`/vision watches` lists them)" if n else "")]

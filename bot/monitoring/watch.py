@@ -1,0 +1,87 @@
+"""A watch task's record: what to wait for on which camera, until when, where it answers; the bounds of its time."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from bot.monitoring.watch_conditions import Condition, condition_from_dict
+
+DEFAULT_SECONDS = 2 * 3600.0
+MIN_SECONDS, MAX_SECONDS = 5.0, 24 * 3600.0
+EXPIRED = "watch_expired"  # the rule id of an expiry line (a notice, not a detection)
+ANSWERED = "watch:"  # the rule id of a watch's answer: this prefix and the watch id
+_DURATION = re.compile(r"^(?P<n>\d+(?:\.\d+)?)\s*(?P<unit>s|sec|secs|seconds?|m|min|mins|minutes?|h|hr|hrs|hours?)$",
+                       re.I)
+_USER = re.compile(r"^[UW][A-Z0-9]{2,}$")
+
+
+def parse_duration(raw: str) -> float:
+    """'30s', '90m', '2h' -> seconds, within the bounds (ValueError saying what is accepted)."""
+    m = _DURATION.match(raw.strip())
+    if not m:
+        raise ValueError(f"`for` takes a duration like 30s, 90m or 2h, not {raw!r}.")
+    unit = m["unit"][0].lower()
+    return bounded(float(m["n"]) * {"s": 1, "m": 60, "h": 3600}[unit])
+
+
+def bounded(seconds: float | None) -> float:
+    """The one expiry check of every surface: default 2 h, between 5 s and 24 h."""
+    if seconds is None:
+        return DEFAULT_SECONDS
+    if not MIN_SECONDS <= seconds <= MAX_SECONDS:
+        raise ValueError(f"A watch lasts between {MIN_SECONDS:g} s and {MAX_SECONDS / 3600:g} h; "
+                         f"ask for a shorter or longer time (e.g. `for 2h`).")
+    return float(seconds)
+
+
+def span(seconds: float) -> str:
+    """'45 s', '90 min', '2 h'."""
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.0f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h".replace(".0 h", " h")
+
+
+@dataclass(frozen=True)
+class Watch:
+    """One watch: what to wait for on which camera, until when, and where its answer goes (channel None: the
+    camera's alert route; thread_ts: the thread it was asked in)."""
+
+    id: str
+    camera: str
+    condition: Condition
+    created_at: float
+    expires_at: float
+    confirm: bool = False
+    user_id: str | None = None
+    channel: str | None = None
+    thread_ts: str | None = None
+    about: str = ""  # the asker's own words ("a truck reaches the dock"), shown and given to the model with confirm
+
+    @staticmethod
+    def new_id() -> str:
+        return "w" + uuid.uuid4().hex[:6]
+
+    @property
+    def mention(self) -> str:
+        return f"<@{self.user_id}> " if self.user_id and _USER.match(self.user_id) else ""
+
+    def line(self, now: float) -> str:
+        """'`w1a2b3c` on *dock*: a truck appears (asked by <@U1>), 1.9 h left, confirmed by the model'."""
+        what = f"{self.about} — {self.condition.describe()}" if self.about else self.condition.describe()
+        who = f" (asked by <@{self.user_id}>)" if self.mention else ""
+        checked = ", confirmed by the model before it tells" if self.confirm else ""
+        return f"`{self.id}` on *{self.camera}*: {what}{who}, {span(max(0.0, self.expires_at - now))} left{checked}"
+
+    def record(self) -> dict[str, Any]:
+        return {"id": self.id, "camera": self.camera, "condition": self.condition.as_dict(),
+                "created_at": self.created_at, "expires_at": self.expires_at, "confirm": self.confirm,
+                "user_id": self.user_id, "channel": self.channel, "thread_ts": self.thread_ts, "about": self.about}
+
+    @classmethod
+    def from_record(cls, r: dict[str, Any]) -> Watch:
+        return cls(str(r["id"]), str(r["camera"]), condition_from_dict(r["condition"]), float(r["created_at"]),
+                   float(r["expires_at"]), bool(r.get("confirm")), r.get("user_id"), r.get("channel"),
+                   r.get("thread_ts"), str(r.get("about") or ""))

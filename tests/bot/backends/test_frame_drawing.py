@@ -11,9 +11,11 @@ import pytest
 import supervision as sv
 from inference.core.workflows.execution_engine.entities.base import ImageParentMetadata, WorkflowImageData
 
+from bot.backends.base import Detection
 from bot.backends.builtin.label_drawing import drawing_sizes
 from bot.backends.builtin.labels import LabelsBlockV1
 from bot.backends.builtin.line_overlay import BOX_BGR, draw_line_overlay, line_width
+from bot.backends.imaging import draw_detections
 from bot.backends.workflows import detection_workflow
 
 DATA = Path(__file__).parents[2] / "fixtures" / "data"
@@ -89,8 +91,8 @@ def label_patch(drawn: np.ndarray, index: int) -> tuple[int, int, int, int] | No
     return int(x), int(y), int(w), int(h)
 
 
-def free_label_size(width: int, height: int, label: str) -> tuple[int, int]:
-    """The label's background (w, h) drawn around a box in the middle of the frame: nothing can cut it there."""
+def free_label_size(width: int, height: int) -> tuple[int, int]:
+    """The background (w, h) of "person 0.87 #101" labelling a box mid-frame, where nothing can cut it."""
     box = sv.Detections(xyxy=np.array([[width * 0.4, height * 0.4, width * 0.6, height * 0.6]]),
                         confidence=np.array([0.87]), class_id=np.array([0]), tracker_id=np.array([101]),
                         data={"class_name": np.array(["person"])})
@@ -110,7 +112,7 @@ def test_labels_of_boxes_at_every_edge_are_drawn_whole_inside_the_frame(size):
     width, height = size
     detections = edge_detections(width, height)
     drawn = draw_block_labels(np.full((height, width, 3), GREY, np.uint8), detections)
-    full_w, full_h = free_label_size(width, height, "person 0.87 #101")
+    full_w, full_h = free_label_size(width, height)
     assert full_h >= 12 and full_w < width / 2  # text ~8 px or more, and no label spans half the frame
     for i, (edge, (x1, y1, x2, y2)) in enumerate(EDGE_BOXES.items()):
         patch = label_patch(drawn, i)
@@ -129,6 +131,16 @@ def test_labels_of_boxes_at_every_edge_are_drawn_whole_inside_the_frame(size):
     cut = plain.annotate(np.full((height, width, 3), GREY, np.uint8), detections, ["person 0.87 #101"] * 6)
     for i in (0, 2, 4):
         assert (label_patch(cut, i) or (0, 0, 0, 0))[2:] != (full_w, full_h)
+
+
+def test_frames_drawn_without_a_workflow_label_the_same_way_inside_the_frame():
+    width, height = 640, 360
+    corner = (Detection("person", 0.87, (0.0, 0.0, 80.0, 120.0), tracker_id=101),)
+    drawn = draw_detections(np.full((height, width, 3), GREY, np.uint8), corner)
+    full_w, full_h = free_label_size(width, height)
+    label = drawn[:full_h, :full_w]  # where the corner box's label belongs once moved inside the frame
+    assert not np.all(label == GREY, axis=2).any()  # all of it drawn: background and text, nothing left grey
+    assert (label.min(axis=2) > 200).sum() > full_h  # with its white text
 
 
 def street_frame(size: tuple[int, int], index: int = 30) -> np.ndarray:

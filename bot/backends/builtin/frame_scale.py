@@ -1,8 +1,9 @@
-"""Drawing sizes that follow the frame's width (block vision_agent/frame_scale@v1), for the label and box steps.
+"""Drawing sizes that follow the frame's width (block vision_agent/frame_scale@v1), for box and label steps.
 
 label_visualization draws at one text scale whatever the frame: a 1920 px frame's labels were specks and a 320 px
 sub-stream's covered a third of it. This block reads the frame's width and outputs sizes the drawing steps take
-through selectors (`text_scale: $steps.sizes.text_scale`).
+through selectors (`text_scale: $steps.sizes.text_scale`): our workflows take the box thickness from it (our
+labels block sizes its own text the same way); hand-written specs may feed label_visualization from it.
 """
 
 from __future__ import annotations

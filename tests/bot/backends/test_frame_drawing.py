@@ -178,3 +178,19 @@ async def test_the_real_workflow_draws_a_readable_frame_at_the_cameras_size(dire
         if dark is not None:  # the in/out box on white: under a third of the frame's width
             xs = np.nonzero(dark.any(axis=0))[0]
             assert 0 < xs.max() - xs.min() + 1 < width / 3
+
+
+@pytest.mark.slow
+async def test_a_hand_written_spec_with_label_visualization_still_runs(direct_backend):
+    street = street_frame((768, 576))
+    spec = {"version": "1.0", "inputs": [{"type": "WorkflowImage", "name": "image"}], "steps": [
+        {"type": "vision_agent/hog_people_detector@v1", "name": "detector", "images": "$inputs.image"},
+        {"type": "roboflow_core/label_visualization@v1", "name": "labels", "image": "$inputs.image",
+         "predictions": "$steps.detector.predictions", "text_scale": "$steps.sizes.text_scale"},
+        {"type": "vision_agent/frame_scale@v1", "name": "sizes", "image": "$inputs.image"}],
+        "outputs": [{"type": "JsonField", "name": "predictions", "selector": "$steps.detector.predictions"},
+                    {"type": "JsonField", "name": "annotated", "selector": "$steps.labels.image"}]}
+    result = await direct_backend.run_single(cv2.imencode(".png", street)[1].tobytes(), workflow_spec=spec)
+    drawn = cv2.imdecode(np.frombuffer(result.frame, np.uint8), cv2.IMREAD_COLOR)
+    assert result.detections and drawn.shape == street.shape
+    assert np.abs(drawn.astype(int) - street.astype(int)).sum(axis=2).max() > 200  # its labels are on the frame

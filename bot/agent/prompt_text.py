@@ -15,11 +15,16 @@ A workflow spec is JSON with `version`, `inputs`, `steps` and `outputs`. Steps r
   {"type": "roboflow_core/byte_tracker@v3", "name": "tracker",
    "image": "$inputs.image", "detections": "$steps.detector.predictions"},
   {"type": "roboflow_core/bounding_box_visualization@v1", "name": "boxes",
-   "image": "$inputs.image", "predictions": "$steps.tracker.tracked_detections"}],
+   "image": "$inputs.image", "predictions": "$steps.tracker.tracked_detections"},
+  {"type": "vision_agent/labels@v1", "name": "labels",
+   "image": "$steps.boxes.image", "predictions": "$steps.tracker.tracked_detections"}],
  "outputs": [
   {"type": "JsonField", "name": "predictions", "selector": "$steps.tracker.tracked_detections"},
-  {"type": "JsonField", "name": "annotated", "selector": "$steps.boxes.image"}]}
+  {"type": "JsonField", "name": "annotated", "selector": "$steps.labels.image"}]}
 ```
+Draw labels with vision_agent/labels@v1 ("person 0.87 #12", kept inside the frame) and a counting line with
+vision_agent/line_overlay@v1 rather than label_visualization / line_counter_visualization, whose drawings leave the
+frame at its edges or fade into it.
 Block fields differ between blocks and versions: call list_workflow_blocks and get_block_details before composing
 anything beyond a single model. For a plain detector, pass `model_id` to run_inference / start_pipeline instead
 of a spec; it is wrapped into a detection workflow for you. Blocks that reach outside the workflow (webhooks,

@@ -21,6 +21,8 @@ LINE_COUNTER_BLOCK = "vision_agent/line_counter@v1"
 LINE_OVERLAY_BLOCK = "vision_agent/line_overlay@v1"
 # Label and box sizes from the frame's width (bot/backends/builtin/frame_scale.py).
 FRAME_SCALE_BLOCK = "vision_agent/frame_scale@v1"
+# Detection labels kept whole inside the frame, sized to it (bot/backends/builtin/labels.py).
+LABELS_BLOCK = "vision_agent/labels@v1"
 # Our tracker (bot/backends/builtin/tracker.py): matches by predicted position within the reach the time between
 # frames allows, so people are tracked at 2-3 fps, where ByteTrack's overlap test finds nothing to match.
 TRACKER_BLOCK = "vision_agent/tracker@v1"

@@ -47,9 +47,12 @@ def decode_image(data: bytes, max_pixels: int | None = None) -> Any:
 
 
 def draw_detections(image: Any, detections: tuple[Detection, ...]) -> Any:
-    """Boxes and labels drawn with supervision annotators on a copy of a BGR image."""
+    """Boxes and labels drawn on a copy of a BGR image; the labels as the workflows' (vision_agent/labels@v1):
+    "person 0.87 #12", whole inside the frame, sized to it."""
     import numpy as np
     import supervision as sv
+
+    from bot.backends.builtin.label_drawing import draw_labels, label_text  # supervision: imported on use
 
     if not detections:
         return image.copy()
@@ -58,9 +61,6 @@ def draw_detections(image: Any, detections: tuple[Detection, ...]) -> Any:
         confidence=np.array([d.confidence for d in detections], dtype=np.float32),
         class_id=np.array([hash(d.class_name) % 997 for d in detections]),
     )
-    labels = [
-        f"#{d.tracker_id} {d.class_name}" if d.tracker_id is not None else f"{d.class_name} {d.confidence:.2f}"
-        for d in detections
-    ]
+    labels = [label_text(d.class_name, d.confidence, d.tracker_id) for d in detections]
     out = sv.BoxAnnotator().annotate(scene=image.copy(), detections=sv_det)
-    return sv.LabelAnnotator().annotate(scene=out, detections=sv_det, labels=labels)
+    return draw_labels(out, sv_det, labels)

@@ -10,6 +10,7 @@ from typing import Any
 from bot.backends.base import BackendError
 from bot.backends.counting import (
     FRAME_SCALE_BLOCK,
+    LABELS_BLOCK,
     LINE_COUNTER_BLOCK,
     LINE_OVERLAY_BLOCK,
     PEOPLE_DETECTORS,
@@ -165,24 +166,15 @@ def _annotation_steps(
     if line is not None:  # under the boxes and labels, so the line never hides what they say
         steps += _line_steps(line, image)
         image = "$steps.line.image"
-    # Label and box sizes from the frame's width: one fixed scale was specks at 1920 px and a third of 320 px.
-    sizes = {key: f"$steps.sizes.{key}" for key in ("text_scale", "text_thickness", "text_padding")}
+    # Box lines from the frame's width: one fixed thickness was a hairline at 1920 px and heavy at 320 px.
+    # Labels by our block: sized the same way, and kept whole inside the frame (label_visualization cuts them off).
     steps += [
         {"type": FRAME_SCALE_BLOCK, "name": "sizes", "image": "$inputs.image"},
         {"type": "roboflow_core/bounding_box_visualization@v1", "name": "boxes", "image": image, "predictions": predictions,
          "thickness": "$steps.sizes.thickness"},
-        {
-            "type": "roboflow_core/label_visualization@v1",
-            "name": "labels",
-            "image": "$steps.boxes.image",
-            "predictions": predictions,
-            "text": "Class and Confidence",  # what it is and how sure, on every box
-            **sizes,
-        },
+        # "person 0.87 #12": what it is, how sure, and the id alerts name it by (when tracked)
+        {"type": LABELS_BLOCK, "name": "labels", "image": "$steps.boxes.image", "predictions": predictions},
     ]
-    if track:  # alerts name "person #12": the id goes at the box's foot, so the person finds it here
-        steps.append({"type": "roboflow_core/label_visualization@v1", "name": "ids", "image": "$steps.labels.image",
-                      "predictions": predictions, "text": "Tracker Id", "text_position": "BOTTOM_LEFT", **sizes})
     return steps
 
 
@@ -211,7 +203,7 @@ def describe_spec(spec: dict[str, Any]) -> str:
         if not isinstance(step, dict):
             continue
         kind = str(step.get("type", "?")).split("/")[-1].split("@")[0]
-        if kind.endswith("_visualization") or step.get("type") in (LINE_OVERLAY_BLOCK, FRAME_SCALE_BLOCK):
+        if kind.endswith("_visualization") or step.get("type") in (LINE_OVERLAY_BLOCK, FRAME_SCALE_BLOCK, LABELS_BLOCK):
             continue
         part = _describe_step(step, kind)
         if not parts or parts[-1] != part:

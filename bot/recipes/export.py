@@ -10,7 +10,7 @@ from typing import Any
 from bot.backends.counting import parse_anchor
 from bot.backends.workflows import detection_workflow, is_builtin
 from bot.pipelines.counting_line import parse_line
-from bot.pipelines.zones import resolve_zone
+from bot.pipelines.zones import resolve_zone_sized
 from bot.recipes.model import substitute
 
 TEMPLATE = Path(__file__).with_name("script_template.py")
@@ -25,9 +25,11 @@ def _spec(values: dict[str, Any], named_zones: dict[str, str]) -> tuple[dict[str
     if values.get("workflow_spec"):
         return values["workflow_spec"], ""
     model, line, zone = values.get("model_id") or "builtin/people", values.get("line"), values.get("zone")
-    zone_points = resolve_zone(zone, named_zones) if zone else None
+    zone_points, zone_size = resolve_zone_sized(zone, named_zones) if zone else (None, None)
     line_points = (parse_line(line) or _LINE_STANDIN) if line else None
     zone_text = ",".join(f"{x},{y}" for x, y in zone_points) if zone_points else ""
+    if zone_text and zone_size:  # moved onto the source's frames by the script, as the bot does (`placed`)
+        zone_text += f"@{zone_size[0]}x{zone_size[1]}"
     anchor = parse_anchor(values["anchor"]) if values.get("anchor") and line_points else None
     return detection_workflow(model, line=line_points, zone=zone_points, anchor=anchor), zone_text
 

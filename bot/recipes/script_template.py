@@ -37,8 +37,10 @@ def options(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--source", default=src, required=src is None,
                    help=f"video file, rtsp/http URL or webcam index (default {str(src).replace('%', '%%')})")
     p.add_argument("--fps", type=float, default=DEFAULTS.get("fps"), help="frame rate limit")
-    p.add_argument("--line", default=DEFAULTS.get("line"), help="counting line X1,Y1,X2,Y2 in pixels, or middle")
-    p.add_argument("--zone", default=DEFAULTS.get("zone"), help="zone polygon X1,Y1,X2,Y2,X3,Y3,... in pixels")
+    p.add_argument("--line", default=DEFAULTS.get("line"), help="counting line X1,Y1,X2,Y2 in pixels, or middle; "
+                   "add @WIDTHxHEIGHT when measured on a frame of another size")
+    p.add_argument("--zone", default=DEFAULTS.get("zone"), help="zone polygon X1,Y1,X2,Y2,X3,Y3,... in pixels "
+                   "(@WIDTHxHEIGHT as for --line)")
     p.add_argument("--confidence", type=float, default=DEFAULTS.get("confidence"), help="detector confidence threshold")
     p.add_argument("--save-frames", type=Path, default=None, help="folder for the annotated frames (JPEG)")
     p.add_argument("--server", default=None,
@@ -63,22 +65,46 @@ def load_plugin() -> None:
     os.environ["WORKFLOWS_PLUGINS"] = ",".join([*plugins, PLUGIN]) if PLUGIN not in plugins else ",".join(plugins)
 
 
-def points(raw: str, minimum: int) -> list[list[int]]:
-    nums = [int(float(v)) for v in raw.replace(" ", "").split(",") if v]
+def points(raw: str, minimum: int) -> tuple[list[list[int]], tuple[int, int] | None]:
+    """`X1,Y1,X2,Y2,…[@WIDTHxHEIGHT]` → (the points, the frame size they were measured on or None)."""
+    text, size = raw, None
+    if "@" in raw:
+        text, _, tail = raw.rpartition("@")
+        dims = tail.strip().lower().replace("×", "x").split("x")
+        if len(dims) != 2 or not all(d.strip().isdigit() and int(d) > 0 for d in dims):
+            sys.exit(f"{RECIPE}: @WIDTHxHEIGHT names the frame size the points were measured on, not @{tail!r}")
+        size = (int(dims[0]), int(dims[1]))
+    nums = [int(float(v)) for v in text.replace(" ", "").split(",") if v]
     if len(nums) < 2 * minimum or len(nums) % 2:
         sys.exit(f"{RECIPE}: expected at least {minimum} x,y points, got {raw!r}")
-    return [nums[i : i + 2] for i in range(0, len(nums), 2)]
+    return [nums[i : i + 2] for i in range(0, len(nums), 2)], size
 
 
-def middle_line(source: str) -> list[list[int]]:
+def frame_size(source: str, why: str) -> tuple[int, int]:
+    """(width, height) of the source's first frame; exits saying `why` it was needed when none can be read."""
     import cv2
 
     cap = cv2.VideoCapture(int(source) if source.isdigit() else source)
     ok, frame = cap.read()
     cap.release()
     if not ok:
-        sys.exit(f"{RECIPE}: cannot read a frame from {source} to place the middle line")
+        sys.exit(f"{RECIPE}: cannot read a frame from {source} to {why}")
     h, w = frame.shape[:2]
+    return w, h
+
+
+def placed(raw: str, minimum: int, source: str) -> list[list[int]]:
+    """The points on this source's frames: given @WIDTHxHEIGHT, moved onto the frame size the source gives, as
+    Vision Agent does (bot/pipelines/counting_line.py `rescale`), so the script counts the line the bot counted."""
+    found, size = points(raw, minimum)
+    if size is None:
+        return found
+    width, height = frame_size(source, "move points given @WIDTHxHEIGHT onto its frames")
+    return [[round(x * width / size[0]), round(y * height / size[1])] for x, y in found]
+
+
+def middle_line(source: str) -> list[list[int]]:
+    w, h = frame_size(source, "place the middle line")
     return [[w // 2, 0], [w // 2, h]]
 
 
@@ -87,17 +113,20 @@ def workflow(args: argparse.Namespace) -> dict[str, Any] | None:
     if SPEC is None:
         return None
     spec = json.loads(json.dumps(SPEC))
-    line = None
+    line = zone = None
     if args.line:
-        line = middle_line(args.source) if args.line.strip().lower() == "middle" else points(args.line, 2)
+        middle = args.line.strip().lower() == "middle"
+        line = middle_line(args.source) if middle else placed(args.line, 2, args.source)
+    if args.zone:
+        zone = placed(args.zone, 3, args.source)
     for step in spec["steps"]:
         kind = step.get("type", "")
         if line and kind.startswith("roboflow_core/line_counter_visualization"):
             step["zone"] = line  # the drawn line is the counted one
         elif line and kind.startswith(("roboflow_core/line_counter", "vision_agent/line_")):
             step["line_segment"] = line
-        if args.zone and kind.startswith(("roboflow_core/time_in_zone", "roboflow_core/polygon_zone")):
-            step["zone"] = points(args.zone, 3)
+        if zone and kind.startswith(("roboflow_core/time_in_zone", "roboflow_core/polygon_zone")):
+            step["zone"] = zone
         if args.confidence is not None and step.get("name") == "detector":
             step["confidence"] = args.confidence
     return spec

@@ -1,8 +1,9 @@
-"""Drawing sizes that follow the frame's width (block vision_agent/frame_scale@v1), for the label and box steps.
+"""Drawing sizes that follow the frame's width (block vision_agent/frame_scale@v1), for box and label steps.
 
 label_visualization draws at one text scale whatever the frame: a 1920 px frame's labels were specks and a 320 px
 sub-stream's covered a third of it. This block reads the frame's width and outputs sizes the drawing steps take
-through selectors (`text_scale: $steps.sizes.text_scale`).
+through selectors (`text_scale: $steps.sizes.text_scale`): our workflows take the box thickness from it (our
+labels block sizes its own text the same way); hand-written specs may feed label_visualization from it.
 """
 
 from __future__ import annotations
@@ -15,18 +16,7 @@ from inference.core.workflows.prototypes.block import BlockResult, WorkflowBlock
 from pydantic import ConfigDict, Field
 
 from bot.backends.builtin.common import _EE_COMPAT
-
-MIN_TEXT_SCALE = 0.35  # Hershey text ~8 px high: the smallest still read in a Slack preview
-
-
-def drawing_sizes(width: int) -> dict[str, float | int]:
-    """Label text scale / thickness / padding and box thickness for a frame `width` pixels wide.
-
-    0.4 at 640 px (supervision's 0.5 looked heavy there), 1.2 at 1920; never under MIN_TEXT_SCALE.
-    """
-    scale = round(max(MIN_TEXT_SCALE, width / 1600), 2)
-    return {"text_scale": scale, "text_thickness": max(1, round(scale * 1.6)),
-            "text_padding": max(2, round(scale * 10)), "thickness": max(1, round(width / 400))}
+from bot.backends.builtin.label_drawing import drawing_sizes
 
 
 class FrameScaleManifest(WorkflowBlockManifest):

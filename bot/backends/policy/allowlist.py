@@ -9,7 +9,7 @@ inference upgrade loads a block that is in neither list, so every new block gets
 
 from __future__ import annotations
 
-from bot.backends.counting import FRAME_SCALE_BLOCK, LINE_COUNTER_BLOCK, LINE_OVERLAY_BLOCK, TRACKER_BLOCK
+from bot.backends.counting import FRAME_SCALE_BLOCK, LABELS_BLOCK, LINE_COUNTER_BLOCK, LINE_OVERLAY_BLOCK, TRACKER_BLOCK
 from bot.backends.workflows import BUILTIN_MODELS
 
 
@@ -80,6 +80,7 @@ VISUALIZATIONS = (
     *_v("trace_visualization", 1), *_v("triangle_visualization", 1),
     LINE_OVERLAY_BLOCK,  # ours (bot/backends/builtin/line_overlay.py): draws on a copy of the frame, nothing kept
     FRAME_SCALE_BLOCK,  # ours (bot/backends/builtin/frame_scale.py): four numbers from the frame's width
+    LABELS_BLOCK,  # ours (bot/backends/builtin/labels.py): draws on a copy of the frame, nothing kept
 )
 FORMATTERS_AND_FLOW = (
     *_v("expression", 1), *_v("property_definition", 1), *_v("first_non_empty_or_default", 1),

@@ -1,5 +1,5 @@
 """Frames a person can read, measured in pixels: the counting line on any background, the in/out box and labels
-sized to the frame, the camera's resolution kept (issue 23 item 7)."""
+sized to the frame and kept whole inside it, the camera's resolution kept (issue 23 item 7)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,14 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pytest
+import supervision as sv
+from inference.core.workflows.execution_engine.entities.base import ImageParentMetadata, WorkflowImageData
 
-from bot.backends.builtin.frame_scale import drawing_sizes
+from bot.backends.base import Detection
+from bot.backends.builtin.label_drawing import drawing_sizes
+from bot.backends.builtin.labels import LabelsBlockV1
 from bot.backends.builtin.line_overlay import BOX_BGR, draw_line_overlay, line_width
+from bot.backends.imaging import draw_detections
 from bot.backends.workflows import detection_workflow
 
 DATA = Path(__file__).parents[2] / "fixtures" / "data"
@@ -61,6 +66,83 @@ def test_label_sizes_grow_with_the_frame():
     assert all(s["text_thickness"] >= 1 and s["thickness"] >= 1 for s in scales)
 
 
+# Boxes (fractions of the frame) touching the top, left, right and bottom edges and two corners.
+EDGE_BOXES = {"top": (0.44, 0.0, 0.62, 0.25), "left": (0.0, 0.38, 0.16, 0.62), "right": (0.84, 0.38, 1.0, 0.62),
+              "bottom": (0.41, 0.75, 0.59, 1.0), "top-left": (0.0, 0.0, 0.12, 0.16),
+              "bottom-right": (0.88, 0.84, 1.0, 1.0)}
+GREY = (96, 96, 96)
+
+
+def edge_detections(width: int, height: int) -> sv.Detections:
+    """One tracked person per edge box, each its own class id so each label has its own colour."""
+    xyxy = np.array([[x1 * width, y1 * height, x2 * width, y2 * height] for x1, y1, x2, y2 in EDGE_BOXES.values()])
+    count = len(xyxy)
+    return sv.Detections(xyxy=xyxy, confidence=np.full(count, 0.87), class_id=np.arange(count),
+                         tracker_id=np.arange(count) + 101, data={"class_name": np.array(["person"] * count)})
+
+
+def label_patch(drawn: np.ndarray, index: int) -> tuple[int, int, int, int] | None:
+    """The label background of the index-th colour: the bounding box of its largest patch, or None if not drawn."""
+    mask = np.all(drawn == np.array(sv.ColorPalette.DEFAULT.by_idx(index).as_bgr()), axis=2).astype(np.uint8)
+    count, _, stats, _ = cv2.connectedComponentsWithStats(mask)
+    if count < 2:
+        return None
+    x, y, w, h, _ = stats[1 + int(np.argmax(stats[1:, cv2.CC_STAT_AREA]))]
+    return int(x), int(y), int(w), int(h)
+
+
+def free_label_size(width: int, height: int) -> tuple[int, int]:
+    """The background (w, h) of "person 0.87 #101" labelling a box mid-frame, where nothing can cut it."""
+    box = sv.Detections(xyxy=np.array([[width * 0.4, height * 0.4, width * 0.6, height * 0.6]]),
+                        confidence=np.array([0.87]), class_id=np.array([0]), tracker_id=np.array([101]),
+                        data={"class_name": np.array(["person"])})
+    drawn = draw_block_labels(np.full((height, width, 3), GREY, np.uint8), box)
+    patch = label_patch(drawn, 0)
+    assert patch is not None
+    return patch[2], patch[3]
+
+
+def draw_block_labels(scene: np.ndarray, detections: sv.Detections) -> np.ndarray:
+    image = WorkflowImageData(parent_metadata=ImageParentMetadata(parent_id="edges"), numpy_image=scene)
+    return LabelsBlockV1().run(image=image, predictions=detections)["image"].numpy_image
+
+
+@pytest.mark.parametrize("size", [(320, 240), (768, 576), (1920, 1080)])
+def test_labels_of_boxes_at_every_edge_are_drawn_whole_inside_the_frame(size):
+    width, height = size
+    detections = edge_detections(width, height)
+    drawn = draw_block_labels(np.full((height, width, 3), GREY, np.uint8), detections)
+    full_w, full_h = free_label_size(width, height)
+    assert full_h >= 12 and full_w < width / 2  # text ~8 px or more, and no label spans half the frame
+    for i, (edge, (x1, y1, x2, y2)) in enumerate(EDGE_BOXES.items()):
+        patch = label_patch(drawn, i)
+        assert patch is not None, edge
+        left, top, w, h = patch
+        assert (w, h) == (full_w, full_h), edge  # the whole background: nothing cut off by the frame's edge
+        assert left + w <= width and top + h <= height  # (a patch is found only inside the picture)
+        box = (x1 * width, y1 * height, x2 * width, y2 * height)
+        near = 2 * drawing_sizes(width)["text_padding"]  # the label sits on its box, not somewhere else
+        assert left <= box[2] + near and left + w >= box[0] - near and top <= box[3] + near and top + h >= box[1] - near
+        text = drawn[top:top + h, left:left + w]
+        assert (text.min(axis=2) > 200).sum() > full_h  # white text on it: the label reads
+    # label_visualization (no smart_position) cuts the labels at the top, top-left corner and right edge
+    plain = sv.LabelAnnotator(text_scale=float(drawing_sizes(width)["text_scale"]),
+                              text_padding=int(drawing_sizes(width)["text_padding"]))
+    cut = plain.annotate(np.full((height, width, 3), GREY, np.uint8), detections, ["person 0.87 #101"] * 6)
+    for i in (0, 2, 4):
+        assert (label_patch(cut, i) or (0, 0, 0, 0))[2:] != (full_w, full_h)
+
+
+def test_frames_drawn_without_a_workflow_label_the_same_way_inside_the_frame():
+    width, height = 640, 360
+    corner = (Detection("person", 0.87, (0.0, 0.0, 80.0, 120.0), tracker_id=101),)
+    drawn = draw_detections(np.full((height, width, 3), GREY, np.uint8), corner)
+    full_w, full_h = free_label_size(width, height)
+    label = drawn[:full_h, :full_w]  # where the corner box's label belongs once moved inside the frame
+    assert not np.all(label == GREY, axis=2).any()  # all of it drawn: background and text, nothing left grey
+    assert (label.min(axis=2) > 200).sum() > full_h  # with its white text
+
+
 def street_frame(size: tuple[int, int], index: int = 30) -> np.ndarray:
     cap = cv2.VideoCapture(str(DATA / "vtest_street_60f.mp4"))
     cap.set(cv2.CAP_PROP_POS_FRAMES, index)
@@ -96,3 +178,19 @@ async def test_the_real_workflow_draws_a_readable_frame_at_the_cameras_size(dire
         if dark is not None:  # the in/out box on white: under a third of the frame's width
             xs = np.nonzero(dark.any(axis=0))[0]
             assert 0 < xs.max() - xs.min() + 1 < width / 3
+
+
+@pytest.mark.slow
+async def test_a_hand_written_spec_with_label_visualization_still_runs(direct_backend):
+    street = street_frame((768, 576))
+    spec = {"version": "1.0", "inputs": [{"type": "WorkflowImage", "name": "image"}], "steps": [
+        {"type": "vision_agent/hog_people_detector@v1", "name": "detector", "images": "$inputs.image"},
+        {"type": "roboflow_core/label_visualization@v1", "name": "labels", "image": "$inputs.image",
+         "predictions": "$steps.detector.predictions", "text_scale": "$steps.sizes.text_scale"},
+        {"type": "vision_agent/frame_scale@v1", "name": "sizes", "image": "$inputs.image"}],
+        "outputs": [{"type": "JsonField", "name": "predictions", "selector": "$steps.detector.predictions"},
+                    {"type": "JsonField", "name": "annotated", "selector": "$steps.labels.image"}]}
+    result = await direct_backend.run_single(cv2.imencode(".png", street)[1].tobytes(), workflow_spec=spec)
+    drawn = cv2.imdecode(np.frombuffer(result.frame, np.uint8), cv2.IMREAD_COLOR)
+    assert result.detections and drawn.shape == street.shape
+    assert np.abs(drawn.astype(int) - street.astype(int)).sum(axis=2).max() > 200  # its labels are on the frame

@@ -45,8 +45,9 @@ def test_line_adds_tracker_counter_and_counts_outputs():
     assert steps["line_counter"]["detections"] == "$steps.tracker.tracked_detections"  # a line forces tracking
     assert steps["line_counter"]["line_segment"] == [[320, 0], [320, 480]]
     outputs = {o["name"]: o["selector"] for o in spec["outputs"]}
-    assert outputs["count_in"] == "$steps.line_counter.count_in" and outputs["annotated"] == "$steps.ids.image"
-    assert steps["labels"]["text"] == "Class and Confidence" and steps["ids"]["text"] == "Tracker Id"
+    assert outputs["count_in"] == "$steps.line_counter.count_in" and outputs["annotated"] == "$steps.labels.image"
+    assert steps["labels"]["type"] == "vision_agent/labels@v1"  # "face 0.87 #12", kept inside the frame
+    assert steps["labels"]["predictions"] == "$steps.tracker.tracked_detections" and "ids" not in steps
     with pytest.raises(BackendError, match="two points"):
         detection_workflow("builtin/faces", line=[[1, 2]])
 
@@ -59,7 +60,8 @@ def test_zone_times_tracked_objects_and_keeps_everyone_in_predictions():
     assert steps["zone"]["remove_out_of_zone_detections"] is False  # counts and alerts still see objects outside
     outputs = {o["name"]: o["selector"] for o in spec["outputs"]}
     assert outputs["predictions"] == "$steps.zone.timed_detections"
-    assert steps["zone_area"]["zone"] == steps["zone"]["zone"] and steps["ids"]["text"] == "Tracker Id"
+    assert steps["zone_area"]["zone"] == steps["zone"]["zone"]
+    assert steps["labels"]["predictions"] == "$steps.zone.timed_detections"
     assert check_spec(spec, InferenceConfig()) == []  # every block it uses is on the allowlist
     for bad in ([[1, 2], [3, 4]], [[1, 1], [1, 1], [2, 2]], "0,0,1,1,2,2"):
         with pytest.raises(BackendError, match="at least 3 different points"):
@@ -75,14 +77,16 @@ def test_the_whole_counted_line_is_drawn_by_our_overlay_with_the_counters_figure
     assert overlay["type"] == "vision_agent/line_overlay@v1" and overlay["line_segment"] == line
     assert overlay["count_in"] == "$steps.line_counter.count_in"
     assert steps_by_name(spec)["boxes"]["image"] == "$steps.line.image"  # labels drawn over the line, not under it
-    assert {o["name"]: o["selector"] for o in spec["outputs"]}["annotated"] == "$steps.ids.image"
+    assert {o["name"]: o["selector"] for o in spec["outputs"]}["annotated"] == "$steps.labels.image"
     assert check_spec(spec, InferenceConfig()) == []
 
 
 def test_single_image_workflow_labels_class_and_confidence():
     spec = detection_workflow("builtin/faces", track=False)
     assert "tracker" not in steps_by_name(spec)
-    assert steps_by_name(spec)["labels"]["text"] == "Class and Confidence"
+    assert steps_by_name(spec)["labels"] == {"type": "vision_agent/labels@v1", "name": "labels",
+                                             "image": "$steps.boxes.image", "predictions": "$steps.detector.predictions"}
+    assert not [s for s in spec["steps"] if "label_visualization" in s["type"]]  # its labels leave the frame
     assert describe_spec(spec) == "model builtin/faces"  # what it runs, not how it draws
 
 

@@ -13,11 +13,13 @@ from bot.agent.tools import ToolContext, ToolResult
 from bot.commands.dispatch import run_command
 from bot.config import Settings
 from bot.llm.client import ToolCall
+from bot.pipelines.analytics import compose
 from bot.rights import OPERATOR, Requester
 from tests.bot.recipes.helpers import Rig, rig
 from tests.tools.fake_backend import FakeBackend
 
 SESSION = "cli:x"
+STREET = Path(__file__).parents[2] / "fixtures" / "data" / "vtest_street_60f.mp4"  # 384x288 frames
 
 
 @pytest.fixture
@@ -68,6 +70,24 @@ async def test_script_says_what_it_needs_for_builtin_detectors(r: Rig, monkeypat
     monkeypatch.setenv("WORKFLOWS_PLUGINS", "")
     load(r.recipes.export("door-count")).load_plugin()
     assert os.environ["WORKFLOWS_PLUGINS"] == "bot.backends.builtin_blocks"
+
+
+async def test_points_given_at_another_size_are_moved_onto_the_frames_as_the_bot_moved_them(r: Rig) -> None:
+    line, zone = "768,0,768,1152@1536x1152", "0,0,768,0,768,576@1536x1152"  # read off a 4x larger main stream
+    start = {"video_reference": str(STREET), "pipeline_name": "p", "model_id": "builtin/people", "line": line,
+             "zone": zone, "max_fps": 5}
+    r.recipes.record(SESSION, OPERATOR, [(ToolCall("t0", "start_pipeline", start), ToolResult(text="started"))], "ok")
+    r.recipes.save("street", "count the street", SESSION, OPERATOR)
+    script = load(r.recipes.export("street"))
+    steps = {s["name"]: s for s in script.workflow(script.options([]))["steps"]}
+    bot = await compose("builtin/people", str(STREET), line, zone, {})  # what /vision start and a replay run
+    assert bot.line == [[192, 0], [192, 288]] and bot.zone == [[0, 0], [192, 0], [192, 144]]
+    assert steps["line_counter"]["line_segment"] == bot.line == steps["line"]["line_segment"]
+    assert steps["zone"]["zone"] == bot.zone == steps["zone_area"]["zone"]
+    as_given = script.workflow(script.options(["--line", "10,0,10,100", "--zone", "0,0,9,0,9,9"]))
+    assert {s["name"]: s for s in as_given["steps"]}["line_counter"]["line_segment"] == [[10, 0], [10, 100]]
+    with pytest.raises(SystemExit, match="@WIDTHxHEIGHT names the frame size"):
+        script.workflow(script.options(["--line", "10,0,10,100@big"]))
 
 
 def test_a_recipe_starting_two_pipelines_is_not_exported(r: Rig) -> None:

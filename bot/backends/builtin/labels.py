@@ -1,0 +1,75 @@
+"""Detection labels kept whole inside the frame, sized to it (block vision_agent/labels@v1).
+
+roboflow_core/label_visualization@v1 builds sv.LabelAnnotator without smart_position, so a box touching the top,
+left, right or bottom of the frame gets its label drawn partly (or wholly) outside the picture, and its text scale
+is one number whatever the frame. Here each label ("person 0.87 #12") is moved back inside the frame and away from
+its neighbours (supervision's smart_position), and the text is sized from the frame's width (frame_scale's sizes).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import supervision as sv
+from inference.core.workflows.execution_engine.entities.base import OutputDefinition, WorkflowImageData
+from inference.core.workflows.execution_engine.entities.types import (
+    IMAGE_KIND,
+    INSTANCE_SEGMENTATION_PREDICTION_KIND,
+    KEYPOINT_DETECTION_PREDICTION_KIND,
+    OBJECT_DETECTION_PREDICTION_KIND,
+    Selector,
+)
+from inference.core.workflows.prototypes.block import BlockResult, WorkflowBlock, WorkflowBlockManifest
+from pydantic import ConfigDict, Field
+from supervision.config import CLASS_NAME_DATA_FIELD
+
+from bot.backends.builtin.common import _EE_COMPAT
+from bot.backends.builtin.label_drawing import draw_labels, label_text
+
+
+class LabelsManifest(WorkflowBlockManifest):
+    type: Literal["vision_agent/labels@v1"]
+    model_config = ConfigDict(json_schema_extra={
+        "name": "Labels inside the frame",
+        "version": "v1",
+        "short_description": "Label each box 'class confidence #id', kept whole inside the frame.",
+        "long_description": (
+            "Draws one label per detection (class, confidence, and the tracker id when there is one) above its box, "
+            "moved inside the frame when the box touches an edge and spread apart where labels would overlap "
+            "(unlike label_visualization, whose labels are cut off at the frame's edges); text sized from the "
+            "frame's width, as frame_scale gives it."),
+        "license": "Apache-2.0",
+        "block_type": "visualization",
+        "ui_manifest": {"section": "visualization", "icon": "far fa-tag"},
+    })
+    image: Selector(kind=[IMAGE_KIND]) = Field(description="The frame to draw on.", examples=["$steps.boxes.image"])
+    predictions: Selector(kind=[OBJECT_DETECTION_PREDICTION_KIND, INSTANCE_SEGMENTATION_PREDICTION_KIND,
+                                KEYPOINT_DETECTION_PREDICTION_KIND]) = Field(
+        description="The detections to label.", examples=["$steps.tracker.tracked_detections"])
+
+    @classmethod
+    def describe_outputs(cls) -> list[OutputDefinition]:
+        return [OutputDefinition(name="image", kind=[IMAGE_KIND])]
+
+    @classmethod
+    def get_execution_engine_compatibility(cls) -> str | None:
+        return _EE_COMPAT
+
+
+class LabelsBlockV1(WorkflowBlock):
+    @classmethod
+    def get_manifest(cls) -> type[WorkflowBlockManifest]:
+        return LabelsManifest
+
+    def run(self, image: WorkflowImageData, predictions: sv.Detections) -> BlockResult:
+        names = predictions.data.get(CLASS_NAME_DATA_FIELD, [None] * len(predictions))
+        texts = [label_text(name, conf, tid) for name, conf, tid in _rows(predictions, names)]
+        drawn = draw_labels(image.numpy_image.copy(), predictions, texts)
+        return {"image": WorkflowImageData.copy_and_replace(origin_image_data=image, numpy_image=drawn)}
+
+
+def _rows(detections: sv.Detections, names: Any) -> list[tuple[Any, Any, Any]]:
+    count = len(detections)
+    confidences = detections.confidence if detections.confidence is not None else [None] * count
+    trackers = detections.tracker_id if detections.tracker_id is not None else [None] * count
+    return list(zip(names, confidences, trackers, strict=True))

@@ -3,6 +3,7 @@ every InferenceResult carries. OpenCV and supervision are imported on use: they 
 
 from __future__ import annotations
 
+import zlib
 from typing import Any
 
 from bot.backends.base import Detection
@@ -59,7 +60,7 @@ def draw_detections(image: Any, detections: tuple[Detection, ...]) -> Any:
     sv_det = sv.Detections(
         xyxy=np.array([d.xyxy for d in detections], dtype=np.float32),
         confidence=np.array([d.confidence for d in detections], dtype=np.float32),
-        class_id=np.array([hash(d.class_name) % 997 for d in detections]),
+        class_id=np.array([zlib.crc32(d.class_name.encode()) % 997 for d in detections]),  # same colour every run
     )
     labels = [label_text(d.class_name, d.confidence, d.tracker_id) for d in detections]
     out = sv.BoxAnnotator().annotate(scene=image.copy(), detections=sv_det)

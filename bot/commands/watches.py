@@ -16,6 +16,7 @@ from bot.monitoring.rules import ANY, Rule
 from bot.monitoring.watch import Watch, bounded, parse_duration, span
 from bot.monitoring.watch_conditions import AbsentFor, Condition, CountUnder, RuleCondition
 from bot.monitoring.watches import WatchBook
+from bot.places import DM_ROOT, place_of
 from bot.rights import LOCAL_CHANNEL
 
 CONDITION_HELP = "appears [CLASS] | count CLASS>N | count CLASS<N | line | zone SECONDS | absent CLASS SECONDS"
@@ -57,9 +58,9 @@ def parse_condition(words: list[str], camera: str, ctx: CommandContext) -> tuple
 def answer_place(ctx: CommandContext) -> tuple[str | None, str | None]:
     """(channel, thread) a watch answers in: the asker's thread (`slack:TEAM:CHANNEL:ROOT`), else their channel;
     (None, None) for the terminal, API and MCP: the camera's alert route."""
-    parts = (ctx.session_key or "").split(":")
-    if len(parts) == 4 and parts[0] == "slack" and all(parts[1:]):
-        return parts[2], None if parts[3] == "dm" else parts[3]
+    if (place := place_of(ctx.session_key or "")) is not None:
+        channel, root = place
+        return channel, None if root == DM_ROOT else root
     if ctx.channel_id and ctx.channel_id != LOCAL_CHANNEL and not ctx.operator:
         return ctx.channel_id, None
     return None, None

@@ -10,21 +10,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bot.places import DM_ROOT, place_of, session_key
 from workspace.atomic import write_atomic
 
-DM_ROOT = "dm"
-
-
-def session_key(team: str, channel: str, root: str) -> str:
-    """`slack:TEAM:CHANNEL:THREAD_ROOT_TS` (root is `dm` for a user's top-level DM conversation)."""
-    return f"slack:{team}:{channel}:{root}"
-
-
-def place_of(key: str) -> tuple[str, str] | None:
-    """(channel, thread root) of a `session_key`; None for a key that is not a Slack conversation's."""
-    parts = key.split(":")
-    return (parts[2], parts[3]) if len(parts) == 4 and parts[0] == "slack" and all(parts[1:]) else None
-
+__all__ = ["DM_ROOT", "place_of", "session_key"]  # the format lives in the core; the adapter's names stay
 
 @dataclass(frozen=True)
 class Conversation:

@@ -107,8 +107,10 @@ class SlackAlertSink:
             return
         agent = self.bot.agent
         if agent is not None and alert.clip_path:
+            key = session_key(self.bot.team_id, posted.channel, root)
             note = f"[a clip of the seconds around the event is now in the thread: clip id {Path(alert.clip_path).stem}]"
-            await agent.seed_session(session_key(self.bot.team_id, posted.channel, root), note)
+            async with agent.sessions.lock(key):  # a reply's turn may be running there: the note goes after it
+                await agent.seed_session(key, note)
 
     async def _post(self, alert: Alert, channel: str, file_id: str | None) -> PostedAlert | None:
         """chat.postMessage with the frame's image block; if Slack will not take the image, once more, then without."""

@@ -45,6 +45,8 @@ def register(app: AsyncApp, runtime: Runtime) -> SlackBot:
     for surface in (messages, commands, actions, home):
         surface.register(app, bot)
     bot.posted_alerts = AlertBook(ws.state_dir / "slack_alerts.json", backend=runtime.settings.storage.backend)
-    runtime.router.add_sink(SlackAlertSink(bot, bot.posted_alerts))
+    alerts = SlackAlertSink(bot, bot.posted_alerts)
+    runtime.router.add_sink(alerts)
+    runtime.router.add_clip_sink(alerts.clip_cut)  # the clip follows its alert into the alert's thread
     ended.register(bot)  # a file that runs out: its totals where it was started
     return bot

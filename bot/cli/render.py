@@ -229,4 +229,11 @@ class Renderer:
             path = save_frame(frames_dir, {"image": alert.frame}, f"alert-{alert.camera}")
             self.console.print(Text(f"  ▣ alert frame saved to {path}", style="magenta"))
         if alert.clip_path:
+            self.clip(alert)
+
+    def clip(self, alert: Alert) -> None:
+        """An alert's clip, cut after the alert was shown; or one line saying there is none."""
+        if alert.clip_path:
             self.console.print(Text(f"  ▶ alert clip saved to {alert.clip_path}", style="magenta"))
+        else:
+            self._say(f"  no clip for the {alert.camera} alert: too few frames were kept around the event", "yellow")

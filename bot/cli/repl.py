@@ -58,6 +58,7 @@ class _Repl:
         async with Runtime(self.settings) as rt:
             self.rt = rt
             rt.router.add_sink(self._on_alert)
+            rt.router.add_clip_sink(self._on_clip)  # a clip follows its alert
             rt.pipelines.add_end_listener(self._on_end)
             self._install_sigint()
             self.out.banner(rt, self.session)
@@ -128,6 +129,10 @@ class _Repl:
     async def _on_alert(self, alert: Alert, channel: str | None) -> None:
         with self.out.aside():
             self.out.alert(alert, self.rt.workspace.frames_dir)
+
+    async def _on_clip(self, alert: Alert, channel: str | None) -> None:
+        with self.out.aside():
+            self.out.clip(alert)
 
     def _on_end(self, ended: Ended) -> None:
         with self.out.aside():

@@ -225,7 +225,8 @@ class ClipsConfig(_Section):
 
     enabled: bool = True
     seconds_before: float = Field(5.0, ge=0, le=60)
-    seconds_after: float = Field(3.0, ge=0, le=30)  # the alert waits this long (asynchronously) for the clip
+    seconds_after: float = Field(3.0, ge=0, le=30)  # the clip waits this long (asynchronously) after the event
+    post_first: bool = True  # the alert goes out at once, its clip follows into its thread; false: it waits for it
     fps: float = Field(5.0, gt=0, le=30)  # frames kept per second (and the clip's frame rate at most)
     buffer_bytes: int = Field(8 * 1024 * 1024, ge=64 * 1024)  # ring-buffer memory per pipeline
     max_bytes: int = Field(4 * 1024 * 1024, ge=64 * 1024)  # one clip file (Slack, webhooks); fps/quality drop to fit

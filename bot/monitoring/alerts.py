@@ -8,7 +8,7 @@ import threading
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -16,6 +16,7 @@ from zoneinfo import ZoneInfo
 
 from bot.monitoring.alert_frames import AlertFrames
 from bot.monitoring.events_log import EventLog, event_type_of
+from bot.monitoring.in_flight import InFlight
 from bot.monitoring.lanes import Lanes
 from bot.storage import Storage, open_storage
 
@@ -63,6 +64,8 @@ class Verdict:
 
 
 AlertSink = Callable[[Alert, str | None], Awaitable[None]]  # (alert, channel or None for the CLI)
+Evidence = Callable[[Alert], Awaitable[Alert]]  # the alert with its clip added (cut before the sinks see it)
+LateClip = Callable[[Alert], Awaitable[str | None]]  # the clip's path once cut after the post; None: it failed
 
 
 def in_window(window: str | None, now: datetime) -> bool:
@@ -106,6 +109,9 @@ class AlertRouter:
         self._suppressed: dict[tuple[str, str], int] = {}
         self._cool_lock = threading.Lock()  # admit() runs on pipeline threads, dispatch() on the loop
         self._sinks: list[AlertSink] = []
+        self._after_clip: list[AlertSink] = []  # sinks that take an alert once, with its clip (webhooks)
+        self._clip_sinks: list[AlertSink] = []  # told when a clip that follows its alert is cut or failed
+        self.in_flight = InFlight()  # alerts let through and not yet delivered: their summaries wait for them
         self._observers: list[Callable[[Alert, str], None]] = []
         self.lanes = Lanes()  # one FIFO per channel: alerts for a channel leave in the order they happened
 
@@ -143,13 +149,22 @@ class AlertRouter:
         return None
 
     # delivery -----------------------------------------------------------
-    def add_sink(self, sink: AlertSink) -> None:
-        if sink not in self._sinks:
-            self._sinks.append(sink)
+    def add_sink(self, sink: AlertSink, after_clip: bool = False) -> None:
+        """`sink(alert, channel)` for every alert sent; `after_clip`: only once its clip is cut (or failed)."""
+        sinks = self._after_clip if after_clip else self._sinks
+        if sink not in sinks:
+            sinks.append(sink)
+
+    def add_clip_sink(self, sink: AlertSink) -> None:
+        """`sink(alert, channel)` when the clip of an alert already delivered is cut (alert.clip_path set) or
+        could not be (alert.clip_path None): the sink adds it to the alert, or says it failed."""
+        if sink not in self._clip_sinks:
+            self._clip_sinks.append(sink)
 
     def remove_sink(self, sink: AlertSink) -> None:
-        if sink in self._sinks:
-            self._sinks.remove(sink)
+        for sinks in (self._sinks, self._after_clip, self._clip_sinks):
+            if sink in sinks:
+                sinks.remove(sink)
 
     def admit(self, camera: str, rule: str, now: float, cooldown: float | None = None) -> int | None:
         """THE cooldown, per camera+rule: None while cooling down (the event is counted), else how many were held.
@@ -210,9 +225,12 @@ class AlertRouter:
         if reason:
             return Verdict(reason)
         suppressed = self.admit(alert.camera, alert.rule, self._clock() if now is None else now, alert.cooldown_seconds)
-        return Verdict("cooldown") if suppressed is None else Verdict(None, suppressed)
+        if suppressed is None:
+            return Verdict("cooldown")
+        self.in_flight.expect(alert.alert_id)
+        return Verdict(None, suppressed)
 
-    async def dispatch(self, alert: Alert, attach: Callable[[Alert], Awaitable[Alert]] | None = None) -> str | None:
+    async def dispatch(self, alert: Alert, attach: Evidence | None = None) -> str | None:
         """Decide, then deliver: the alert to every sink unless muted / cooling down / quiet. The reason if held."""
         held = self.decide(alert).held
         if held:
@@ -222,25 +240,46 @@ class AlertRouter:
         await self.deliver(alert, attach)
         return None
 
-    async def deliver(self, alert: Alert, attach: Callable[[Alert], Awaitable[Alert]] | None = None) -> None:
+    async def deliver(self, alert: Alert, attach: Evidence | None = None, late: LateClip | None = None) -> None:
         """Send an alert decide() let through to every sink, in the channel's order.
 
         The channel's lane is taken before the first await, so alerts for one channel reach the sinks in the order
-        deliver() was called, whatever the waits after it (a clip being cut, the frame stored on a thread, an
-        upload under 429s). `attach` adds evidence (the clip) inside the lane.
+        deliver() was called, whatever the waits after it (the frame stored on a thread, an upload under 429s).
+        `attach` adds evidence (the clip) inside the lane, before the sinks; `late` cuts the clip after the sinks
+        had the alert, outside the lane, and then tells the clip sinks. A summary (`about`) first waits for the
+        alerts it is about, so it can land in them.
         """
+        if alert.about and not await self.in_flight.wait(alert.about):
+            log.warning("summary %s delivered before the alerts it is about", alert.alert_id)
         channel = alert.channel or self.channel_for(alert.camera)
-        async with self.lanes.hold(channel or ""):
-            if attach is not None:
-                alert = await attach(alert)
-            self.record(alert)
-            if alert.frame and self.frames is not None:  # stored before any sink runs: a link a sink sends resolves
-                try:
-                    await asyncio.to_thread(self.frames.put, alert.alert_id, alert.frame)
-                except OSError as exc:  # a full disk costs the frame link, never the alert
-                    log.warning("alert frame not kept (%s): its webhook frame_url will answer 404", exc)
-            for sink in list(self._sinks):
-                try:
-                    await sink(alert, channel)
-                except Exception:  # one broken sink must not silence the others
-                    log.exception("alert sink failed")
+        try:
+            async with self.lanes.hold(channel or ""):
+                if attach is not None:
+                    alert = await attach(alert)
+                self.record(alert)
+                await self._keep_frame(alert)
+                await self._send(self._sinks if late else self._sinks + self._after_clip, alert, channel)
+        finally:
+            await self.in_flight.delivered(alert.alert_id)
+        if late is not None:
+            try:
+                clip = await late(alert)
+            except Exception:  # noqa: BLE001 - the clip sinks say it failed
+                log.exception("clip for %s/%s failed", alert.camera, alert.rule)
+                clip = None
+            await self._send(self._after_clip + self._clip_sinks, replace(alert, clip_path=clip), channel)
+
+    async def _keep_frame(self, alert: Alert) -> None:
+        """Stored before any sink runs: a link a sink sends resolves."""
+        if alert.frame and self.frames is not None:
+            try:
+                await asyncio.to_thread(self.frames.put, alert.alert_id, alert.frame)
+            except OSError as exc:  # a full disk costs the frame link, never the alert
+                log.warning("alert frame not kept (%s): its webhook frame_url will answer 404", exc)
+
+    async def _send(self, sinks: list[AlertSink], alert: Alert, channel: str | None) -> None:
+        for sink in list(sinks):
+            try:
+                await sink(alert, channel)
+            except Exception:  # one broken sink must not silence the others
+                log.exception("alert sink failed")

@@ -238,22 +238,34 @@ class Monitor:
         fut.add_done_callback(self._inflight.discard)
 
     async def emit(self, ev: MonitorEvent) -> None:
-        """Deliver an event _admit() let through (with its clip) and log it in today's observations."""
-        await self.router.deliver(ev.to_alert(), attach=lambda a: self._with_clip(ev, a))
+        """Deliver an event _admit() let through and log it in today's observations. With clips on, the alert goes
+        out at once and its clip follows into it once cut (`clips.post_first`), or, off, the alert waits for it."""
+        alert = ev.to_alert()
+        if self.clips is None or ev.mark is None or not ev.pipeline_id:
+            await self.router.deliver(alert)
+        elif self.clips.config.post_first:
+            await self.router.deliver(alert, late=lambda a: self._clip_of(ev))
+        else:
+            await self.router.deliver(alert, attach=lambda a: self._with_clip(ev, a))
         if self.timeline is not None:
             self.timeline.note(ev.camera, f"ALERT {ev.rule}: {ev.text}")
 
-    async def _with_clip(self, ev: MonitorEvent, alert: Alert) -> Alert:
-        """The alert with its clip, cut inside the channel's lane: no pipeline waits for it, and a later alert for that
-        channel queues behind it (its own clip is then mostly recorded already), so order holds."""
+    async def _clip_of(self, ev: MonitorEvent) -> str | None:
+        """The event's clip, cut without blocking anyone (no pipeline, no later alert waits for it); None: too few
+        frames were kept to cut one."""
         if self.clips is None or ev.mark is None or not ev.pipeline_id:
-            return alert
+            return None
+        clip = await self.clips.record(ev.pipeline_id, ev.mark, ev.camera, ev.rule)
+        return str(clip.path) if clip else None
+
+    async def _with_clip(self, ev: MonitorEvent, alert: Alert) -> Alert:
+        """The alert with its clip, cut inside the channel's lane (`clips.post_first: false`, the old ordering)."""
         try:
-            clip = await self.clips.record(ev.pipeline_id, ev.mark, ev.camera, ev.rule)
+            clip = await self._clip_of(ev)
         except Exception:  # noqa: BLE001 - the alert goes out without its clip rather than not at all
             log.exception("clip for %s/%s failed", ev.camera, ev.rule)
             return alert
-        return replace(alert, clip_path=str(clip.path)) if clip else alert
+        return replace(alert, clip_path=clip) if clip else alert
 
     async def flush(self) -> None:
         """Wait until alerts fired from pipeline threads have been delivered."""

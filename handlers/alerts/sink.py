@@ -29,15 +29,24 @@ log = logging.getLogger(__name__)
 NOT_READY_WAIT = 1.0  # a file just uploaded may not be usable in a block for a moment: one retry after this
 
 
-async def upload_clip(client: Any, channel: str, thread_ts: str, clip_path: str, camera: str) -> None:
-    """The alert's clip into its thread (a video cannot sit in an image block); a failure is logged, the alert stands."""
+async def upload_clip(client: Any, channel: str, thread_ts: str, clip_path: str, camera: str) -> str | None:
+    """The alert's clip into its thread (a video cannot sit in an image block); why it failed, or None."""
     path = Path(clip_path)
     try:
         data = await asyncio.to_thread(path.read_bytes)
         await client.files_upload_v2(channel=channel, thread_ts=thread_ts, file=data, filename=path.name,
                                      title=f"{camera}: the seconds around the alert")
     except (OSError, SlackApiError) as exc:
-        log.warning("clip upload to %s failed: %s", channel, getattr(exc, "response", {}).get("error", exc))
+        error = str(getattr(exc, "response", {}).get("error", exc) if isinstance(exc, SlackApiError) else exc)
+        log.warning("clip upload to %s failed: %s", channel, error)
+        return "the upload failed"
+    return None
+
+
+def no_clip_line(reason: str) -> str:
+    """The one line an alert's thread gets when its clip does not follow."""
+    return (f":warning: No clip for this alert: {reason}. The frame above is what the camera saw; "
+            "ask here for a fresh look, or check the bot's log if clips keep failing.")
 
 
 def seed_text(alert: Alert) -> str:
@@ -79,6 +88,29 @@ class SlackAlertSink:
         if agent is not None:
             await agent.seed_session(session_key(self.bot.team_id, posted.channel, root), seed_text(alert),
                                      alert.frame)
+
+    async def clip_cut(self, alert: Alert, channel: str | None) -> None:
+        """A clip sink: the clip cut after the alert went out goes into the alert's thread; a failure is one line."""
+        posted = self.book.get(alert.alert_id)
+        if posted is None:
+            return  # the alert was not posted (no channel, Slack refused it): nothing to add a clip to
+        root = alert.thread_ts or posted.ts
+        if alert.clip_path:
+            error = await upload_clip(self.bot.client, posted.channel, root, alert.clip_path, alert.camera)
+        else:
+            error = "too few frames were kept around the event to cut one"
+        if error:
+            try:
+                await self.bot.client.chat_postMessage(channel=posted.channel, thread_ts=root, text=no_clip_line(error))
+            except SlackApiError as exc:
+                log.warning("no-clip note to %s failed: %s", posted.channel, exc.response.get("error"))
+            return
+        agent = self.bot.agent
+        if agent is not None and alert.clip_path:
+            key = session_key(self.bot.team_id, posted.channel, root)
+            note = f"[a clip of the seconds around the event is now in the thread: clip id {Path(alert.clip_path).stem}]"
+            async with agent.sessions.lock(key):  # a reply's turn may be running there: the note goes after it
+                await agent.seed_session(key, note)
 
     async def _post(self, alert: Alert, channel: str, file_id: str | None) -> PostedAlert | None:
         """chat.postMessage with the frame's image block; if Slack will not take the image, once more, then without."""

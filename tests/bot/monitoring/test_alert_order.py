@@ -16,6 +16,7 @@ from pathlib import Path
 
 from bot.monitoring.alert_frames import AlertFrames
 from bot.monitoring.alerts import Alert, AlertRouter
+from tests.bot.monitoring.test_webhooks import until
 
 RACE_WAIT = 0.3  # seconds a store or clip waits for a later alert's to start (only reached when there is no race)
 
@@ -129,3 +130,39 @@ def test_one_decision_a_muted_alert_is_held_without_starting_the_cooldown(tmp_pa
     assert router.decide(Alert("dock", "line_crossed", "3 crossed")).held == "cooldown"
     now[0] += 301
     assert router.decide(Alert("dock", "line_crossed", "4 crossed")).suppressed == 1  # the next one says what was held
+
+
+async def test_a_late_clip_holds_no_later_alert_and_follows_to_the_clip_and_after_clip_sinks(tmp_path: Path) -> None:
+    """Posted at once (clips.post_first): the next alert for the channel goes out while the first one's clip is still
+    being cut; the clip sinks then get it (or None when it failed) and an after-clip sink (webhooks) the whole alert."""
+    router = AlertRouter(tmp_path / "alerts.json", default_channel="C1", cooldown_seconds=0)
+    posted, clips, whole = Recorder(), [], []
+
+    async def clip_sink(alert: Alert, channel: str | None) -> None:
+        clips.append((alert.camera, alert.clip_path))
+
+    async def webhook(alert: Alert, channel: str | None) -> None:
+        whole.append((alert.camera, alert.clip_path))
+
+    router.add_sink(posted)
+    router.add_clip_sink(clip_sink)
+    router.add_sink(webhook, after_clip=True)
+    cut = asyncio.Event()
+
+    async def slow_clip(alert: Alert) -> str | None:
+        await cut.wait()
+        return "/clips/0.mp4"
+
+    async def failed_clip(alert: Alert) -> str | None:
+        raise OSError("disk full")
+
+    first, second = alerts(2)
+    task = asyncio.create_task(router.deliver(first, late=slow_clip))
+    await until(lambda: bool(posted.seen))
+    await router.deliver(second, late=failed_clip)
+    assert posted.seen == [("cam0", "C1"), ("cam1", "C1")]  # the second was not held behind the first one's clip
+    assert clips == [("cam1", None)] and whole == [("cam1", None)]
+    cut.set()
+    await task
+    assert clips == [("cam1", None), ("cam0", "/clips/0.mp4")]
+    assert whole == [("cam1", None), ("cam0", "/clips/0.mp4")]

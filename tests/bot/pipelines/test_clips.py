@@ -18,7 +18,7 @@ from bot.monitoring.monitor import Monitor
 from bot.pipelines.clips import ClipRecorder, FrameRing
 from bot.pipelines.request import StartRequest
 from bot.services import Services
-from tests.bot.monitor_helpers import make_router, run_to_end
+from tests.bot.monitor_helpers import RecordingSink, make_router, run_to_end
 from tools import build_registry
 
 
@@ -79,7 +79,8 @@ async def test_real_pipeline_alert_carries_a_playable_clip_of_the_event(
     from bot.pipelines.manager import PipelineManager
     from tests.fixtures.inference import crossing_line, make_video
 
-    router, sink = make_router(tmp_path, time.time, cooldown=300)
+    router, posted = make_router(tmp_path, time.time, cooldown=300)
+    router.add_clip_sink(sink := RecordingSink())  # the clip follows its alert
     mgr = PipelineManager(lambda: direct_backend, tmp_path / "active_state.json", clip_settings)
     monitor = Monitor(router, mgr, clip_settings, clips=mgr.clips)
     monitor.start()
@@ -95,6 +96,8 @@ async def test_real_pipeline_alert_carries_a_playable_clip_of_the_event(
         await mgr.stop_all()
     [alert] = [a for a in sink.alerts if a.rule == "line_crossed"]
     assert alert.clip_path and Path(alert.clip_path).parent == tmp_path / "clips"
+    [first] = [a for a in posted.alerts if a.alert_id == alert.alert_id]
+    assert first.clip_path is None, "the alert went out before its clip was cut"
     assert held and max(held) <= 1_500_000, f"ring held {max(held)} bytes"
     cap = cv2.VideoCapture(alert.clip_path)
     fps, count = cap.get(cv2.CAP_PROP_FPS), int(cap.get(cv2.CAP_PROP_FRAME_COUNT))

@@ -75,7 +75,7 @@ class InferenceConfig(_Section):
     backend: Literal["direct", "http", "webrtc"] = "direct"
     server_url: str = "http://127.0.0.1:9001"  # the first server; "a,b" (INFERENCE_SERVER_URL) names several
     # Every inference server the http backend places pipelines on (bot/backends/http/servers.py); the first also
-    # answers single images, blocks and validation. Empty: just server_url.
+    # answers single images, blocks and validation. Set, it replaces server_url (unless that names several).
     server_urls: list[str] = []
     api_key: SecretStr | None = None
     media_dirs: list[Path] = []
@@ -113,10 +113,10 @@ class InferenceConfig(_Section):
 
     @model_validator(mode="after")
     def _one_list(self) -> InferenceConfig:
-        """server_urls holds every server, server_url the first; a server_url given (INFERENCE_SERVER_URL: "a,b")
-        wins over server_urls, as env wins over config.yaml."""
-        given = "server_url" in self.model_fields_set or not self.server_urls
-        urls = list(dict.fromkeys(self.server_url.split(",") if given else self.server_urls))
+        """server_urls holds every server and server_url the first: a server_url naming several ("a,b", as
+        INFERENCE_SERVER_URL may) is that list; otherwise server_urls, when set, replaces server_url."""
+        from_url = "," in self.server_url or not self.server_urls
+        urls = list(dict.fromkeys(self.server_url.split(",") if from_url else self.server_urls))
         object.__setattr__(self, "server_urls", urls)
         object.__setattr__(self, "server_url", urls[0])
         return self

@@ -12,6 +12,7 @@ import pytest
 
 from bot.backends.http.backend import HttpBackend
 from bot.backends.http.pipeline import HostedPipeline
+from bot.commands.pipelines import bullet
 from bot.config import load_settings
 from bot.pipelines.manager import PipelineManager
 from bot.pipelines.request import StartRequest
@@ -63,7 +64,7 @@ async def test_pipelines_spread_survive_a_killed_server_and_use_it_again_when_ba
         assert {n: h.status for n, h in handles.items()} == {"a": "running", "b": "running", "c": "running"}
         new_home = backend.server_of(pids["b"])
         assert new_home in urls and new_home != victim.url
-        line = status_line(handles["b"])
+        line = bullet(handles["b"], mgr)  # as `/vision list` and `/vision status` show it
         port = new_home.rsplit(":", 1)[1]
         assert f"running on :{port}," in line and f"restarted on :{port} at " in line, line
         assert f"(:{victim.port} stopped answering)" in line, line

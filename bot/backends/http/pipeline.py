@@ -99,7 +99,10 @@ class HostedPipeline(PipelineBase):
         if self._stop.is_set():  # stopped while it was being moved: end the new copy too
             self.backend.client(url).terminate_inference_pipeline(server_id)
         elif paused:
-            self._control(self.backend.client(url).pause_inference_pipeline)
+            try:
+                self._control(self.backend.client(url).pause_inference_pipeline)
+            except BackendError as exc:  # it runs, unpaused: the results are still dropped here while paused
+                log.warning("pipeline %s: could not pause it on %s: %s", self.name, self.server, exc)
 
     def _control(self, fn: Any) -> None:
         try:

@@ -16,6 +16,7 @@ from bot.commands.pipelines import bullet
 from bot.config import load_settings
 from bot.pipelines.manager import PipelineManager
 from bot.pipelines.request import StartRequest
+from bot.pipelines.restore import restore_all
 from bot.pipelines.status import status_line
 from tests.fakes.waits import patience
 from tests.fixtures.inference import LocalServer, make_video, start_servers
@@ -40,6 +41,7 @@ async def test_pipelines_spread_survive_a_killed_server_and_use_it_again_when_ba
     backend = HttpBackend(settings)
     state = workspace_dir / "active_state.json"
     mgr = PipelineManager(lambda: backend, state, settings)
+    mgrs = [mgr]
     video = make_video(tmp_path / "long.mp4", size=(320, 240), frames=1500)  # minutes at 10 fps: outlives the test
     revived: LocalServer | None = None
     try:
@@ -74,11 +76,22 @@ async def test_pipelines_spread_survive_a_killed_server_and_use_it_again_when_ba
         assert {saved[n]["server"] for n in ("a", "c")} == {where["a"], where["c"]}  # the others stayed put
         print(f"moved {moved_in:.1f} s after the kill")
 
+        # the bot restarting now adopts each pipeline on the server the state file names: no second copy anywhere
+        loads = [backend.servers.load(u) for u in urls]
+        again = HttpBackend(settings)
+        mgrs.append(PipelineManager(lambda: again, state, settings))
+        restored = await restore_all(mgrs[-1])
+        assert sorted((h.name, h.status) for h in restored) == [("a", "running"), ("b", "running"), ("c", "running")]
+        assert {n: again.server_of(pid) for n, pid in pids.items()} == {**where, "b": new_home}
+        assert again.server_id(pids["b"]) == backend.server_id(pids["b"])
+        assert [backend.servers.load(u) for u in urls] == loads
+
         revived = await asyncio.to_thread(lambda: LocalServer(victim.run_dir, victim.port).wait_ready(patience(120)))
         handle = await mgr.start(StartRequest(video, "d", model_id="builtin/faces", max_fps=10))
         assert backend.server_of(handle.pipeline_id) == revived.url  # the least loaded again
     finally:
-        await mgr.close()
+        for each in mgrs:
+            await each.close()
         for server in [*servers, *([revived] if revived else [])]:
             await asyncio.to_thread(server.stop)
 

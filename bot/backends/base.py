@@ -62,6 +62,8 @@ class PipelineHandle:
     error: str | None = None
     fps: float | None = None
     frames: int = 0
+    server: str | None = None  # where it runs when the http backend has several servers, e.g. ":9002"
+    moved: str | None = None  # "restarted on :9002 at 14:03 UTC (:9001 stopped answering), counts carry on"
 
     def with_(self, **changes: Any) -> PipelineHandle:
         return replace(self, **changes)
@@ -144,6 +146,10 @@ class AdoptingBackend(Protocol):
         """The server's id of our pipeline, to persist; None when it never reached the server."""
         ...
 
+    def server_of(self, pipeline_id: str) -> str | None:
+        """The URL of the server that runs it (it changes when its server stops answering); None if none does."""
+        ...
+
     async def adopt_pipeline(
         self,
         pipeline_id: str,
@@ -153,6 +159,9 @@ class AdoptingBackend(Protocol):
         ref: WorkflowRef,
         on_result: ResultListener | None = None,
         paused: bool = False,
+        server: str | None = None,
+        max_fps: float | None = None,
+        parameters: dict | None = None,
     ) -> PipelineHandle | None:
         """Consume again a pipeline the server still runs (no second copy is started); None if it is gone."""
         ...

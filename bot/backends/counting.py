@@ -125,13 +125,20 @@ def _numbers(value: Any) -> list[float]:
     return []
 
 
+def count_side(key: str) -> str | None:
+    """'count_in' / 'count_out' when an output holds a line counter's total (e.g. 'line_counter_count_in'), else None."""
+    for side in ("count_in", "count_out"):
+        if key == side or key.endswith("_" + side) or key.endswith("." + side):
+            return side
+    return None
+
+
 def line_totals(values: dict[str, Any]) -> dict[str, float]:
     """count_in / count_out totals, whatever the line counter step is called (e.g. 'line_counter_count_in')."""
     out: dict[str, float] = {}
     for key, val in values.items():
-        for side in ("count_in", "count_out"):
-            if key == side or key.endswith("_" + side) or key.endswith("." + side):
-                nums = _numbers(val)
-                if nums:
-                    out[side] = out.get(side, 0.0) + sum(nums)
+        side = count_side(key)
+        nums = _numbers(val) if side else []
+        if side and nums:
+            out[side] = out.get(side, 0.0) + sum(nums)
     return out

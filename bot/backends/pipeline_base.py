@@ -33,6 +33,8 @@ class PipelineBase:
         self.started_at = time.time()
         self.status, self.frames = "starting", 0
         self.error: str | None = None
+        self.server: str | None = None  # where it runs, when that is worth saying (several inference servers)
+        self.moved: str | None = None  # the last time it was restarted elsewhere, in words
 
     def is_alive(self) -> bool:
         return self.status in LIVE
@@ -64,6 +66,8 @@ class PipelineBase:
                 error=self.error,
                 fps=fps,
                 frames=self.frames,
+                server=self.server,
+                moved=self.moved,
             )
 
     def _deliver(self, result: InferenceResult) -> None:

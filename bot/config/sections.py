@@ -74,7 +74,10 @@ class LLMConfig(_Section):
 
 class InferenceConfig(_Section):
     backend: Literal["direct", "http", "webrtc"] = "direct"
-    server_url: str = "http://127.0.0.1:9001"
+    server_url: str = "http://127.0.0.1:9001"  # the first server; "a,b" (INFERENCE_SERVER_URL) names several
+    # Every inference server the http backend places pipelines on (bot/backends/http/servers.py); the first also
+    # answers single images, blocks and validation. Set, it replaces server_url (unless that names several).
+    server_urls: list[str] = []
     api_key: SecretStr | None = None
     media_dirs: list[Path] = []
     allow_custom_python: bool = False  # custom Python blocks in workflow specs run code: off by default
@@ -97,7 +100,27 @@ class InferenceConfig(_Section):
     @field_validator("server_url")
     @classmethod
     def _server_url(cls, v: str) -> str:
-        return _http_url(v.rstrip("/")) or v
+        return ",".join(_http_url(u.strip().rstrip("/")) or u for u in v.split(",") if u.strip())
+
+    @field_validator("server_urls", mode="before")
+    @classmethod
+    def _split_urls(cls, v: Any) -> Any:
+        return [u for u in v.split(",")] if isinstance(v, str) else v
+
+    @field_validator("server_urls", mode="after")
+    @classmethod
+    def _server_urls(cls, v: list[str]) -> list[str]:
+        return [_http_url(u.strip().rstrip("/")) or u for u in v if u.strip()]
+
+    @model_validator(mode="after")
+    def _one_list(self) -> InferenceConfig:
+        """server_urls holds every server and server_url the first: a server_url naming several ("a,b", as
+        INFERENCE_SERVER_URL may) is that list; otherwise server_urls, when set, replaces server_url."""
+        from_url = "," in self.server_url or not self.server_urls
+        urls = list(dict.fromkeys(self.server_url.split(",") if from_url else self.server_urls))
+        object.__setattr__(self, "server_urls", urls)
+        object.__setattr__(self, "server_url", urls[0])
+        return self
 
     @field_validator("allowed_extra_blocks", mode="after")
     @classmethod

@@ -160,11 +160,11 @@ def _decode_base64(ref: str) -> bytes | None:
 
 
 def trusted_origins(ctx: MediaScope) -> set[str]:
-    """Origins that may be private/loopback: each registered camera's and the inference server's (scheme+host+port)."""
+    """Origins that may be private/loopback: each registered camera's and each inference server's (scheme+host+port)."""
     origins = camera_origins(ctx.workspace, ctx.settings)
-    server = origin(ctx.settings.inference.server_url)
-    if server:
-        origins.add(server)
+    for url in ctx.settings.inference.server_urls or [ctx.settings.inference.server_url]:
+        if server := origin(url):
+            origins.add(server)
     return origins
 
 

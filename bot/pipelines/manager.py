@@ -50,6 +50,7 @@ class PipelineManager(PipelineTable):
         self.add_result_listener(self.clips.on_result)
         self.tallies = Tallies()  # what each pipeline counted so far: status lines and the line when a file ends
         self.add_result_listener(self.tallies.on_result)
+        self.add_result_listener(self._follow)  # a pipeline its server lost runs on another one: saved there
         self._origins: dict[str, Origin] = {}
         self._end_listeners: builtins.list[Callable[[Ended], None]] = []
 
@@ -150,10 +151,27 @@ class PipelineManager(PipelineTable):
         except BaseException:
             await self._cleanup(cfg.pipeline_id)  # nothing half-started is left behind
             raise
-        cfg.server_id = backend.server_id(cfg.pipeline_id) if isinstance(backend, AdoptingBackend) else None
+        self._place(cfg)
         if cfg.paused and handle.status in LIVE:
             handle = await backend.pause_pipeline(cfg.pipeline_id)
         return handle
+
+    def _place(self, cfg: PipelineConfig) -> bool:
+        """Record which server runs it (an inference server's pipelines outlive us); True if that changed."""
+        backend = self.backends.of(cfg.pipeline_id)
+        where: tuple[str | None, str | None] = (None, None)
+        if isinstance(backend, AdoptingBackend):
+            where = (backend.server_id(cfg.pipeline_id), backend.server_of(cfg.pipeline_id))
+        changed = where != (cfg.server_id, cfg.server)
+        cfg.server_id, cfg.server = where
+        return changed
+
+    def _follow(self, handle: PipelineHandle, result: InferenceResult) -> None:
+        """After a pipeline moved to another server (bot/backends/http/failover.py), save where it runs now."""
+        with self._lock:
+            cfg = self._configs.get(handle.pipeline_id)
+        if cfg is not None and cfg.server_id and self._place(cfg):
+            self._save()
 
     async def _cleanup(self, pid: str) -> None:
         try:

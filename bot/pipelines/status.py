@@ -12,8 +12,8 @@ from bot.pipelines.tally import Tally
 def status_line(
     h: PipelineHandle, *, markdown: bool = False, latest: InferenceResult | None = None, tally: Tally | None = None
 ) -> str:
-    """`name (id pipe_x): running, 12 frames, 4.0 fps, source …, what it runs[; error …][; now: person×2]
-    [; counted in 3 / out 2][; zone: …]`.
+    """`name (id pipe_x): running[ on :9002], 12 frames, 4.0 fps, source …, what it runs[; error …][; now: person×2]
+    [; counted in 3 / out 2][; zone: …][; restarted on :9002 at 14:03 UTC …]`.
 
     markdown=True bolds the name and puts the id in code (the `/vision` replies); `latest` adds what the newest
     result shows, `tally` what it counted so far (`PipelineManager.tally`). The source is credential-redacted here,
@@ -27,8 +27,10 @@ def status_line(
     limit = f"; {note}" if latest is not None and (note := cannot_count(latest.values)) else ""  # limits.py
     head = f"*{h.name}* `{h.pipeline_id}`" if markdown else f"{h.name} (id {h.pipeline_id})"
     counted = f"; {tally.text()}" if tally is not None and tally.text() else ""
-    return (f"{head}: {h.status}, {h.frames} frames{fps}, source {redact(h.video_reference)}{what}{err}{now}"
-            f"{counted}{limit}")
+    where = f" on {h.server}" if h.server else ""  # several inference servers: which one runs it
+    moved = f"; {h.moved}" if h.moved else ""
+    return (f"{head}: {h.status}{where}, {h.frames} frames{fps}, source {redact(h.video_reference)}{what}{err}{now}"
+            f"{counted}{limit}{moved}")
 
 
 def health_problems(

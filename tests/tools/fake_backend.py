@@ -145,9 +145,12 @@ class FakeServerBackend(FakeBackend):
     def server_id(self, pipeline_id: str) -> str | None:
         return self.server_ids.get(pipeline_id)
 
+    def server_of(self, pipeline_id: str) -> str | None:
+        return "http://fake-server" if pipeline_id in self.server_ids else None
+
     async def adopt_pipeline(
         self, pipeline_id: str, server_id: str, name: str, video_reference: str, ref: WorkflowRef, on_result=None,
-        paused: bool = False,
+        paused: bool = False, server: str | None = None, max_fps: float | None = None, parameters: dict | None = None,
     ) -> PipelineHandle | None:
         kw = {"workflow_spec": ref.workflow_spec, "workspace_name": ref.workspace_name, "workflow_id": ref.workflow_id}
         self.calls.append(("adopt_pipeline", {"pipeline_id": pipeline_id, "server_id": server_id, "paused": paused, **kw}))

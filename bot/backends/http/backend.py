@@ -10,7 +10,9 @@ from urllib.parse import quote, urlparse
 from bot.backends.base import BackendError, InferenceResult, PipelineHandle, ResultListener, WorkflowRef
 from bot.backends.convert import from_model_response, from_serialized_output
 from bot.backends.errors import OFFLINE_HINT, problems_from_block_errors, shorten_problem
+from bot.backends.http.failover import unreachable
 from bot.backends.http.pipeline import HostedPipeline
+from bot.backends.http.servers import ServerPool
 from bot.backends.policy import check_spec
 from bot.backends.shared import BackendBase, fetch_saved_workflow, inline_spec, refuse_unsafe
 from bot.backends.workflows import describe_spec, is_builtin, roboflow_model_id
@@ -30,17 +32,19 @@ class HttpBackend(BackendBase):
         key = settings.inference.api_key
         self._api_key = key.get_secret_value() if key else None
         self._timeout = settings.inference.request_timeout
+        self.servers = ServerPool(settings.inference.server_urls or [self.url], self._api_key)
 
     # --- plumbing ------------------------------------------------------------------------------------------------
 
-    def client(self) -> Any:
-        """A fresh InferenceHTTPClient (configuration is per client, so one per call keeps threads apart)."""
+    def client(self, url: str | None = None) -> Any:
+        """A fresh InferenceHTTPClient for `url` (default: the first server); configuration is per client, so one per
+        call keeps threads apart."""
         import warnings
 
         from inference_sdk import InferenceConfiguration, InferenceHTTPClient
 
         warnings.filterwarnings("ignore", module=r"inference_sdk(\..*)?")
-        client = InferenceHTTPClient(api_url=self.url, api_key=self._api_key)
+        client = InferenceHTTPClient(api_url=url or self.url, api_key=self._api_key)
         client.configure(InferenceConfiguration(api_key_transport="header"))
         return client
 
@@ -55,7 +59,7 @@ class HttpBackend(BackendBase):
         if isinstance(exc, BackendError):
             return exc
         names = {c.__name__ for c in type(exc).__mro__}
-        if names & {"HTTPServerConnectionError", "ConnectionError", "ConnectTimeout"}:
+        if unreachable(exc):
             return self.unreachable()
         if names & {"ReadTimeout", "TimeoutError"}:
             return BackendError(f"inference server at {self.url} did not answer within {self._timeout:.0f}s: retry later")
@@ -78,11 +82,11 @@ class HttpBackend(BackendBase):
         except Exception as exc:  # noqa: BLE001
             raise self.translate(exc, what) from exc
 
-    def _request(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+    def _request(self, method: str, path: str, body: Any = None, url: str | None = None) -> tuple[int, Any]:
         import requests
 
         headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
-        resp = requests.request(method, f"{self.url}{path}", json=body, headers=headers, timeout=self._timeout)
+        resp = requests.request(method, f"{url or self.url}{path}", json=body, headers=headers, timeout=self._timeout)
         try:
             return resp.status_code, resp.json()
         except ValueError:
@@ -176,27 +180,39 @@ class HttpBackend(BackendBase):
             if not Path(video_reference).expanduser().exists():
                 pipe.fail(f"video file not found: {pipe.safe_reference}: check the path")
                 return pipe.handle()
-        client = self.client()
-        live = is_live(video_reference)
-        response = await self._call(
-            what,
-            client.start_inference_pipeline_with_workflow,
-            video_reference=capture_reference(video_reference),
-            workflows_parameters=parameters,
-            max_fps=max_fps,
-            # Files: process every frame; live streams: always the newest frame.
-            source_buffer_filling_strategy="DROP_OLDEST" if live else "WAIT",
-            source_buffer_consumption_strategy="EAGER" if live else "LAZY",
-            results_buffer_size=self._settings.monitoring.result_buffer_size,
-            timeout=max(self._timeout, 60.0),  # spawning the server-side process takes seconds
-            workflow_specification=named["specification"],
-        )
-        pipe.start((response.get("context") or {}).get("pipeline_id") or "")
+        launch = self._launch_args(video_reference, named["specification"], parameters, max_fps)
+        with self.servers.placing() as url:
+            server_id = await self._call(what, self.launch_on, url, launch, timeout=max(self._timeout, 60.0))
+        pipe.place(url, launch)
+        pipe.start(server_id)
         return pipe.handle()
+
+    def _launch_args(self, reference: str, spec: dict, parameters: dict | None, max_fps: float | None) -> dict:
+        """What starts this pipeline on a server: kept, so another server can start it the same way."""
+        live = is_live(reference)
+        return {
+            "video_reference": capture_reference(reference),
+            "workflows_parameters": parameters,
+            "max_fps": max_fps,
+            # Files: process every frame; live streams: always the newest frame.
+            "source_buffer_filling_strategy": "DROP_OLDEST" if live else "WAIT",
+            "source_buffer_consumption_strategy": "EAGER" if live else "LAZY",
+            "results_buffer_size": self._settings.monitoring.result_buffer_size,
+            "workflow_specification": spec,
+        }
+
+    def launch_on(self, url: str, launch: dict) -> str:
+        """Start a pipeline on the server at `url` (blocking: spawning its process takes seconds); its id there."""
+        response = self.client(url).start_inference_pipeline_with_workflow(**launch)
+        return str((response.get("context") or {}).get("pipeline_id") or "")
 
     def server_id(self, pipeline_id: str) -> str | None:
         pipe = self._pipelines.get(pipeline_id)
         return (pipe.server_id or None) if pipe is not None else None
+
+    def server_of(self, pipeline_id: str) -> str | None:
+        pipe = self._pipelines.get(pipeline_id)
+        return (pipe.url or None) if pipe is not None else None
 
     async def adopt_pipeline(
         self,
@@ -207,14 +223,28 @@ class HttpBackend(BackendBase):
         ref: WorkflowRef,
         on_result: ResultListener | None = None,
         paused: bool = False,
+        server: str | None = None,
+        max_fps: float | None = None,
+        parameters: dict | None = None,
     ) -> PipelineHandle | None:
-        """Resume consuming a pipeline the server kept running while we were down; None if the server lost it."""
+        """Resume consuming a pipeline the server kept running while we were down; None if the server lost it, or
+        no longer answers, or is no longer configured (it is started again then, wherever the load says)."""
+        url = (server or self.url).rstrip("/")
+        if url not in self.servers.urls:
+            return None
         path = f"/inference_pipelines/{quote(server_id, safe='')}/status"
-        status, _ = await self._call("pipeline status", self._request, "GET", path)
+        try:
+            status, _ = await self._call("pipeline status", self._request, "GET", path, url=url)
+        except BackendError:
+            return None
         if status != 200:  # 404 once it ended or the server restarted
             return None
         named, what = self.resolve(ref, video=True)
         pipe = self._hosted(pipeline_id, name, video_reference, named, what, on_result)
+        if "specification" in named:  # a saved workflow is fetched only if it has to move
+            pipe.place(url, self._launch_args(video_reference, named["specification"], parameters, max_fps))
+        else:
+            pipe.place(url, None)
         pipe.start(server_id, paused=paused)
         return pipe.handle()
 

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import logging
 import threading
-from datetime import datetime
+from dataclasses import replace
+from datetime import UTC, datetime
 from typing import Any
 
 from bot.backends.base import LIVE, BackendError, ResultListener
 from bot.backends.convert import from_serialized_output
+from bot.backends.http.failover import carried, counts_of, move
 from bot.backends.pipeline_base import PipelineBase
 from bot.media.sources import is_live
 
@@ -26,10 +28,18 @@ class HostedPipeline(PipelineBase):
     ) -> None:
         buffer_size = backend._settings.monitoring.result_buffer_size
         super().__init__(pipeline_id, name, reference, description, buffer_size, on_result)
-        self._backend = backend
+        self.backend = backend
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.server_id = ""
+        self.url = ""  # the server it runs on
+        self.launch: dict | None = None  # what starts it on a server (None: it cannot move)
+        self._carry: dict[str, float] = {}  # line totals counted before its last restart elsewhere
+
+    def place(self, url: str, launch: dict | None) -> None:
+        """It runs on the server at `url`, started with `launch` (so another server can start it the same way)."""
+        self.url, self.launch = url, launch
+        self.server = self.backend.servers.label(url) if self.backend.servers.several else None
 
     def start(self, server_id: str, paused: bool = False) -> None:
         """Poll the server-side pipeline `server_id` (paused: it was paused on the server before we adopted it)."""
@@ -46,13 +56,13 @@ class HostedPipeline(PipelineBase):
         if not is_live(self._reference):
             # The server mutes sources to pause them: on a file that ends the pipeline and drops the rest of it.
             raise BackendError("a hosted pipeline on a video file cannot be paused (the server would end it): stop it instead")
-        self._control(self._backend.client().pause_inference_pipeline)
+        self._control(self.backend.client(self.url).pause_inference_pipeline)
         self._set("paused")
 
     def resume(self) -> None:
         if self.status != "paused":
             return
-        self._control(self._backend.client().resume_inference_pipeline)
+        self._control(self.backend.client(self.url).resume_inference_pipeline)
         self._set("running")
 
     def terminate(self) -> None:
@@ -64,26 +74,54 @@ class HostedPipeline(PipelineBase):
             self._stop.set()
         if first and self.server_id:
             try:
-                self._backend.client().terminate_inference_pipeline(self.server_id)
+                self.backend.client(self.url).terminate_inference_pipeline(self.server_id)
             except Exception as exc:  # noqa: BLE001 - already ended on the server is fine
                 log.debug("terminate %s: %s", self.server_id, exc)
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=30)
 
+    def stopping(self) -> bool:
+        return self._stop.is_set()
+
+    def pause_for(self, seconds: float) -> None:
+        self._stop.wait(seconds)
+
+    def moved_to(self, url: str, server_id: str, old: str) -> None:
+        """It was started again on `url` after `old` stopped answering: poll it there, its counts carried on."""
+        label = self.backend.servers.label
+        with self._lock:
+            self._carry = counts_of(self.latest.values) if self.latest is not None else self._carry
+            self.url, self.server_id, self.server = url, server_id, label(url)
+            at = datetime.now(UTC).strftime("%H:%M UTC")
+            counts = ", counts carry on" if self._carry else ""
+            self.moved = f"restarted on {label(url)} at {at} ({label(old)} stopped answering){counts}"
+            paused = self.status == "paused"
+        if self._stop.is_set():  # stopped while it was being moved: end the new copy too
+            self.backend.client(url).terminate_inference_pipeline(server_id)
+        elif paused:
+            try:
+                self._control(self.backend.client(url).pause_inference_pipeline)
+            except BackendError as exc:  # it runs, unpaused: the results are still dropped here while paused
+                log.warning("pipeline %s: could not pause it on %s: %s", self.name, self.server, exc)
+
     def _control(self, fn: Any) -> None:
         try:
             fn(self.server_id)
         except Exception as exc:  # noqa: BLE001
-            raise self._backend.translate(exc, f"pipeline {self.name}") from exc
+            raise self.backend.translate(exc, f"pipeline {self.name}") from exc
 
     # --- results -------------------------------------------------------------------------------------------------
 
     def _poll(self) -> None:
-        client = self._backend.client()
+        client, url = self.backend.client(self.url), self.url
         while not self._stop.is_set():
+            if url != self.url:  # moved to another server
+                client, url = self.backend.client(self.url), self.url
             try:
                 response = client.consume_inference_pipeline_result(self.server_id)
-            except Exception as exc:  # noqa: BLE001 - ends the poller with a status
+            except Exception as exc:  # noqa: BLE001 - ends the poller with a status, unless another server takes it
+                if move(self, exc):
+                    continue
                 self._ended(exc)
                 return
             got = self._record(response)
@@ -93,7 +131,7 @@ class HostedPipeline(PipelineBase):
     def _record(self, response: dict[str, Any]) -> int:
         outputs = response.get("outputs") or []
         metas = response.get("frames_metadata") or [{}] * len(outputs)
-        max_dim = self._backend._settings.monitoring.result_image_max_dimension
+        max_dim = self.backend._settings.monitoring.result_image_max_dimension
         n = 0
         for output, meta in zip(outputs, metas, strict=False):
             if not output or self.status == "paused":
@@ -101,7 +139,7 @@ class HostedPipeline(PipelineBase):
             result = from_serialized_output(
                 output, frame_id=meta.get("frame_id"), timestamp=_timestamp(meta.get("frame_timestamp")), max_dimension=max_dim
             )
-            self._deliver(result)
+            self._deliver(replace(result, values=carried(result.values, self._carry)) if self._carry else result)
             n += 1
         return n
 
@@ -118,7 +156,7 @@ class HostedPipeline(PipelineBase):
                 "on the server's machine and the workflow loads"
             )
         else:
-            self.fail(str(self._backend.translate(exc, f"pipeline {self.name}")))
+            self.fail(str(self.backend.translate(exc, f"pipeline {self.name}")))
 
     def _set(self, status: str) -> None:
         with self._lock:

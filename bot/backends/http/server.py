@@ -35,7 +35,10 @@ def _run_dir() -> Path:
 
 
 def _port_free(host: str, port: int) -> bool:
+    """Whether nothing listens there. SO_REUSEADDR as uvicorn binds: the connections a crashed server leaves in
+    TIME_WAIT must not keep it from starting again on its port for a minute."""
     with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind((host, port))
         except OSError:

@@ -99,5 +99,8 @@ class WebRtcBackend(HttpBackend):
     def server_id(self, pipeline_id: str) -> str | None:
         return None
 
+    def server_of(self, pipeline_id: str) -> str | None:
+        return None
+
     async def adopt_pipeline(self, *args: Any, **kwargs: Any) -> PipelineHandle | None:
         return None

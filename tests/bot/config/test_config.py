@@ -86,6 +86,18 @@ def test_env_wins_over_config_yaml(workspace_dir: Path) -> None:
     assert (s.llm.model, s.llm.max_tokens, s.heartbeat.interval_minutes) == ("claude-from-env", 1000, 0)
 
 
+def test_several_inference_servers_from_env_or_config_yaml(workspace_dir: Path) -> None:
+    env = {"VISION_AGENT_WORKSPACE": str(workspace_dir)}
+    s = load_settings({**env, "INFERENCE_SERVER_URL": "http://a:9001, http://b:9001/,,http://a:9001"})
+    assert (s.inference.server_url, s.inference.server_urls) == ("http://a:9001", ["http://a:9001", "http://b:9001"])
+    _yaml(workspace_dir, "inference:\n  server_url: http://x:1\n  server_urls: [http://c:9001, http://d:9001]\n")
+    s = load_settings(env)  # the list replaces the single server (the generated config.yaml sets server_url)
+    assert (s.inference.server_url, s.inference.server_urls) == ("http://c:9001", ["http://c:9001", "http://d:9001"])
+    with pytest.raises(SettingsError, match="inference.server_urls.*must be an http"):
+        _yaml(workspace_dir, "inference:\n  server_urls: [http://c:9001, 'gpu:9001']\n")
+        load_settings(env)
+
+
 def test_empty_env_var_does_not_override_yaml(workspace_dir: Path) -> None:
     _yaml(workspace_dir, "inference:\n  backend: http\n")
     s = load_settings({"VISION_AGENT_WORKSPACE": str(workspace_dir), "VISION_AGENT_BACKEND": ""})
@@ -147,6 +159,7 @@ interface:
         ("VISION_AGENT_HEARTBEAT_MINUTES", "-5", "greater than or equal to 0"),
         ("VISION_AGENT_BACKEND", "grpc", "invalid setting VISION_AGENT_BACKEND (inference.backend): "),
         ("INFERENCE_SERVER_URL", "localhost:9001", "INFERENCE_SERVER_URL (inference.server_url): must be an http"),
+        ("INFERENCE_SERVER_URL", "http://a:1,b:2", "INFERENCE_SERVER_URL (inference.server_url): must be an http"),
         ("ANTHROPIC_BASE_URL", "ftp://x", "ANTHROPIC_BASE_URL (llm.base_url)"),
         ("SLACK_API_URL", "slack.com", "SLACK_API_URL (slack.api_url)"),
     ],

@@ -97,6 +97,8 @@ def test_inference_server_port_does_not_open_the_whole_host(base_env, image_serv
     port = image_server.rsplit(":", 1)[1]
     settings = load_settings({**base_env, "INFERENCE_SERVER_URL": f"http://127.0.0.1:{port}"})
     assert resolve_image(f"{image_server}/img.png", ToolContext(settings=settings)) == PNG
+    settings = load_settings({**base_env, "INFERENCE_SERVER_URL": f"http://127.0.0.1:1,http://127.0.0.1:{port}"})
+    assert resolve_image(f"{image_server}/img.png", ToolContext(settings=settings)) == PNG  # any of several servers
 
 
 def test_registered_camera_opens_its_own_origin_and_redirects_are_followed(ctx, workspace_dir: Path, image_server):

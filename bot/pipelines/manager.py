@@ -260,7 +260,8 @@ class PipelineManager(PipelineTable):
 
     # results ------------------------------------------------------------
     async def results(self, name_or_id: str, max_results: int = 5) -> builtins.list[InferenceResult]:
-        return await self.backend.consume_results(self.resolve(name_or_id).pipeline_id, max_results)
+        pid = self.resolve(name_or_id).pipeline_id
+        return await self.backends.of(pid).consume_results(pid, max_results)  # the backend it runs on, as latest()
 
     def latest(self, name_or_id: str) -> InferenceResult | None:
         pid = self.resolve(name_or_id).pipeline_id

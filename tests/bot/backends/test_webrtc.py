@@ -45,6 +45,7 @@ async def test_webrtc_pipeline_runs_a_video_end_to_end_on_the_local_server(
                                   line=crossing_line()), backend="webrtc"))
         assert started.backend == "webrtc" and started.status in ("starting", "running")
         assert json.loads(state.read_text())["pipelines"][0]["backend"] == "webrtc"  # restarted on webrtc too
+        assert isinstance(await mgr.results("door", 1), list)  # read from the backend it runs on, not the default
         await run_to_end(mgr, "door", timeout=120)
         final = await mgr.status("door")
     finally:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bot.agent.registry import ToolRegistry
-from tools import clips, discovery, inference, memory, pipelines, reasoning, recipes
+from tools import clips, digest, discovery, inference, memory, pipelines, reasoning, recipes
 from tools import events as event_tools  # get_events: what happened, read from the event log
 
 # Order matters: definitions are emitted in this order and the last one carries cache_control.
@@ -26,6 +26,7 @@ TOOL_NAMES = [
     "remember",
     "recall",
     "get_events",
+    "get_digest",
     "think",
 ]
 
@@ -33,7 +34,7 @@ TOOL_NAMES = [
 def build_registry() -> ToolRegistry:
     """A registry holding every tool named in TOOL_NAMES, in that order."""
     reg = ToolRegistry()
-    for family in (inference, pipelines, clips, recipes, discovery, memory, event_tools, reasoning):
+    for family in (inference, pipelines, clips, recipes, discovery, memory, event_tools, digest, reasoning):
         family.register(reg)
     missing = set(TOOL_NAMES) ^ set(reg.names)
     if missing:

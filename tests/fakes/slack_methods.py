@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests.fakes.slack_tables import BlockError, check_message_tables
+
 MAX_TEXT = 40_000
 MAX_SECTION = 3_000
 MAX_BLOCKS = 50
@@ -26,9 +28,13 @@ def _require(params: dict[str, Any], *names: str) -> None:
 
 def check_blocks(blocks: Any) -> None:
     """Slack's block limits: <= 50 blocks, section text <= 3,000 chars, header <= 150, markdown <= 12,000; image
-    blocks' shape."""
+    blocks' shape; table and data visualization blocks (tests/fakes/slack_tables.py)."""
     if not isinstance(blocks, list) or len(blocks) > MAX_BLOCKS:
         raise SlackError("invalid_blocks")
+    try:
+        check_message_tables(blocks)
+    except BlockError as exc:
+        raise SlackError(exc.error) from None
     for block in blocks:
         if isinstance(block, dict) and block.get("type") == "markdown":  # its text is a string, not a text object
             if not isinstance(block.get("text"), str) or not block["text"] or len(block["text"]) > MAX_MARKDOWN:

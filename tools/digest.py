@@ -6,7 +6,6 @@ import time
 
 from pydantic import Field
 
-from bot.agent.last_wrote import last_wrote
 from bot.agent.registry import ToolRegistry
 from bot.agent.tools import ToolArgs, ToolContext, ToolResult
 from bot.commands.digest import make_digest, resolve_since
@@ -25,9 +24,8 @@ async def get_digest(args: GetDigestArgs, ctx: ToolContext) -> ToolResult:
     ws = ctx.workspace
     sessions = ws.sessions_dir if ws is not None else None
     # The message that asked is the asker's newest here: "since I last wrote" means the one before it.
-    asking = last_wrote(sessions, ctx.requester) if sessions is not None and not args.since else None
     try:
-        start, label = resolve_since(args.since, ctx.settings, ctx.requester, now, sessions, before=asking)
+        start, label = resolve_since(args.since, ctx.settings, ctx.requester, now, sessions, skip=1)
     except ValueError as exc:
         return ToolResult.error(str(exc))
     d = make_digest(ctx.services, ctx.settings, start, now, label, args.camera.strip() if args.camera else None)

@@ -41,12 +41,12 @@ def _times(path: Path, who: Requester) -> list[float]:
     return out
 
 
-def last_wrote(sessions_dir: Path, who: Requester, before: float | None = None) -> float | None:
-    """When `who` last wrote to the bot in their channel (the operator: in the terminal), before `before` if given;
-    None if never (or nobody known)."""
+def last_wrote(sessions_dir: Path, who: Requester, skip: int = 0) -> float | None:
+    """When `who` last wrote to the bot in their channel (the operator: in the terminal), leaving out their newest
+    `skip` messages (a turn leaves out the one that asked); None if never (or nobody known)."""
     if not who.operator and not (who.user_id and who.channel_id):
         return None
     store = SessionStore(sessions_dir)  # fresh: a read of what is on disk now, never a stale cached view
     times = [t for key in store.keys() if _in_place(key, who) for t in _times(store.path_for(key), who)]
-    earlier = [t for t in times if before is None or t < before]
-    return max(earlier, default=None)
+    times.sort()
+    return times[-1 - skip] if len(times) > skip else None

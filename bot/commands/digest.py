@@ -10,7 +10,7 @@ from bot.commands.context import CommandContext, CommandReply, parse_options
 from bot.config import Settings
 from bot.monitoring.digest import Digest
 from bot.monitoring.digest_log import from_log
-from bot.monitoring.digest_text import clock, digest_text
+from bot.monitoring.digest_text import digest_text
 from bot.monitoring.events_log import SINCE_FORMS, parse_since
 from bot.rights import Requester
 from bot.services import Services, need
@@ -21,20 +21,20 @@ FIRST_TIME_SECONDS = 86400.0  # someone who never wrote here gets the last day
 
 
 def resolve_since(since: str | None, settings: Settings, who: Requester, now: float,
-                  sessions_dir: Path | None, before: float | None = None) -> tuple[float, str]:
-    """(start, how to say it) for a digest: `since` as `parse_since` reads it, or when `who` last wrote here
-    (before `before`: an agent turn skips the message that asked). ValueError: one line saying what to write."""
+                  sessions_dir: Path | None, skip: int = 0) -> tuple[float, str]:
+    """(start, a note on where it starts, '' for a time given) for a digest: `since` as `parse_since` reads it, or when `who` last wrote here
+    (`skip`: an agent turn leaves out the message that asked). ValueError: one line saying what to write."""
     tz = settings.heartbeat.timezone
     if since and since.strip():
         try:
             start = parse_since(since, tz, now)
         except ValueError as exc:
             raise ValueError(f"{exc} (e.g. `/vision digest 2h`)") from None
-        return start, f"since {clock(start, tz, True)}"
-    last = last_wrote(sessions_dir, who, before) if sessions_dir is not None else None
+        return start, ""
+    last = last_wrote(sessions_dir, who, skip) if sessions_dir is not None else None
     if last is None:
         return now - FIRST_TIME_SECONDS, "in the last 24 h (I have no earlier message of yours here)"
-    return last, f"since you last wrote here ({clock(last, tz, True)})"
+    return last, "since you last wrote here"
 
 
 def make_digest(services: Services, settings: Settings, start: float, end: float, label: str,

@@ -38,7 +38,9 @@ def sparkline(values: tuple[int, ...] | list[int]) -> str:
 
 
 def title(d: Digest, tz: str) -> str:
-    return f"What happened {d.since_label} ({clock(d.start, tz, True)} – {clock(d.end, tz)} {tz})"
+    """'What happened since you last wrote here (Thu 26 Nov 09:12 – 11:40 UTC)'; without a note, the times only."""
+    span = f"{clock(d.start, tz, True)} – {clock(d.end, tz, d.end - d.start > 86400)} {tz}"
+    return f"What happened {d.since_label} ({span})" if d.since_label else f"What happened {span}"
 
 
 def alert_text(a: AlertLine, tz: str) -> str:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from bot.events import EventType
 from bot.monitoring.alerts import DEFAULT_CAMERA, Alert
 from bot.monitoring.digest_log import from_log
-from bot.monitoring.digest_text import clock, digest_text
+from bot.monitoring.digest_text import digest_text
 from bot.monitoring.timeline import digest
 from bot.monitoring.wording import describe_counts
 from bot.rights import UNATTENDED
@@ -163,7 +163,7 @@ async def post_digest(router: AlertRouter | None, settings: Settings, job: CronJ
     log = need(router.events, "the event log")
     start = now - (job.every_minutes * 60 if job.every_minutes else 86400.0)
     tz = settings.heartbeat.timezone
-    d = from_log(log, router, settings, start, now, f"since {clock(start, tz, True)}", job.camera)
+    d = from_log(log, router, settings, start, now, "since the last digest" if job.every_minutes else "", job.camera)
     text = digest_text(d, tz)
     # cooldown 0: a digest is asked for on a schedule; the router's cooldown is for detections
     await router.dispatch(Alert(job.camera or DEFAULT_CAMERA, "digest", text, cooldown_seconds=0.0, digest=d,

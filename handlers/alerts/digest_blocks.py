@@ -37,9 +37,9 @@ def chart_block(d: Digest, tz: str) -> dict[str, Any] | None:
     labels = [label[:CHART_LABEL_MAX] for label in bucket_labels(d, tz)][-MAX_POINTS:]
     series, names = [], set()
     for name, values in d.series:
-        short = redact(name)[:CHART_LABEL_MAX] or "-"
-        if short in names:  # series names must be unique: a cut name that collides is left out
-            continue
+        short = _short(redact(name)) or "-"
+        if short in names:  # series names must be unique: a cut name that collides is numbered
+            short = f"{short[:CHART_LABEL_MAX - 3]}#{len(series) + 1}"
         names.add(short)
         points = list(values)[-MAX_POINTS:]
         series.append({"name": short, "data": [{"label": lab, "value": v} for lab, v in zip(labels, points,
@@ -50,6 +50,17 @@ def chart_block(d: Digest, tz: str) -> dict[str, Any] | None:
             "chart": {"type": "line", "series": series,
                       "axis_config": {"categories": labels, "x_label": f"time ({tz})"[:CHART_TITLE_MAX],
                                       "y_label": "crossings" if crossings else "events"}}}
+
+
+def _short(name: str) -> str:
+    """A series name within Slack's 20 characters, the camera's end (where cam1 and cam2 differ) and the last word
+    ('in', 'out') kept: '…dock-north-3 in'."""
+    if len(name) <= CHART_LABEL_MAX:
+        return name
+    head, _, tail = name.rpartition(" ")
+    if not head or len(tail) > CHART_LABEL_MAX // 2:
+        return "…" + name[-(CHART_LABEL_MAX - 1):]
+    return f"…{head[-(CHART_LABEL_MAX - len(tail) - 2):]} {tail}"
 
 
 def _alerts_section(d: Digest, tz: str) -> dict[str, Any] | None:

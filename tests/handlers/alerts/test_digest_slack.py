@@ -127,3 +127,23 @@ async def test_the_emulator_refuses_malformed_tables_and_charts_as_slack_does(sl
         with pytest.raises(SlackApiError) as caught:
             await client.chat_postMessage(channel="C0GENERAL", text="fallback", blocks=blocks)
         assert caught.value.response["error"] == error
+
+
+def test_long_camera_names_and_many_cameras_still_make_blocks_slack_takes() -> None:
+    from bot.monitoring.digest import build
+    from handlers.alerts.digest_blocks import digest_blocks
+    from tests.fakes.slack_methods import check_blocks
+
+    now = time.time()
+    events = [{"camera": f"loading-dock-north-{n}", "rule": "line_crossed", "event_type": "line_crossed",
+               "text": "x" * 400, "counts": {"count_in": i + 1, "count_out": i}, "pipeline_id": f"p{n}",
+               "time": now - 3500 + i * 300 + n, "alert_id": f"a{n}{i}"} for n in range(8) for i in range(10)]
+    d = build(events, now - 3600, now, "")
+    blocks = digest_blocks(d, "Europe/Berlin")
+    check_blocks(blocks)  # raises Slack's error if any limit is broken
+    chart = next(b for b in blocks if b["type"] == "data_visualization")
+    names = [s["name"] for s in chart["chart"]["series"]]
+    assert len(names) == 6 and all(len(n) <= 20 for n in names) and len(set(names)) == 6
+    assert {n.rsplit(" ", 1)[-1] for n in names} <= {"in", "out"}
+    table = next(b for b in blocks if b["type"] == "table")
+    assert len(table["rows"]) == 9  # the header and the eight cameras

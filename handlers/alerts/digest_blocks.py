@@ -35,7 +35,8 @@ def chart_block(d: Digest, tz: str) -> dict[str, Any] | None:
     if len(d.bucket_starts) < 2 or not any(sum(v) for _, v in d.series):
         return None
     labels = [label[:CHART_LABEL_MAX] for label in bucket_labels(d, tz)][-MAX_POINTS:]
-    series, names = [], set()
+    series: list[dict[str, Any]] = []
+    names: set[str] = set()
     for name, values in d.series:
         short = _short(redact(name)) or "-"
         if short in names:  # series names must be unique: a cut name that collides is numbered

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 from pydantic import Field
@@ -25,10 +26,12 @@ async def get_digest(args: GetDigestArgs, ctx: ToolContext) -> ToolResult:
     sessions = ws.sessions_dir if ws is not None else None
     # The message that asked is the asker's newest here: "since I last wrote" means the one before it.
     try:
-        start, label = resolve_since(args.since, ctx.settings, ctx.requester, now, sessions, skip=1)
+        start, label = await asyncio.to_thread(resolve_since, args.since, ctx.settings, ctx.requester, now, sessions,
+                                               1)  # the files are read off the loop
     except ValueError as exc:
         return ToolResult.error(str(exc))
-    d = make_digest(ctx.services, ctx.settings, start, now, label, args.camera.strip() if args.camera else None)
+    camera = args.camera.strip() if args.camera else None
+    d = await asyncio.to_thread(make_digest, ctx.services, ctx.settings, start, now, label, camera)  # off the loop
     return ToolResult(text=digest_text(d, ctx.settings.heartbeat.timezone))
 
 

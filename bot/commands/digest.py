@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from pathlib import Path
 
@@ -50,11 +51,12 @@ async def digest(tokens: list[str], ctx: CommandContext) -> CommandReply:
     now = time.time()
     ws = ctx.workspace
     try:
-        start, label = resolve_since(" ".join(args) or None, ctx.settings, ctx.requester, now,
-                                     ws.sessions_dir if ws is not None else None)
+        start, label = await asyncio.to_thread(resolve_since, " ".join(args) or None, ctx.settings, ctx.requester,
+                                               now, ws.sessions_dir if ws is not None else None)
     except ValueError as exc:
         return CommandReply(str(exc), ok=False)
     if start >= now:
         return CommandReply(f"That time is in the future; write {SINCE_FORMS}.", ok=False)
-    d = make_digest(ctx.services, ctx.settings, start, now, label, opts.get("camera") or None)
+    # off the loop (the session files above too): the log may be megabytes, and Slack's socket must not wait
+    d = await asyncio.to_thread(make_digest, ctx.services, ctx.settings, start, now, label, opts.get("camera") or None)
     return CommandReply(digest_text(d, ctx.settings.heartbeat.timezone), digest=d)

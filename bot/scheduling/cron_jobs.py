@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 from collections import Counter
@@ -163,7 +164,8 @@ async def post_digest(router: AlertRouter | None, settings: Settings, job: CronJ
     log = need(router.events, "the event log")
     start = now - (job.every_minutes * 60 if job.every_minutes else 86400.0)
     tz = settings.heartbeat.timezone
-    d = from_log(log, router, settings, start, now, "since the last digest" if job.every_minutes else "", job.camera)
+    note = "since the last digest" if job.every_minutes else ""
+    d = await asyncio.to_thread(from_log, log, router, settings, start, now, note, job.camera)  # off the loop
     text = digest_text(d, tz)
     # cooldown 0: a digest is asked for on a schedule; the router's cooldown is for detections
     await router.dispatch(Alert(job.camera or DEFAULT_CAMERA, "digest", text, cooldown_seconds=0.0, digest=d,

@@ -147,3 +147,17 @@ def test_long_camera_names_and_many_cameras_still_make_blocks_slack_takes() -> N
     assert {n.rsplit(" ", 1)[-1] for n in names} <= {"in", "out"}
     table = next(b for b in blocks if b["type"] == "table")
     assert len(table["rows"]) == 9  # the header and the eight cameras
+
+
+async def test_a_slow_digest_replaces_the_working_line_with_its_blocks(
+    slack_bot: RunningBot, slack_api: SlackEmulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from handlers.listeners import commands
+
+    monkeypatch.setattr(commands, "ACK_BUDGET", 0.0)  # answered through response_url, as a slow one would be
+    crossings(slack_bot.runtime.router, time.time() - 1800, [(1, 0), (3, 1)])
+    env = slack_api.slash("digest 1h")
+    assert (await slack_api.await_ack(env)).ack_payload["text"].startswith(WORKING)
+    reply = await reply_to(slack_api, env)
+    assert reply["replace_original"] and "table" in kinds(reply["blocks"]) and "door" in reply["text"]
+    assert slack_api.calls_to("response_url")  # accepted: the emulator checked the blocks

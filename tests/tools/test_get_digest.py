@@ -70,3 +70,24 @@ def test_the_terminal_prints_the_digest_as_plain_text(base_env: dict[str, str]) 
     row = next(line for line in lines if line.startswith("door"))
     assert row.split()[4] == "5"  # the first event (1 in) is the baseline before the hour: 4 and 6 are news
     assert "door in" in out.stdout and "*" not in out.stdout and "`" not in out.stdout
+
+
+def test_a_scheduled_digest_reaches_the_terminal_as_its_text(tmp_path: Path) -> None:
+    import io
+
+    from rich.console import Console
+
+    from bot.cli.render import Renderer
+    from bot.monitoring.digest import build
+    from bot.monitoring.digest_text import digest_text
+
+    now = time.time()
+    events = [{"camera": "door", "rule": "line_crossed", "event_type": "line_crossed", "text": "line crossed",
+               "counts": {"count_in": n, "count_out": 0}, "time": now - 3000 + n * 600} for n in (1, 2, 3)]
+    d = build(events, now - 3600, now, "since the last digest")
+    buf = io.StringIO()
+    Renderer(Console(file=buf, width=200, color_system=None)).alert(
+        Alert("*", "digest", digest_text(d, "UTC"), digest=d), tmp_path)
+    shown = buf.getvalue()
+    assert "ALERT" not in shown and "What happened since the last digest" in shown
+    assert next(line for line in shown.splitlines() if line.startswith("door")).split()[4] == "3"

@@ -53,7 +53,7 @@ def parse_since(since: str | float | None, timezone: str, now: float, default_se
         return now - default_seconds
     if isinstance(since, (int, float)) and not isinstance(since, bool):
         return now - max(0.0, float(since))
-    text = " ".join(str(since).strip().lower().split())
+    text = " ".join(str(since).strip().lower().split()).removeprefix("since ")  # '/vision digest since 2h'
     tz = ZoneInfo(timezone)
     if re.fullmatch(r"\d{3,}(\.\d+)?", text):  # '9' or '09' is an hour ('since 9'); '3600' is seconds
         return now - float(text)

@@ -7,7 +7,7 @@ with `invalid_attachments` (`only_one_table_allowed`).
 Data visualization block (.../data-visualization-block): `title` 1-50 characters, `chart` of type pie (1-6
 `segments` {label <= 20, value > 0}) or bar/area/line (1-6 `series` with unique `name` <= 20 and 1-20 `data`
 points {label <= 20 that is one of `axis_config.categories`, numeric value}; `axis_config` {categories, each <= 20;
-optional `x_label`/`y_label` <= 50}); at most two per message.
+optional `x_label`/`y_label` <= 50}); at most two per message. A field neither reference lists is refused.
 """
 
 from __future__ import annotations
@@ -41,6 +41,12 @@ def check_message_tables(blocks: list[Any]) -> None:
             check_chart(b)
 
 
+def _fields(obj: dict[str, Any], allowed: set[str]) -> None:
+    """Slack refuses a block object with a field its reference does not list (a misspelt `column_setting`)."""
+    if set(obj) - allowed:
+        raise BlockError()
+
+
 def _text(v: Any, most: int) -> bool:
     return isinstance(v, str) and 0 < len(v) <= most
 
@@ -50,6 +56,7 @@ def _number(v: Any) -> bool:
 
 
 def check_table(block: dict[str, Any]) -> None:
+    _fields(block, {"type", "block_id", "rows", "column_settings"})
     rows, settings = block.get("rows"), block.get("column_settings", [])
     if not isinstance(rows, list) or not 1 <= len(rows) <= MAX_ROWS:
         raise BlockError()
@@ -76,9 +83,11 @@ def check_table(block: dict[str, Any]) -> None:
 
 
 def check_chart(block: dict[str, Any]) -> None:
+    _fields(block, {"type", "block_id", "title", "chart"})
     chart = block.get("chart")
     if not _text(block.get("title"), CHART_TITLE) or not isinstance(chart, dict):
         raise BlockError()
+    _fields(chart, {"type", "segments"} if chart.get("type") == "pie" else {"type", "series", "axis_config"})
     if chart.get("type") == "pie":
         segments = chart.get("segments")
         if not isinstance(segments, list) or not 1 <= len(segments) <= MAX_SERIES or not all(
@@ -94,6 +103,7 @@ def check_chart(block: dict[str, Any]) -> None:
 def _check_series(series: Any, axis: Any) -> None:
     if not isinstance(axis, dict) or not isinstance(axis.get("categories"), list):
         raise BlockError()
+    _fields(axis, {"categories", "x_label", "y_label"})
     categories = axis["categories"]
     if not categories or not all(_text(c, LABEL) for c in categories):
         raise BlockError()
@@ -105,10 +115,11 @@ def _check_series(series: Any, axis: Any) -> None:
     if len(set(names)) != len(names) or not all(_text(n, LABEL) for n in names):
         raise BlockError()
     for s in series:
+        _fields(s, {"name", "data"})
         data = s.get("data")
         if not isinstance(data, list) or not 1 <= len(data) <= MAX_POINTS:
             raise BlockError()
         for p in data:
-            if not (isinstance(p, dict) and _text(p.get("label"), LABEL) and p["label"] in categories
-                    and _number(p.get("value"))):
+            if not (isinstance(p, dict) and set(p) == {"label", "value"} and _text(p.get("label"), LABEL)
+                    and p["label"] in categories and _number(p.get("value"))):
                 raise BlockError()

@@ -122,6 +122,8 @@ async def test_the_emulator_refuses_malformed_tables_and_charts_as_slack_does(sl
         {**line, "title": "x" * 51},
         {**line, "chart": {**line["chart"], "series": [{"name": "door in", "data": [{"label": "10:00", "value": 3}]}]}},
         {**table, "column_settings": [{"align": "middle"}]},
+        {**table, "column_setting": [{"align": "left"}]},  # a field the reference does not list
+        {**line, "chart": {**line["chart"], "axis_config": {"categories": ["09:00"], "xlabel": "time"}}},
     ]
     for error, blocks in [*bad.items(), *(("invalid_blocks", [b]) for b in bad_chart)]:
         with pytest.raises(SlackApiError) as caught:

@@ -6,9 +6,12 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from slack_sdk.errors import SlackApiError
+
 from bot.media.redaction import redact
 from bot.monitoring.digest import Digest
 from bot.monitoring.digest_text import alert_text, bucket_labels, digest_text, table_rows, title
+from handlers.state.alert_book import AlertBook
 from handlers.transport.mrkdwn import SECTION_LIMIT, escape
 
 # docs.slack.dev: table block <= 100 rows of <= 20 cells; data visualization title <= 50, series name, data label
@@ -64,13 +67,30 @@ def _short(name: str) -> str:
     return f"…{head[-(CHART_LABEL_MAX - len(tail) - 2):]} {tail}"
 
 
-def _alerts_section(d: Digest, tz: str) -> dict[str, Any] | None:
+async def message_links(client: Any, book: AlertBook | None, d: Digest) -> dict[str, str]:
+    """alert id -> the link of the alert message this bot posted (its frame is in it); alerts it did not post, or
+    whose link Slack will not give (message deleted, channel left), are left out."""
+    links: dict[str, str] = {}
+    for a in d.alerts:
+        posted = book.get(a.alert_id) if book is not None and not a.held else None
+        if posted is None or not posted.ts:
+            continue
+        try:
+            resp = await client.chat_getPermalink(channel=posted.channel, message_ts=posted.ts)
+        except SlackApiError:
+            continue
+        links[a.alert_id] = str(resp.get("permalink") or "")
+    return {k: v for k, v in links.items() if v}
+
+
+def _alerts_section(d: Digest, tz: str, posts: dict[str, str]) -> dict[str, Any] | None:
     if not d.alerts:
         return None
     head = "*Alerts*" + (f" (latest {len(d.alerts)}; {d.more_alerts} earlier)" if d.more_alerts else "")
     lines = [head]
     for a in d.alerts:
-        links = " · ".join(x for x in (f"<{a.frame_url}|frame>" if a.frame_url else "",
+        links = " · ".join(x for x in (f"<{posts[a.alert_id]}|alert>" if a.alert_id in posts else "",
+                                       f"<{a.frame_url}|frame>" if a.frame_url else "",
                                        f"<{a.clip}|clip>" if a.clip and a.clip.startswith("http") else
                                        escape(a.clip or "")) if x)
         bare = alert_text(replace(a, frame_url=None, clip=None), tz)  # the links go in as Slack links
@@ -79,13 +99,14 @@ def _alerts_section(d: Digest, tz: str) -> dict[str, Any] | None:
     return {"type": "section", "text": {"type": "mrkdwn", "text": text[:SECTION_LIMIT]}}
 
 
-def digest_blocks(d: Digest, tz: str) -> list[dict[str, Any]]:
-    """The digest message: its title, the table, the chart, the alerts; a quiet window is one line."""
+def digest_blocks(d: Digest, tz: str, posts: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    """The digest message: its title, the table, the chart, the alerts (linked to their messages: `posts`, from
+    `message_links`); a quiet window is one line."""
     head = {"type": "section", "text": {"type": "mrkdwn", "text": f"*{escape(title(d, tz))}*"[:SECTION_LIMIT]}}
     if d.empty:
         return [{"type": "section", "text": {"type": "mrkdwn", "text": escape(digest_text(d, tz))[:SECTION_LIMIT]}}]
     blocks = [head, table_block(d)]
-    blocks += [b for b in (chart_block(d, tz), _alerts_section(d, tz)) if b is not None]
+    blocks += [b for b in (chart_block(d, tz), _alerts_section(d, tz, posts or {})) if b is not None]
     blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": (
         "From the event log: Held = not posted (cooldown, mute, quiet hours); False alarms = marked with the "
         "False alarm button; In/Out = line crossings.")}]})

@@ -149,6 +149,16 @@ class WebApiMethods:
         self.echo_bot_message(ch, msg)
         return {"channel": ch.id, "ts": msg["ts"], "message": msg}
 
+    def api_chat_getPermalink(self, params: dict[str, Any]) -> dict[str, Any]:
+        """docs.slack.dev chat.getPermalink: channel + message_ts -> the message's link (a reply's names its thread)."""
+        _require(params, "channel", "message_ts")
+        ch = self.channel(params["channel"])
+        msg = self.find_message(ch.id, params["message_ts"])
+        link = f"https://emulated.slack.com/archives/{ch.id}/p{msg['ts'].replace('.', '')}"
+        if msg.get("thread_ts") and msg["thread_ts"] != msg["ts"]:
+            link += f"?thread_ts={msg['thread_ts']}&cid={ch.id}"
+        return {"channel": ch.id, "permalink": link}
+
     def api_chat_update(self, params: dict[str, Any]) -> dict[str, Any]:
         _require(params, "channel", "ts")
         ch = self.channel(params["channel"])

@@ -163,3 +163,19 @@ async def test_a_slow_digest_replaces_the_working_line_with_its_blocks(
     reply = await reply_to(slack_api, env)
     assert reply["replace_original"] and "table" in kinds(reply["blocks"]) and "door" in reply["text"]
     assert slack_api.calls_to("response_url")  # accepted: the emulator checked the blocks
+
+
+async def test_the_digest_links_each_alert_to_the_message_that_shows_its_frame(
+    alerts_bot: RunningBot, slack_api: SlackEmulator
+) -> None:
+    from tests.handlers.transport.test_files import jpeg
+
+    alert = Alert("yard", "class_appears:person", "a person appeared", {"person": 1}, time.time() - 60, jpeg(32, 24))
+    assert await alerts_bot.runtime.router.dispatch(alert) is None
+    [post] = await slack_api.await_for("chat.postMessage", lambda c: c.params.get("channel") == "C0ALERTS")
+    reply = await reply_to(slack_api, slack_api.slash("digest 1h"))
+    section = next(b for b in reply["blocks"] if b["type"] == "section" and "*Alerts*" in b["text"]["text"])
+    posted_ts = slack_api.channel("C0ALERTS").messages[-1]["ts"]
+    link = f"https://emulated.slack.com/archives/{slack_api.channel('C0ALERTS').id}/p{posted_ts.replace('.', '')}"
+    assert f"<{link}|alert>" in section["text"]["text"] and "a person appeared" in section["text"]["text"]
+    assert post.params["blocks"]  # the alert itself went out with its frame block

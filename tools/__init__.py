@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bot.agent.registry import ToolRegistry
-from tools import clips, discovery, inference, memory, pipelines, reasoning, recipes, watches
+from tools import clips, digest, discovery, inference, memory, pipelines, reasoning, recipes, watches
 from tools import events as event_tools  # get_events: what happened, read from the event log
 
 # Order matters: definitions are emitted in this order and the last one carries cache_control.
@@ -27,6 +27,7 @@ TOOL_NAMES = [
     "recall",
     "get_events",
     "watch_for",
+    "get_digest",
     "think",
 ]
 
@@ -34,7 +35,7 @@ TOOL_NAMES = [
 def build_registry() -> ToolRegistry:
     """A registry holding every tool named in TOOL_NAMES, in that order."""
     reg = ToolRegistry()
-    for family in (inference, pipelines, clips, recipes, discovery, memory, event_tools, watches, reasoning):
+    for family in (inference, pipelines, clips, recipes, discovery, memory, event_tools, watches, digest, reasoning):
         family.register(reg)
     missing = set(TOOL_NAMES) ^ set(reg.names)
     if missing:

@@ -12,6 +12,7 @@ from pydantic import Field
 
 from bot.agent.registry import ToolRegistry
 from bot.agent.tools import ToolArgs, ToolContext, ToolResult
+from bot.monitoring.digest import crossing_moves
 from bot.monitoring.events_log import parse_since
 from bot.services import need
 
@@ -56,26 +57,13 @@ async def get_events(args: GetEventsArgs, ctx: ToolContext) -> ToolResult:
 
 
 def crossings_since(events: list[dict[str, Any]], start: float) -> dict[str, tuple[int, int]]:
-    """Line crossings in/out per camera after `start`, from the counter totals in line_crossed events.
-
-    Totals are per pipeline run: each event adds what its totals grew since the previous event of that pipeline
-    (the first counts from 0, a total that went down is a restarted counter), so held events count too.
-    """
-    prev: dict[str, tuple[float, float]] = {}
+    """Line crossings in/out per camera after `start`, from the counter totals in line_crossed events
+    (`bot.monitoring.digest.crossing_moves`: each event adds what its pipeline's totals grew, held ones too)."""
     out: dict[str, list[int]] = {}
-    for e in events:
-        counts = e.get("counts") or {}
-        if e.get("event_type") != "line_crossed" or not isinstance(counts, dict):
-            continue
-        now = (_num(counts.get("count_in")), _num(counts.get("count_out")))
-        key = str(e.get("pipeline_id") or e.get("camera"))
-        before = prev.get(key, (0.0, 0.0))
-        prev[key] = now
-        if _time(e) < start:
-            continue
-        moved = out.setdefault(str(e.get("camera")), [0, 0])
-        for i in (0, 1):
-            moved[i] += int(now[i] - before[i] if now[i] >= before[i] else now[i])
+    for e, moved_in, moved_out in crossing_moves(events):
+        if _time(e) >= start:
+            moved = out.setdefault(str(e.get("camera")), [0, 0])
+            moved[0], moved[1] = moved[0] + moved_in, moved[1] + moved_out
     return {cam: (m[0], m[1]) for cam, m in out.items()}
 
 

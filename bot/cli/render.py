@@ -222,6 +222,9 @@ class Renderer:
             self._say(f"  ▣ {caption} saved to {path}", "magenta")
 
     def alert(self, alert: Alert, frames_dir: Path) -> None:
+        if alert.digest is not None:  # a scheduled digest is a report: its plain text, table and sparklines
+            self._say(alert.text)
+            return
         when = time.strftime("%H:%M:%S", time.localtime(alert.time))
         line = f"ALERT {when} {alert.camera} [{alert.rule}]: {alert.summary or alert.text}"
         self._say(line, "bold red")

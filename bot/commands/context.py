@@ -14,6 +14,7 @@ from bot.services import Services
 
 if TYPE_CHECKING:
     from bot.config import Settings
+    from bot.monitoring.digest import Digest
     from bot.pipelines.manager import PipelineManager
     from bot.scheduling.scheduler import Scheduler
     from workspace import Workspace
@@ -34,6 +35,7 @@ class CommandReply:
     post_channel: str | None = None
     file: bytes | None = None  # a file to post (an exported recipe script), named file_name
     file_name: str = ""
+    digest: Digest | None = None  # `/vision digest`: text carries it in words; Slack adds its table and chart
 
 
 @dataclass

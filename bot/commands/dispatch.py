@@ -6,7 +6,7 @@ import logging
 import shlex
 
 from bot.backends.base import BackendError
-from bot.commands import pipelines, recipes, rules, schedule, watches
+from bot.commands import digest, pipelines, recipes, rules, schedule, watches
 from bot.commands.context import CommandContext, CommandReply, fail
 from bot.commands.routing import route, routes_status
 from bot.media.redaction import redact
@@ -30,9 +30,10 @@ USAGE = f"""*Usage:* `/vision <command>`
 • `rules [CAMERA]` — the rules that run · `unrule CAMERA RULE_ID` — remove one
 • `watch CAMERA appears [CLASS] | count CLASS>N | count CLASS<N | line | zone SECONDS | absent CLASS SECONDS [for 2h] [confirm]` — tell me once when that happens (default for 2h, at most 24h; `confirm`: the model checks the frame first), then stop
 • `watches [CAMERA]` — the watches that run · `unwatch WATCH_ID` — cancel one
-• `schedule summary at HH:MM` | `schedule snapshot CAMERA every hour|every N minutes|at HH:MM` | `schedule heartbeat every N minutes` [name=NAME]
+• `schedule summary at HH:MM` | `schedule snapshot CAMERA every hour|every N minutes|at HH:MM` | `schedule heartbeat every N minutes` | `schedule digest at HH:MM|every N minutes` [name=NAME]
 • `jobs` — scheduled jobs and their next run · `unschedule NAME` — remove one
 • `recipes` — saved setups · `recipe save NAME [description]` — save this conversation's last setup · `recipe run NAME [key=value …]` — replay it without the model (e.g. source=cam2) · `recipe export NAME` — a standalone Python script · `recipe delete NAME`
+• `digest [since] [camera=NAME]` — what happened since '2h', 'yesterday 18:00', an ISO time, or since you last wrote here
 • `status` — pipelines, alert routes, mutes, rules, watches and jobs"""
 # The checks below /vision are shared with the agent's tools, whose hints name tools; a person typing /vision is told
 # the command instead (one table, keyed by the very constants the messages are built from).
@@ -71,7 +72,7 @@ async def _run(verb: str, args: list[str], ctx: CommandContext) -> CommandReply 
         return await route(args, ctx)
     family = {"rule": rules.add_rule, "rules": rules.list_rules, "unrule": rules.remove_rule,
               "schedule": schedule.add_job, "jobs": schedule.list_jobs, "unschedule": schedule.remove_job,
-              "recipes": recipes.list_recipes, "recipe": recipes.recipe,
+              "recipes": recipes.list_recipes, "recipe": recipes.recipe, "digest": digest.digest,
               "watch": watches.add_watch, "watches": watches.list_watches, "unwatch": watches.remove_watch}
     return await family[verb](args, ctx) if verb in family else None
 

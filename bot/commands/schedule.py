@@ -13,11 +13,12 @@ from bot.scheduling.cron_jobs import CronJob
 from bot.scheduling.when import parse_when
 
 SCHEDULE_USAGE = ("Usage: `/vision schedule summary at HH:MM` | `/vision schedule snapshot CAMERA every hour|every N "
-                  "minutes|at HH:MM` | `/vision schedule heartbeat every N minutes` [name=NAME] [to=#channel|MESSAGE_LINK]")
+                  "minutes|at HH:MM` | `/vision schedule heartbeat every N minutes` | `/vision schedule digest at HH:MM|"
+                  "every N minutes` [name=NAME] [to=#channel|MESSAGE_LINK]")
 _LINK = re.compile(r"^<?https://[^/]+/archives/(?P<ch>[A-Z0-9]+)/p(?P<s>\d{10})(?P<us>\d{6})(?:[?|][^>]*)?>?$")
 _CHANNEL_REF = re.compile(r"^<#(?P<ch>[A-Z0-9]+)(?:\|[^>]*)?>$")
 _WHEN_EXAMPLE = "e.g. `at 18:00`, `every hour` or `every 15 minutes`"
-_ACTIONS = {"summary": "daily_summary", "snapshot": "snapshot", "heartbeat": "heartbeat"}
+_ACTIONS = {"summary": "daily_summary", "snapshot": "snapshot", "heartbeat": "heartbeat", "digest": "digest"}
 
 
 def _scheduler(ctx: CommandContext) -> Any:
@@ -48,7 +49,8 @@ def _every(when: dict[str, Any]) -> str:
 
 
 def parse_schedule(args: list[str], ctx: CommandContext) -> tuple[str, str, dict[str, Any], str | None]:
-    """(job name, action, when fields, camera) from `summary at HH:MM` / `snapshot CAMERA WHEN` / `heartbeat WHEN`."""
+    """(job name, action, when fields, camera) from `summary at HH:MM` / `snapshot CAMERA WHEN` / `heartbeat WHEN` /
+    `digest WHEN`."""
     what = args[0].lower() if args else ""
     if what not in _ACTIONS:
         raise ValueError(SCHEDULE_USAGE)
@@ -77,7 +79,8 @@ async def add_job(tokens: list[str], ctx: CommandContext) -> CommandReply:
     channel, thread_ts = parse_target(opts["to"]) if "to" in opts else (None, None)
     job = scheduler.add_job(opts.get("name") or name, action, camera=camera, channel=channel, thread_ts=thread_ts,
                             **when)
-    what = {"daily_summary": "Daily summary", "heartbeat": "Heartbeat"}.get(action, f"Snapshot of *{camera}*")
+    what = {"daily_summary": "Daily summary", "heartbeat": "Heartbeat",
+            "digest": "Digest of what happened since the last one"}.get(action, f"Snapshot of *{camera}*")
     text = f"{what} {_every(when)} as job `{job.name}` (next {next_run(ctx, job)})."
     hb = ctx.settings.heartbeat
     if action == "heartbeat" and hb.enabled and hb.interval_minutes > 0:

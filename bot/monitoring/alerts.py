@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
 from bot.monitoring.alert_frames import AlertFrames
@@ -19,6 +19,9 @@ from bot.monitoring.events_log import EventLog, event_type_of
 from bot.monitoring.in_flight import InFlight
 from bot.monitoring.lanes import Lanes
 from bot.storage import Storage, open_storage
+
+if TYPE_CHECKING:
+    from bot.monitoring.digest import Digest
 
 log = logging.getLogger(__name__)
 
@@ -47,9 +50,11 @@ class Alert:
     about: tuple[str, ...] = ()  # a tier-2 summary: the alert ids it is about (a sink may update those in place)
     channel: str | None = None  # an explicit target (a scheduled job's `to=`) instead of the camera's route
     thread_ts: str | None = None  # ... and a thread in it
+    digest: Digest | None = None  # a scheduled digest: its numbers, for a sink that draws a table (text says them)
 
     def as_dict(self, with_frame: bool = True) -> dict[str, Any]:
         d = asdict(self)
+        d.pop("digest")  # the text says it; the numbers stay in the event log they came from
         if not with_frame:
             d.pop("frame")
         return d

@@ -38,29 +38,44 @@ def event_type_of(rule: str) -> str:
     return "alert"
 
 
+SINCE_FORMS = ("'2h', '90m' or '1d' ago, 'HH:MM' (today), 'yesterday 18:00', "
+               "or an ISO time like 2026-05-01T09:00")
+_AGO = re.compile(r"(\d+(?:\.\d+)?)\s*(s|sec|secs|m|min|mins|h|hr|hrs|hours?|d|days?)")
+_UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
 def parse_since(since: str | float | None, timezone: str, now: float, default_seconds: float = 86400.0) -> float:
-    """A start time from 'HH:MM' or 'H' (today in the workspace timezone; yesterday if still ahead), an ISO time,
-    or seconds ago (a number). None: `default_seconds` ago. Raises ValueError with a line saying what is accepted.
+    """A start time from '2h'/'90m'/'1d' ago, 'HH:MM' or 'H' (today in the workspace timezone; yesterday if still
+    ahead), 'yesterday [HH:MM]', an ISO time, or seconds ago (a number). None: `default_seconds` ago.
+    Raises ValueError with one line saying what to write.
     """
     if since is None:
         return now - default_seconds
     if isinstance(since, (int, float)) and not isinstance(since, bool):
         return now - max(0.0, float(since))
-    text = str(since).strip()
+    text = " ".join(str(since).strip().lower().split()).removeprefix("since ")  # '/vision digest since 2h'
     tz = ZoneInfo(timezone)
     if re.fullmatch(r"\d{3,}(\.\d+)?", text):  # '9' or '09' is an hour ('since 9'); '3600' is seconds
         return now - float(text)
+    if m := _AGO.fullmatch(text.removesuffix(" ago")):
+        return now - float(m[1]) * _UNIT[m[2][0]]
+    days_back = 0
+    if text.startswith("yesterday"):
+        days_back, text = 1, text.removeprefix("yesterday").strip() or "0:00"
     if m := re.fullmatch(r"(\d{1,2})(?::(\d{2}))?", text):
         hour, minute = int(m[1]), int(m[2] or 0)
         if hour < 24 and minute < 60:
             today = datetime.fromtimestamp(now, tz).replace(hour=hour, minute=minute, second=0, microsecond=0)
-            at = today if today.timestamp() <= now else today - timedelta(days=1)
-            return at.timestamp()
+            if days_back:
+                return (today - timedelta(days=days_back)).timestamp()
+            return (today if today.timestamp() <= now else today - timedelta(days=1)).timestamp()
+    raw = str(since).strip()
     try:
-        at = datetime.fromisoformat(text)
+        if days_back:
+            raise ValueError(raw)
+        at = datetime.fromisoformat(raw)
     except ValueError:
-        raise ValueError(f"since takes 'HH:MM' (today), an ISO time like 2026-05-01T09:00, or seconds ago; "
-                         f"not {text[:40]!r}") from None
+        raise ValueError(f"I cannot read {raw[:40]!r} as a time; write {SINCE_FORMS}.") from None
     return (at if at.tzinfo else at.replace(tzinfo=tz)).timestamp()
 
 

@@ -39,6 +39,11 @@ class FalseAlarm:
     alert_id: str = ""
 
 
+def marked_alert_ids(router: AlertRouter) -> set[str]:
+    """The ids of every alert someone marked as a false alarm (a digest shows them marked)."""
+    return {str(r["alert_id"]) for r in router.storage.table(TABLE).all() if r.get("alert_id")}
+
+
 def tightened(rule: Rule, default_cooldown: float) -> tuple[Rule, str]:
     """The rule one step less eager, and what changed in words (each kind decides: bot.monitoring.rules)."""
     return rule.kind_of.tightened(rule, default_cooldown)

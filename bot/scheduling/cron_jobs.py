@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 from collections import Counter
@@ -10,6 +11,8 @@ from typing import TYPE_CHECKING
 
 from bot.events import EventType
 from bot.monitoring.alerts import DEFAULT_CAMERA, Alert
+from bot.monitoring.digest_log import from_log
+from bot.monitoring.digest_text import digest_text
 from bot.monitoring.timeline import digest
 from bot.monitoring.wording import describe_counts
 from bot.rights import UNATTENDED
@@ -17,6 +20,7 @@ from bot.services import need
 from workspace.memory import SITE
 
 if TYPE_CHECKING:
+    from bot.config import Settings
     from bot.monitoring.alerts import AlertRouter
     from bot.pipelines.manager import PipelineManager
     from bot.scheduling.inputs import DrivenAgent
@@ -151,3 +155,19 @@ async def snapshot(
     if memory is not None:
         memory.store(f"snapshot: {seen}", "observation", camera_id=camera)
     return True
+
+
+async def post_digest(router: AlertRouter | None, settings: Settings, job: CronJob, now: float) -> str:
+    """Post what happened since the job's previous run (its interval; a daily job: the last 24 h), with a table
+    where the sink can draw one; posted also when nothing happened (that is news too). Returns the text."""
+    router = need(router, "alert router")
+    log = need(router.events, "the event log")
+    start = now - (job.every_minutes * 60 if job.every_minutes else 86400.0)
+    tz = settings.heartbeat.timezone
+    note = "since the last digest" if job.every_minutes else ""
+    d = await asyncio.to_thread(from_log, log, router, settings, start, now, note, job.camera)  # off the loop
+    text = digest_text(d, tz)
+    # cooldown 0: a digest is asked for on a schedule; the router's cooldown is for detections
+    await router.dispatch(Alert(job.camera or DEFAULT_CAMERA, "digest", text, cooldown_seconds=0.0, digest=d,
+                                channel=job.channel, thread_ts=job.thread_ts))
+    return text

@@ -64,6 +64,7 @@ class Scheduler:
             "heartbeat": lambda job: self.heartbeat.run(job.target),
             "daily_summary": lambda job: cron_jobs.daily_summary(inputs.agent, inputs.memory, inputs.router,
                                                                  target=job.target),
+            "digest": lambda job: cron_jobs.post_digest(inputs.router, self.settings, job, self._clock()),
             "snapshot": lambda job: cron_jobs.snapshot(inputs.pipelines, inputs.router, inputs.memory,
                                                        job.camera or "", job.target),
         }

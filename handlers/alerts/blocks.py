@@ -6,6 +6,7 @@ import json
 import time
 from typing import Any
 
+from bot.monitoring.digest import REPORTS
 from bot.monitoring.watch import ANSWERED, EXPIRED
 from handlers.state.alert_book import PostedAlert
 from handlers.transport.mrkdwn import SECTION_LIMIT, escape, to_mrkdwn
@@ -14,7 +15,7 @@ STOP_ACTION = "vision_stop_pipeline"
 MUTE_ACTION = "vision_mute_camera"
 FALSE_ALARM_ACTION = "vision_false_alarm"
 MUTE_SECONDS = 3600
-NOT_EVENTS = {"daily_summary", "snapshot", "heartbeat_cap"}  # reports, not detections: nothing to call false
+NOT_EVENTS = REPORTS  # reports, not detections: nothing to call false
 
 
 def alert_line(a: PostedAlert) -> str:

@@ -18,6 +18,7 @@ from handlers.alerts.blocks import (
     alert_blocks,
     fallback_text,
 )
+from handlers.alerts.digest_blocks import digest_blocks, digest_fallback, message_links
 from handlers.context import SlackBot
 from handlers.state.alert_book import AlertBook, PostedAlert
 from handlers.state.threads import session_key
@@ -120,8 +121,8 @@ class SlackAlertSink:
             await asyncio.sleep(wait)
             try:
                 resp = await self.bot.client.chat_postMessage(
-                    channel=channel, thread_ts=alert.thread_ts, blocks=alert_blocks(draft, with_image),
-                    text=fallback_text(draft), unfurl_links=False, unfurl_media=False)
+                    channel=channel, thread_ts=alert.thread_ts, **await self._content(alert, draft, with_image),
+                    unfurl_links=False, unfurl_media=False)
             except SlackApiError as exc:
                 error = exc.response.get("error")
                 if error == "invalid_blocks" and with_image:
@@ -131,6 +132,14 @@ class SlackAlertSink:
                 return None
             return PostedAlert.of(alert, resp["channel"], resp["ts"], file_id if with_image else None)
         return None
+
+    async def _content(self, alert: Alert, draft: PostedAlert, with_image: bool) -> dict[str, Any]:
+        """An alert's blocks and text; a scheduled digest's are its table and chart with the text as fallback."""
+        if alert.digest is not None:
+            tz = self.bot.settings.heartbeat.timezone
+            posts = await message_links(self.bot.client, self.book, alert.digest)
+            return {"blocks": digest_blocks(alert.digest, tz, posts), "text": digest_fallback(alert.digest, tz)}
+        return {"blocks": alert_blocks(draft, with_image), "text": fallback_text(draft)}
 
     async def _summarise(self, alert: Alert) -> bool:
         """Put a tier-2 summary into the newest posted alert it is about (chat.update); False if none could take it."""

@@ -9,6 +9,7 @@ from typing import Any
 from slack_sdk.errors import SlackApiError
 
 from bot.commands.dispatch import CommandContext, CommandReply, run_command
+from handlers.alerts.digest_blocks import digest_blocks, digest_fallback, message_links
 from handlers.answers.render import upload_frame
 from handlers.context import SlackBot
 from handlers.transport.mrkdwn import escape
@@ -51,13 +52,13 @@ async def handle_vision(ack: Any, command: dict[str, Any], respond: Any, context
     done, _ = await asyncio.wait({task}, timeout=ACK_BUDGET)
     if task in done and not acked:
         reply = task.result()
-        await ack(response_type="ephemeral", text=escape(reply.text))
+        await ack(response_type="ephemeral", **await message(reply, bot))
     else:
         if not acked:
             acked = True
             await ack(response_type="ephemeral", text=f":hourglass_flowing_sand: Working on `/vision {escape(text)}`…")
         reply = await task
-        await respond(response_type="ephemeral", replace_original=True, text=escape(reply.text))
+        await respond(response_type="ephemeral", replace_original=True, **await message(reply, bot))
     if reply.frame:
         channel = str(reply.post_channel or command.get("channel_id") or "")
         problem = await upload_frame(bot.client, channel, None, reply.frame, reply.frame_caption, name="snapshot")
@@ -67,6 +68,16 @@ async def handle_vision(ack: Any, command: dict[str, Any], respond: Any, context
         problem = await post_file(bot.client, str(command.get("channel_id") or ""), reply.file, reply.file_name)
         if problem:
             await respond(response_type="ephemeral", replace_original=False, text=problem)
+
+
+async def message(reply: CommandReply, bot: SlackBot) -> dict[str, Any]:
+    """The reply's text; a digest also as its table and chart blocks (alerts linked to their messages), the text
+    kept as their fallback."""
+    if reply.digest is None:
+        return {"text": escape(reply.text)}
+    tz = bot.settings.heartbeat.timezone
+    posts = await message_links(bot.client, bot.posted_alerts, reply.digest)
+    return {"text": digest_fallback(reply.digest, tz), "blocks": digest_blocks(reply.digest, tz, posts)}
 
 
 async def post_file(client: Any, channel: str, data: bytes, name: str) -> str | None:

@@ -16,7 +16,7 @@ from tests.fakes.slack_directory import DirectoryMethods
 from tests.fakes.slack_events import HUMAN, EventInjection
 from tests.fakes.slack_faults import FaultInjection
 from tests.fakes.slack_methods import SlackError, WebApiMethods
-from tests.fakes.slack_socket import SocketModeMixin
+from tests.fakes.slack_socket import SocketModeMixin, blocks_error
 from tests.fakes.slack_streams import StreamMethods
 from tests.fakes.waits import patience
 from tests.fixtures.common import free_port
@@ -313,6 +313,10 @@ class SlackEmulator(WebApiMethods, DirectoryMethods, StreamMethods, EventInjecti
         if retry_after is not None:
             self._record(ApiCall("response_url", body, time.time(), ok=False, error="ratelimited"))
             return web.Response(status=429, text="rate limited", headers={"Retry-After": str(retry_after)})
-        self._record(ApiCall("response_url", {"rid": request.match_info["rid"], **body}, time.time()))
+        error = blocks_error(body)
+        self._record(ApiCall("response_url", {"rid": request.match_info["rid"], **body}, time.time(), ok=error is None,
+                             error=error))
+        if error:  # Slack answers a response_url post it cannot show with a 400 naming the problem
+            return web.Response(status=400, text=error)
         return web.Response(text="ok")
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests.fakes.slack_tables import BlockError, check_message_tables
+
 MAX_TEXT = 40_000
 MAX_SECTION = 3_000
 MAX_BLOCKS = 50
@@ -26,9 +28,13 @@ def _require(params: dict[str, Any], *names: str) -> None:
 
 def check_blocks(blocks: Any) -> None:
     """Slack's block limits: <= 50 blocks, section text <= 3,000 chars, header <= 150, markdown <= 12,000; image
-    blocks' shape."""
+    blocks' shape; table and data visualization blocks (tests/fakes/slack_tables.py)."""
     if not isinstance(blocks, list) or len(blocks) > MAX_BLOCKS:
         raise SlackError("invalid_blocks")
+    try:
+        check_message_tables(blocks)
+    except BlockError as exc:
+        raise SlackError(exc.error) from None
     for block in blocks:
         if isinstance(block, dict) and block.get("type") == "markdown":  # its text is a string, not a text object
             if not isinstance(block.get("text"), str) or not block["text"] or len(block["text"]) > MAX_MARKDOWN:
@@ -142,6 +148,16 @@ class WebApiMethods:
         msg = self.store_message(ch.id, self._bot_message(params))
         self.echo_bot_message(ch, msg)
         return {"channel": ch.id, "ts": msg["ts"], "message": msg}
+
+    def api_chat_getPermalink(self, params: dict[str, Any]) -> dict[str, Any]:
+        """docs.slack.dev chat.getPermalink: channel + message_ts -> the message's link (a reply's names its thread)."""
+        _require(params, "channel", "message_ts")
+        ch = self.channel(params["channel"])
+        msg = self.find_message(ch.id, params["message_ts"])
+        link = f"https://emulated.slack.com/archives/{ch.id}/p{msg['ts'].replace('.', '')}"
+        if msg.get("thread_ts") and msg["thread_ts"] != msg["ts"]:
+            link += f"?thread_ts={msg['thread_ts']}&cid={ch.id}"
+        return {"channel": ch.id, "permalink": link}
 
     def api_chat_update(self, params: dict[str, Any]) -> dict[str, Any]:
         _require(params, "channel", "ts")

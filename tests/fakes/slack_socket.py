@@ -12,7 +12,19 @@ from typing import Any
 
 from aiohttp import WSMsgType, web
 
+from tests.fakes.slack_methods import SlackError, check_blocks
 from tests.fakes.waits import patience
+
+
+def blocks_error(payload: Any) -> str | None:
+    """Slack's error for a response payload (an ack's, a response_url's) with blocks it refuses; None if fine."""
+    if not isinstance(payload, dict) or not payload.get("blocks"):
+        return None
+    try:
+        check_blocks(payload["blocks"])
+    except SlackError as exc:
+        return exc.error
+    return None
 
 
 @dataclass
@@ -29,6 +41,7 @@ class Envelope:
     connection: int | None = None
     acked_at: float | None = None
     ack_payload: dict[str, Any] | None = None
+    ack_error: str | None = None  # what Slack would show instead of an ack payload whose blocks it refuses
     raw: dict[str, Any] | None = None  # sent as is instead of the fields above (malformed envelopes, fuzzing)
 
     def wire(self) -> str:
@@ -109,6 +122,7 @@ class SocketModeMixin:
             if env is not None and env.acked_at is None:
                 env.acked_at = time.time()
                 env.ack_payload = data.get("payload")
+                env.ack_error = blocks_error(env.ack_payload)
             self._cond.notify_all()
 
     def _take_pending(self) -> list[Envelope]:

@@ -28,6 +28,7 @@ METHOD_SCOPES = {
     "users_info": "users:read",  # display names, so the model reads who wrote what (handlers/transport/people.py)
     "conversations_replies": "channels:history",  # a thread's earlier messages (groups:/im:history elsewhere)
     "auth_test": None,  # no scope
+    "chat_getPermalink": None,  # a digest's links to the alert messages: docs.slack.dev, no scope required
     "apps_connections_open": None,  # the app-level token's connections:write, not a bot scope
     "is_connected": None,  # the socket client, not a Web API method
     "send_socket_mode_response": None,  # an ack over the socket, not a Web API method

@@ -97,6 +97,10 @@ def test_since_forms() -> None:
     assert now - parse_since("2026-05-01T10:00", TZ, now) == 1800
     assert now - parse_since("2026-05-01T08:00+00:00", TZ, now) == 1800
     assert now - parse_since(None, TZ, now) == 86400
+    assert now - parse_since("2h", TZ, now) == now - parse_since("since 2 hours ago", TZ, now) == 7200
+    assert now - parse_since("90m", TZ, now) == 5400 and now - parse_since("1d", TZ, now) == 86400
+    assert now - parse_since("yesterday 18:00", TZ, now) == 16.5 * 3600
+    assert now - parse_since("yesterday", TZ, now) == 34.5 * 3600  # its midnight
 
 
 async def test_odd_lines_in_the_log_never_break_the_answer(rig, tmp_path: Path) -> None:

@@ -1,0 +1,52 @@
+"""When a person last wrote in a place, from the session files: where "since I was last here" starts."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from pathlib import Path
+
+from bot.agent.quoting import author_of
+from bot.agent.sessions import SessionStore
+from bot.rights import Requester
+
+
+def _in_place(key: str, who: Requester) -> bool:
+    """Slack sessions are `slack:TEAM:CHANNEL:ROOT` (every thread of the channel is the place); the terminal's are
+    `cli:…` and its only person is the operator."""
+    parts = key.split(":")
+    if who.operator:
+        return parts[0] == "cli"
+    return parts[0] == "slack" and len(parts) >= 4 and parts[2] == who.channel_id
+
+
+def _times(path: Path, who: Requester) -> list[float]:
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return []
+    out = []
+    for line in lines:
+        try:
+            rec = json.loads(line)
+            if rec.get("type") != "user":
+                continue
+            content = rec.get("content")
+            texts = [content] if isinstance(content, str) else [b.get("text", "") for b in content
+                                                                 if isinstance(b, dict)]
+            if who.operator or any(author_of(t) == who.user_id for t in texts if isinstance(t, str)):
+                out.append(datetime.fromisoformat(str(rec["ts"]).replace("Z", "+00:00")).timestamp())
+        except (ValueError, KeyError, TypeError, AttributeError):
+            continue  # a torn or foreign line is no message of this person's
+    return out
+
+
+def last_wrote(sessions_dir: Path, who: Requester, skip: int = 0) -> float | None:
+    """When `who` last wrote to the bot in their channel (the operator: in the terminal), leaving out their newest
+    `skip` messages (a turn leaves out the one that asked); None if never (or nobody known)."""
+    if not who.operator and not (who.user_id and who.channel_id):
+        return None
+    store = SessionStore(sessions_dir)  # fresh: a read of what is on disk now, never a stale cached view
+    times = [t for key in store.keys() if _in_place(key, who) for t in _times(store.path_for(key), who)]
+    times.sort()
+    return times[-1 - skip] if len(times) > skip else None

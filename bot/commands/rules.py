@@ -10,10 +10,15 @@ from typing import Any
 from bot.commands.context import CommandContext, CommandReply, fail, parse_options
 from bot.commands.rule_classes import check_class
 from bot.media.cameras import cameras
+from bot.monitoring.kinds.near import DEFAULT_GAP
+from bot.monitoring.kinds.then import DEFAULT_WINDOW
 from bot.monitoring.rules import ANY, Rule
 
-RULE_USAGE = ("Usage: `/vision rule CAMERA line | appears [CLASS] | count CLASS>N | zone SECONDS [cooldown=SECONDS]`"
-              " (CAMERA `*` = every camera), e.g. `/vision rule dock count person>3 cooldown=120`")
+RULE_USAGE = ("Usage: `/vision rule CAMERA line | appears [CLASS] | count CLASS>N | zone SECONDS | near CLASS OTHER [GAP]"
+              " | then CAMERA2 [CLASS] [SECONDS] [cooldown=SECONDS]` (CAMERA `*` = every camera; GAP in box sizes: "
+              "the space between the boxes over the smaller one's longer side, default 0.5, 0 = touching; `then`: "
+              "seen on CAMERA, then on CAMERA2 within SECONDS, default 60), e.g. `/vision rule dock count person>3 "
+              "cooldown=120`, `/vision rule cam2 near person car`, `/vision rule cam1 then cam2 person 60`")
 _COUNT = re.compile(r"^(?P<cls>[^>]*)>(?P<n>\d+(?:\.\d+)?)$")
 _SECONDS = re.compile(r"^(?P<n>\d+(?:\.\d+)?)\s*(?:s|sec|secs|seconds?)?$", re.I)
 _ALL = {"*", "all", "any"}
@@ -81,7 +86,51 @@ def parse_rule(args: list[str], camera: str, cooldown: float | None) -> Rule:
     if kind == "zone" and len(rest) == 1:
         secs = _seconds(rest[0], "zone")
         return Rule("time_in_zone", camera, threshold=secs, cooldown_seconds=cooldown)
+    if kind == "near" and len(rest) in (2, 3):
+        return _near(rest, camera, cooldown)
+    if kind == "then" and 1 <= len(rest) <= 3:
+        return _then(rest, camera, cooldown)
     raise ValueError(RULE_USAGE)
+
+
+def _near(rest: list[str], camera: str, cooldown: float | None) -> Rule:
+    """`near CLASS OTHER [GAP]`: GAP a number of box sizes (0 = the boxes touch or overlap)."""
+    if any(c.lower() in _ALL for c in rest[:2]):
+        raise ValueError("near takes two class names, e.g. `near person car`, not `*`.")
+    raw = rest[2].removeprefix("within=") if len(rest) == 3 else f"{DEFAULT_GAP:g}"
+    try:
+        gap = float(raw)
+    except ValueError:
+        gap = -1.0
+    if not 0 <= gap <= 10:
+        raise ValueError(f"near's gap is a number of box sizes from 0 (touching) to 10, e.g. "
+                         f"`near {rest[0]} {rest[1]} 0.5`, not {raw!r}.")
+    return Rule("near", camera, class_name=rest[0], other_class=rest[1], threshold=gap, cooldown_seconds=cooldown)
+
+
+def _then(rest: list[str], camera: str, cooldown: float | None) -> Rule:
+    """`then CAMERA2 [CLASS] [SECONDS]`: stored on CAMERA2 (where it alerts), after `camera`; CAMERA2 as typed."""
+    if camera == ANY or rest[0].lower() in _ALL:
+        raise ValueError("`then` links two named cameras, e.g. `/vision rule cam1 then cam2 person 60`, not `*`.")
+    window = DEFAULT_WINDOW
+    if len(rest) > 1 and _SECONDS.match(rest[-1].strip()):
+        window, rest = _seconds(rest[-1], "then"), rest[:-1]
+    if len(rest) > 2 or window <= 0:
+        raise ValueError(RULE_USAGE)
+    cls = rest[1] if len(rest) == 2 and rest[1].lower() not in _ALL else None
+    return Rule("then", rest[0], class_name=cls, threshold=window, cooldown_seconds=cooldown, after_camera=camera)
+
+
+def build_rule(args: list[str], camera: str, cooldown: float | None, ctx: CommandContext) -> tuple[Rule, str]:
+    """The rule `args` say on `camera`, its cameras named as known and its classes as their models say them, and a
+    note on what was corrected (ValueError saying what to type instead). Every rule-setting path comes here."""
+    rule = parse_rule(args, camera, cooldown)
+    if rule.after_camera is not None:
+        second = resolve_camera(rule.camera, ctx, allow_all=False, allow_new=True)
+        if second == rule.after_camera:
+            raise ValueError(f"`then` needs two different cameras; both are {second}.")
+        rule = replace(rule, camera=second)
+    return check_class(rule, ctx)
 
 
 def _rule_line(rule: Rule, default: float) -> str:
@@ -95,16 +144,17 @@ async def add_rule(tokens: list[str], ctx: CommandContext) -> CommandReply:
     if len(args) < 2:
         return fail(RULE_USAGE)
     monitor = _monitor(ctx)
-    new = args[0].lower() not in _known(ctx) and args[0].lower() not in _ALL
-    camera = resolve_camera(args[0], ctx, allow_new=True)
+    known = _known(ctx)
     cooldown = _seconds(opts["cooldown"], "cooldown") if "cooldown" in opts else None
-    rule, fixed = check_class(parse_rule(args[1:], camera, cooldown), ctx)
+    rule, fixed = build_rule(args[1:], resolve_camera(args[0], ctx, allow_new=True), cooldown, ctx)
+    camera = rule.camera
+    new = [c for c in (rule.after_camera, camera) if c and c != ANY and c.lower() not in known]
     before = next((r for r in monitor.rules() if (r.camera, r.id) == (camera, rule.id)), None)
     kept = [d for d in monitor.effective_rules(camera) if d not in monitor.rules(camera)] if camera != ANY else []
     rule = monitor.add_rule(rule)
     where = "every camera" if camera == ANY else f"*{camera}*"
-    note = (f" No camera or pipeline is called {camera} yet: the rule applies once a pipeline of that name runs "
-            f"(`/vision start SOURCE name={camera}`)." if new else "")
+    note = "".join(f" No camera or pipeline is called {c} yet: the rule applies once a pipeline of that name runs "
+                   f"(`/vision start SOURCE name={c}`)." for c in new)
     note += _changed(before, rule, monitor.cooldown_seconds) + _kept(kept, rule, monitor, camera)
     return CommandReply(f"Rule on {where}: {_rule_line(rule, monitor.cooldown_seconds)}{fixed}.{note} "
                         f"Remove it with `/vision unrule {camera} {rule.id}`.")

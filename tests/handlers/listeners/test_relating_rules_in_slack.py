@@ -1,5 +1,6 @@
 """Rules that relate things, set in Slack: `near` checks both classes against the camera's model, `then` links two
-cameras, `/vision rules` reads them back, and what they see reaches the alert channel."""
+cameras, `/vision rules` reads them back, what they see reaches the alert channel, and the agent sets them from
+plain words with set_alert_rule."""
 
 from __future__ import annotations
 
@@ -8,11 +9,14 @@ from collections.abc import AsyncIterator
 import pytest
 
 from bot.backends.base import Detection, InferenceResult
+from bot.monitoring.rules import Rule
 from bot.pipelines.request import StartRequest
+from tests.fakes.anthropic_api import FakeAnthropic, text, tool_use
 from tests.fakes.slack_api import ApiCall, SlackEmulator
 from tests.fixtures.slack import RunningBot, start_bot, stop_bot
 from tests.handlers.listeners.test_commands import SlowStartBackend
 from tests.handlers.listeners.test_commands_first_hour import say
+from tests.handlers.listeners.test_rights import result_text, tool_results
 
 
 @pytest.fixture
@@ -73,3 +77,28 @@ async def test_near_and_then_set_in_slack_check_classes_read_well_and_alert(
     said = sorted(p.params["text"] for p in posts)
     assert "person here 0 s after cam1 saw it (within 60 s)" in said[0] + said[1]
     assert any("person near person (0.11× the smaller one's size apart, within 0.3)" in s for s in said)
+
+
+async def test_asked_in_plain_words_the_agent_sets_them_with_set_alert_rule(
+    bot: RunningBot, slack_api: SlackEmulator, backend: SlowStartBackend, anthropic_api: FakeAnthropic
+) -> None:
+    await camera(bot, backend, "cam1")
+    await camera(bot, backend, "cam2")
+    anthropic_api.enqueue(
+        tool_use(("set_alert_rule", {"camera": "cam2", "rule": "near person car"})),  # cam2's model has no car
+        tool_use(("set_alert_rule", {"camera": "cam1", "rule": "then cam2 people 30", "cooldown_seconds": 120})),
+        text("Set: I alert when someone seen on cam1 reaches cam2 within 30 s."))
+    slack_api.mention("alert me if a person near a car on cam2, or anyone from cam1 reaches cam2 in 30 s")
+    await slack_api.await_for("reactions.add", lambda c: c.params["name"] in ("white_check_mark", "warning"))
+
+    schema = next(t for t in anthropic_api.ok_requests[0].body["tools"] if t["name"] == "set_alert_rule")
+    rule_help = schema["input_schema"]["properties"]["rule"]["description"]
+    assert "near CLASS OTHER [GAP]" in rule_help and "then CAMERA2 [CLASS] [SECONDS]" in rule_help
+    [refused] = tool_results(anthropic_api.ok_requests[1].body)
+    assert refused["is_error"] and "cam2 never reports `car`" in result_text(refused)
+    [added] = tool_results(anthropic_api.ok_requests[2].body)
+    assert not added.get("is_error") and "`then:person@cam1<=60s`" not in result_text(added)
+    assert "`then:person@cam1<=30s` (alerts when person is seen on cam1, then on cam2 within 30 s; cooldown 120 s)" \
+        in result_text(added)
+    assert bot.runtime.monitor.rules() == [
+        Rule("then", "cam2", class_name="person", threshold=30, cooldown_seconds=120, after_camera="cam1")]

@@ -26,7 +26,7 @@ USAGE = f"""*Usage:* `/vision <command>`
 • `stop|pause|resume NAME_OR_ID|all`
 • `snapshot NAME_OR_ID` — the latest annotated frame
 • `route CHANNEL [camera=NAME]` — send alerts (for one camera) to CHANNEL
-• `rule CAMERA line | appears [CLASS] | count CLASS>N | zone SECONDS [cooldown=SECONDS]` — alert on that (CAMERA `*` = all)
+• `rule CAMERA line | appears [CLASS] | count CLASS>N | zone SECONDS | near CLASS OTHER [GAP] | then CAMERA2 [CLASS] [SECONDS] [cooldown=SECONDS]` — alert on that (CAMERA `*` = all)
 • `rules [CAMERA]` — the rules that run · `unrule CAMERA RULE_ID` — remove one
 • `schedule summary at HH:MM` | `schedule snapshot CAMERA every hour|every N minutes|at HH:MM` | `schedule heartbeat every N minutes` [name=NAME]
 • `jobs` — scheduled jobs and their next run · `unschedule NAME` — remove one

@@ -97,7 +97,7 @@ def _near(rest: list[str], camera: str, cooldown: float | None) -> Rule:
     """`near CLASS OTHER [GAP]`: GAP a number of box sizes (0 = the boxes touch or overlap)."""
     if any(c.lower() in _ALL for c in rest[:2]):
         raise ValueError("near takes two class names, e.g. `near person car`, not `*`.")
-    raw = rest[2].removeprefix("within=") if len(rest) == 3 else f"{DEFAULT_GAP:g}"
+    raw = rest[2] if len(rest) == 3 else f"{DEFAULT_GAP:g}"
     try:
         gap = float(raw)
     except ValueError:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -13,6 +15,7 @@ from bot.monitoring.kinds.near import gap
 from bot.monitoring.monitor import Monitor
 from bot.monitoring.rules import Rule, RuleState, Sightings, evaluate
 from tests.bot.monitor_helpers import JPEG, Clock, FakePipelines, make_router
+from tests.bot.monitoring.test_webhooks import Receiver, make_sender, until
 
 Box = tuple[str, float, float, float, float]
 
@@ -191,3 +194,45 @@ def test_the_rules_read_well() -> None:
         "alerts when person is seen on cam1, then on cam2 within 60 s")
     stored = Rule("then", "cam2", class_name="person", threshold=60, after_camera="cam1")
     assert Rule.from_dict(stored.as_dict()) == stored
+
+
+@pytest.fixture
+async def hook() -> AsyncIterator[Receiver]:
+    rx = await Receiver().start()
+    yield rx
+    await rx.stop()
+
+
+async def test_near_and_then_events_reach_the_webhook_typed_and_held_ones_marked(
+    hook: Receiver, base_env: dict[str, str], tmp_path: Path, settings: Settings, clock: Clock
+) -> None:
+    sender = make_sender(base_env, hook.url)
+    sender.bind(asyncio.get_running_loop())
+    router, _ = make_router(tmp_path, clock, cooldown=60)
+    router.add_sink(sender)
+    router.observe_held(sender.held)
+    pipes = FakePipelines()
+    monitor = Monitor(router, pipes, settings, clock=clock)
+    monitor.start()
+    monitor.add_rule(Rule("near", "cam2", class_name="person", other_class="car", threshold=0.5))
+    monitor.add_rule(Rule("then", "cam2", class_name="car", threshold=60, after_camera="cam1"))
+    monitor.add_rule(Rule("count_over", "cam1", class_name="car", threshold=5))  # cam1 quiet: no `appears` guess
+    pipes.add("cam1")
+    pipes.add("cam2")
+    try:
+        pipes.push("cam1", scene(CAR))
+        clock.advance(20)
+        pipes.push("cam2", scene(PERSON_ON, CAR))  # the car from cam1 arrives, a person at it
+        clock.advance(10)
+        pipes.push("cam2", scene(PERSON_FAR, CAR))
+        clock.advance(10)
+        pipes.push("cam2", scene(PERSON_CLOSE, CAR))  # again, inside the 60 s cooldown: held
+        await monitor.flush()
+        await until(lambda: len(hook.requests) == 3)
+        assert await sender.drain(5)
+    finally:
+        await sender.close()
+    got = [(b["camera"], b["event_type"], b["rule"], b["held"]) for b in hook.bodies()]
+    assert sorted(got, key=str) == sorted([
+        ("cam2", "near", "near:person+car<=0.5", None), ("cam2", "then", "then:car@cam1<=60s", None),
+        ("cam2", "near", "near:person+car<=0.5", "cooldown")], key=str)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bot.agent.registry import ToolRegistry
-from tools import clips, digest, discovery, inference, memory, pipelines, reasoning, recipes, watches
+from tools import clips, digest, discovery, inference, memory, pipelines, reasoning, recipes, rules, watches
 from tools import events as event_tools  # get_events: what happened, read from the event log
 
 # Order matters: definitions are emitted in this order and the last one carries cache_control.
@@ -18,6 +18,7 @@ TOOL_NAMES = [
     "stop_pipeline",
     "pause_pipeline",
     "resume_pipeline",
+    "set_alert_rule",
     "save_recipe",
     "run_recipe",
     "export_script",
@@ -35,7 +36,8 @@ TOOL_NAMES = [
 def build_registry() -> ToolRegistry:
     """A registry holding every tool named in TOOL_NAMES, in that order."""
     reg = ToolRegistry()
-    for family in (inference, pipelines, clips, recipes, discovery, memory, event_tools, watches, digest, reasoning):
+    for family in (inference, pipelines, rules, clips, recipes, discovery, memory, event_tools, watches, digest,
+                   reasoning):
         family.register(reg)
     missing = set(TOOL_NAMES) ^ set(reg.names)
     if missing:

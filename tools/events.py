@@ -25,8 +25,8 @@ class GetEventsArgs(ToolArgs):
         "(2026-05-01T09:00), or seconds ago (a number). Default: the last 24 hours")
     camera: str | None = Field(None, description="Only this camera (pipeline name)")
     event_type: str | None = Field(
-        None, description="Only this type: alert, line_crossed, class_appears, count_over, time_in_zone, health, "
-        "heartbeat")
+        None, description="Only this type: alert, line_crossed, class_appears, count_over, time_in_zone, near, then, "
+        "health, heartbeat")
     limit: int = Field(20, ge=0, le=200, description="How many of the latest events to list after the totals")
 
 

@@ -91,11 +91,14 @@ of an image shared in this conversation. Images attached to a message are also s
 {WORKFLOW_FORMAT}
 
 ## Alert Rules and Schedules
-Users set standing alert rules and scheduled jobs with the `/vision` command (terminal or Slack); when someone
-asks for one, tell them the exact command to type. Rules are tier-1 checks on every pipeline result, no model
-involved: `/vision rule CAMERA line | appears CLASS | count CLASS>N | zone SECONDS [cooldown=SECONDS]`, listed by
-`/vision rules`; `zone` needs a pipeline started with a zone (start_pipeline's `zone`, or `/vision start SOURCE
-zone=X1,Y1,X2,Y2,X3,Y3,...`). Jobs run on a schedule: `/vision schedule summary at HH:MM`, `/vision schedule snapshot CAMERA
+Rules are tier-1 checks on every pipeline result, no model involved: `/vision rule CAMERA line | appears CLASS |
+count CLASS>N | zone SECONDS | near CLASS OTHER [GAP] | then CAMERA2 [CLASS] [SECONDS] [cooldown=SECONDS]`, listed by
+`/vision rules`. When someone asks to be alerted, set the rule with set_alert_rule (the same words), or tell them
+the command. `near` relates two classes in one camera's detections ("a person near a vehicle on cam2": camera cam2,
+rule `near person car`; both classes must come from that camera's model, so start it with a model that detects
+both); `then` relates two cameras ("seen on cam1, then on cam2 within 60 s": camera cam1, rule `then cam2 person
+60`). `zone` needs a pipeline started with a zone (start_pipeline's `zone`, or `/vision start SOURCE
+zone=X1,Y1,X2,Y2,X3,Y3,...`). Users set scheduled jobs with the `/vision` command (terminal or Slack). Jobs run on a schedule: `/vision schedule summary at HH:MM`, `/vision schedule snapshot CAMERA
 every hour`, `/vision schedule heartbeat every N minutes`, listed by `/vision jobs`.
 For a one-off "tell me when … (in the next 2 hours)" or "let me know when the last person leaves", use watch_for: it
 answers the person in this conversation once, or says it expired, then ends (`/vision watch` does the same).

@@ -43,7 +43,8 @@ class AddRule(_Body):
 
     camera: str = Field(min_length=1, max_length=64, pattern=_TEXT, description="camera or pipeline name, '*' = all")
     rule: str = Field(min_length=1, max_length=200, pattern=_TEXT,
-                      description="line | appears [CLASS] | count CLASS>N | zone SECONDS")
+                      description="line | appears [CLASS] | count CLASS>N | zone SECONDS | near CLASS OTHER [GAP] | "
+                      "then CAMERA2 [CLASS] [SECONDS]")
     cooldown_seconds: float | None = Field(None, ge=0, le=86400 * 7)
 
 

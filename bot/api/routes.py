@@ -17,8 +17,7 @@ from bot.api.hosting import HOST_KEY, ApiHost
 from bot.api.models import AddRule, CameraQuery, EventsQuery, RuleQuery, SetRoute, StartPipeline
 from bot.backends.base import LIVE, PipelineHandle
 from bot.commands.context import CommandContext
-from bot.commands.rule_classes import check_class
-from bot.commands.rules import parse_rule, resolve_camera
+from bot.commands.rules import build_rule, resolve_camera
 from bot.media.cameras import cameras, named_zones
 from bot.media.redaction import redact
 from bot.monitoring.events_log import parse_since
@@ -140,7 +139,7 @@ async def add_rule(request: web.Request) -> web.Response:
     monitor = need(ctx.services.monitor, "rules (the monitor)")
     with user_errors():
         camera = resolve_camera(body.camera, ctx, allow_new=True)
-        rule, _ = check_class(parse_rule(body.rule.split(), camera, body.cooldown_seconds), ctx)  # as /vision rule
+        rule, _ = build_rule(body.rule.split(), camera, body.cooldown_seconds, ctx)  # as /vision rule
         rule = monitor.add_rule(rule)
     return ok(201, rule={**rule.as_dict(), "id": rule.id})
 

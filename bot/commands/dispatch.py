@@ -26,7 +26,7 @@ USAGE = f"""*Usage:* `/vision <command>`
 • `stop|pause|resume NAME_OR_ID|all`
 • `snapshot NAME_OR_ID` — the latest annotated frame
 • `route CHANNEL [camera=NAME]` — send alerts (for one camera) to CHANNEL
-• `rule CAMERA line | appears [CLASS] | count CLASS>N | zone SECONDS [cooldown=SECONDS]` — alert on that (CAMERA `*` = all)
+• `rule CAMERA line | appears [CLASS] | count CLASS>N | zone SECONDS | near CLASS OTHER [GAP] | then CAMERA2 [CLASS] [SECONDS] [cooldown=SECONDS]` — alert on that (CAMERA `*` = all)
 • `rules [CAMERA]` — the rules that run · `unrule CAMERA RULE_ID` — remove one
 • `watch CAMERA appears [CLASS] | count CLASS>N | count CLASS<N | line | zone SECONDS | absent CLASS SECONDS [for 2h] [confirm]` — tell me once when that happens (default for 2h, at most 24h; `confirm`: the model checks the frame first), then stop
 • `watches [CAMERA]` — the watches that run · `unwatch WATCH_ID` — cancel one

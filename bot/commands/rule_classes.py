@@ -34,28 +34,50 @@ def _all_classes(ctx: CommandContext) -> set[str]:
     return out
 
 
+def _named(rule: Rule) -> list[tuple[str, str]]:
+    """(field, camera) of each class the rule names: a `near` rule's two classes, a `then` rule's class on both
+    cameras (the first camera's name checked last, so a correction agrees with the camera that alerts)."""
+    out = [("class_name", rule.camera)]
+    if rule.other_class is not None:
+        out.append(("other_class", rule.camera))
+    if rule.after_camera is not None:
+        out.append(("class_name", rule.after_camera))
+    return out
+
+
+def _with(rule: Rule, name: str, value: str | None) -> Rule:
+    return replace(rule, other_class=value) if name == "other_class" else replace(rule, class_name=value)
+
+
 def check_class(rule: Rule, ctx: CommandContext) -> tuple[Rule, str]:
-    """The rule with its class as the model says it, and a note when it was corrected; ValueError naming the
-    classes when the camera's model never produces it. Unknown classes (nothing seen yet) pass as given."""
-    given = rule.class_name
+    """The rule with its classes as the models say them, and a note when one was corrected; ValueError naming the
+    classes when a camera's model never produces one. Unknown classes (nothing seen yet) pass as given."""
+    notes = ""
+    for name, camera in _named(rule):
+        given = getattr(rule, name)
+        fixed, note = _check_one(rule, given, camera, ctx)
+        rule, notes = _with(rule, name, fixed), notes + note
+    return rule, notes
+
+
+def _check_one(rule: Rule, given: str | None, camera: str, ctx: CommandContext) -> tuple[str | None, str]:
     if given is None or given == ANY:
-        return rule, ""
-    if rule.camera == ANY:
+        return given, ""
+    if camera == ANY:
         source, known, complete = "the running pipelines", _all_classes(ctx), False
     else:
-        source, known, complete = camera_classes(ctx, rule.camera)
+        source, known, complete = camera_classes(ctx, camera)
     if not known or given in known:
-        return rule, ""
+        return given, ""
     for guess in (given.lower(), class_of(given.lower())):
         if guess in known:
-            return replace(rule, class_name=guess), f" (`{given}` taken as `{guess}`, the class {source} reports)"
-    if rule.camera == ANY or not complete:  # results so far: another class may still come
-        return rule, f" (not seen on {rule.camera if rule.camera != ANY else 'any camera'} yet; so far: " \
-                     f"{', '.join(sorted(known))})"
+            return guess, f" (`{given}` taken as `{guess}`, the class {source} reports)"
+    if camera == ANY or not complete:  # results so far: another class may still come
+        return given, f" (`{given}` not seen on {camera if camera != ANY else 'any camera'} yet; so far: " \
+                      f"{', '.join(sorted(known))})"
     names = ", ".join(f"`{c}`" for c in sorted(known))
-    raise ValueError(f"{rule.camera} never reports `{given}`: {source} gives {names}. "
-                     f"Name one of them, e.g. `/vision rule {rule.camera} {_example(rule, sorted(known)[0])}`.")
-
-
-def _example(rule: Rule, cls: str) -> str:
-    return f"count {cls}>{rule.threshold:g}" if rule.kind == "count_over" else f"appears {cls}"
+    example = rule
+    for name in {n for n, _ in _named(rule) if getattr(rule, n) == given}:
+        example = _with(example, name, sorted(known)[0])
+    raise ValueError(f"{camera} never reports `{given}`: {source} gives {names}. "
+                     f"Name one of them, e.g. `{example.kind_of.command(example)}`.")

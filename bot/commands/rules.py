@@ -9,14 +9,12 @@ from typing import Any
 
 from bot.commands.context import CommandContext, CommandReply, fail, parse_options
 from bot.commands.rule_classes import check_class
+from bot.commands.rule_grammar import ALL as _ALL
+from bot.commands.rule_grammar import RULE_USAGE, parse_rule
+from bot.commands.rule_grammar import seconds as _seconds
 from bot.media.cameras import cameras
 from bot.monitoring.rules import ANY, Rule
 
-RULE_USAGE = ("Usage: `/vision rule CAMERA line | appears [CLASS] | count CLASS>N | zone SECONDS [cooldown=SECONDS]`"
-              " (CAMERA `*` = every camera), e.g. `/vision rule dock count person>3 cooldown=120`")
-_COUNT = re.compile(r"^(?P<cls>[^>]*)>(?P<n>\d+(?:\.\d+)?)$")
-_SECONDS = re.compile(r"^(?P<n>\d+(?:\.\d+)?)\s*(?:s|sec|secs|seconds?)?$", re.I)
-_ALL = {"*", "all", "any"}
 _NEW_NAME = re.compile(r"^[\w][\w.-]{0,63}$")  # what a pipeline name may be when no pipeline has it yet
 
 
@@ -49,13 +47,6 @@ def resolve_camera(raw: str, ctx: CommandContext, allow_all: bool = True, allow_
                      + (" (or `*` for all)." if allow_all else "."))
 
 
-def _seconds(raw: str, what: str) -> float:
-    m = _SECONDS.match(raw.strip())
-    if not m:
-        raise ValueError(f"{what} takes a number of seconds, e.g. {what}=60, not {raw!r}.")
-    return float(m["n"])
-
-
 def _monitor(ctx: CommandContext) -> Any:
     if ctx.services.monitor is None:
         raise LookupError("Rules are not available in this process (the monitor is not running); use "
@@ -63,25 +54,16 @@ def _monitor(ctx: CommandContext) -> Any:
     return ctx.services.monitor
 
 
-def parse_rule(args: list[str], camera: str, cooldown: float | None) -> Rule:
-    """Rule from `line` / `appears [CLASS]` / `count CLASS>N` / `zone SECONDS` (ValueError with the usage)."""
-    kind, rest = (args[0].lower(), args[1:]) if args else ("", [])
-    if kind == "line" and not rest:
-        return Rule("line_crossed", camera, cooldown_seconds=cooldown)
-    if kind == "appears" and len(rest) <= 1:
-        cls = rest[0] if rest and rest[0].lower() not in _ALL else None
-        return Rule("class_appears", camera, class_name=cls, cooldown_seconds=cooldown)
-    if kind == "count" and rest:
-        spec = html.unescape("".join(rest))  # Slack sends '>' as '&gt;'
-        m = _COUNT.match(spec) or (re.match(r"^(?P<cls>.+?)(?P<n>\d+)$", spec) if len(rest) == 2 else None)
-        if not m or not m["cls"]:
-            raise ValueError(f"count takes CLASS>N, e.g. `count person>3`, not {spec!r}.")
-        cls = None if m["cls"].lower() in _ALL else m["cls"]
-        return Rule("count_over", camera, class_name=cls, threshold=float(m["n"]), cooldown_seconds=cooldown)
-    if kind == "zone" and len(rest) == 1:
-        secs = _seconds(rest[0], "zone")
-        return Rule("time_in_zone", camera, threshold=secs, cooldown_seconds=cooldown)
-    raise ValueError(RULE_USAGE)
+def build_rule(args: list[str], camera: str, cooldown: float | None, ctx: CommandContext) -> tuple[Rule, str]:
+    """The rule `args` say on `camera`, its cameras named as known and its classes as their models say them, and a
+    note on what was corrected (ValueError saying what to type instead). Every rule-setting path comes here."""
+    rule = parse_rule(args, camera, cooldown)
+    if rule.after_camera is not None:
+        second = resolve_camera(rule.camera, ctx, allow_all=False, allow_new=True)
+        if second == rule.after_camera:
+            raise ValueError(f"`then` needs two different cameras; both are {second}.")
+        rule = replace(rule, camera=second)
+    return check_class(rule, ctx)
 
 
 def _rule_line(rule: Rule, default: float) -> str:
@@ -95,16 +77,17 @@ async def add_rule(tokens: list[str], ctx: CommandContext) -> CommandReply:
     if len(args) < 2:
         return fail(RULE_USAGE)
     monitor = _monitor(ctx)
-    new = args[0].lower() not in _known(ctx) and args[0].lower() not in _ALL
-    camera = resolve_camera(args[0], ctx, allow_new=True)
+    known = _known(ctx)
     cooldown = _seconds(opts["cooldown"], "cooldown") if "cooldown" in opts else None
-    rule, fixed = check_class(parse_rule(args[1:], camera, cooldown), ctx)
+    rule, fixed = build_rule(args[1:], resolve_camera(args[0], ctx, allow_new=True), cooldown, ctx)
+    camera = rule.camera
+    new = [c for c in (rule.after_camera, camera) if c and c != ANY and c.lower() not in known]
     before = next((r for r in monitor.rules() if (r.camera, r.id) == (camera, rule.id)), None)
     kept = [d for d in monitor.effective_rules(camera) if d not in monitor.rules(camera)] if camera != ANY else []
     rule = monitor.add_rule(rule)
     where = "every camera" if camera == ANY else f"*{camera}*"
-    note = (f" No camera or pipeline is called {camera} yet: the rule applies once a pipeline of that name runs "
-            f"(`/vision start SOURCE name={camera}`)." if new else "")
+    note = "".join(f" No camera or pipeline is called {c} yet: the rule applies once a pipeline of that name runs "
+                   f"(`/vision start SOURCE name={c}`)." for c in new)
     note += _changed(before, rule, monitor.cooldown_seconds) + _kept(kept, rule, monitor, camera)
     return CommandReply(f"Rule on {where}: {_rule_line(rule, monitor.cooldown_seconds)}{fixed}.{note} "
                         f"Remove it with `/vision unrule {camera} {rule.id}`.")

@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from bot.monitoring.rules import KINDS
+
 log = logging.getLogger(__name__)
 
 SOURCE = "vision-agent"
@@ -33,7 +35,7 @@ def event_type_of(rule: str) -> str:
     if rule in HEALTH_RULES:
         return "health"
     kind = rule.split(":", 1)[0].split(">", 1)[0]
-    if kind in ("class_appears", "count_over", "line_crossed", "time_in_zone", "heartbeat"):
+    if kind in KINDS or kind == "heartbeat":
         return kind
     return "alert"
 

@@ -17,7 +17,7 @@ from bot.config import Settings
 from bot.monitoring.alerts import Alert, AlertRouter
 from bot.monitoring.held import HeldBook
 from bot.monitoring.news import MonitorEvent, News
-from bot.monitoring.rules import ANY, Rule, RuleState, default_rules, evaluate
+from bot.monitoring.rules import ANY, Rule, RuleState, Sightings, default_rules, evaluate
 from bot.monitoring.timeline import Timeline
 from bot.pipelines.limits import cannot_count
 from bot.pipelines.status import health_problems
@@ -31,6 +31,11 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 KEPT_DEFAULTS = ("line_crossed", "time_in_zone")  # what a pipeline was started for (line=, zone=): kept beside rules
 GUESS_UNTIL_SURE = [Rule("class_appears")]  # the fallback guess: a later result may still show a line or a zone
+
+
+def _slot(rule: Rule) -> tuple[str | None, ...]:
+    """What a camera's own rule replaces of an every-camera one: the same kind on the same classes and camera."""
+    return rule.kind, rule.class_name, rule.other_class, rule.after_camera
 
 
 class Monitor:
@@ -69,6 +74,7 @@ class Monitor:
         self._ended: set[str] = set()  # pipelines whose timeline was completed
         self.held = HeldBook()  # what the cooldown held since each rule's last alert
         self._seen: dict[str, set[str]] = {}  # classes each camera's results have shown (a rule must name one)
+        self.sightings = Sightings()  # when each camera last showed each class: a `then` rule reads another camera's
 
     # wiring -------------------------------------------------------------
     def start(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
@@ -104,8 +110,8 @@ class Monitor:
         every = self.rules(camera)
         configured = [r for r in every if r.enabled]
         # a camera's own rule of a kind and class replaces the every-camera one (a false alarm tightens one camera)
-        own = {(r.kind, r.class_name) for r in configured if r.camera == camera}
-        configured = [r for r in configured if r.camera == camera or (r.kind, r.class_name) not in own]
+        own = {_slot(r) for r in configured if r.camera == camera}
+        configured = [r for r in configured if r.camera == camera or _slot(r) not in own]
         defaults = list(self._defaults.get(camera, []))
         if not every:
             return defaults
@@ -130,7 +136,7 @@ class Monitor:
                 self._defaults[camera] = default_rules(result)
             for rule in self.effective_rules(camera):
                 state = self._state.setdefault((camera, rule.id), RuleState())
-                hit = evaluate(rule, state, result, now)
+                hit = evaluate(rule, state, result, now, self.sightings)
                 if hit is not None:
                     ev = MonitorEvent(camera, rule.id, hit.text, now, hit.counts, result.frame, handle.pipeline_id)
                     admitted = self._admit(ev, rule.cooldown_seconds)
@@ -138,6 +144,7 @@ class Monitor:
                         mark = self.clips.mark(handle.pipeline_id, result.frame) if self.clips else None
                         fired.append(replace(admitted, mark=mark))
             self._seen.setdefault(camera, set()).update(c for c, n in result.counts().items() if n)
+            self.sightings.saw(camera, result, now)
         if self.timeline is not None:
             self.timeline.observe(camera, result)
         for ev in fired:

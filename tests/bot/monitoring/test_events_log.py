@@ -82,6 +82,8 @@ def test_event_type_from_rule_ids() -> None:
     assert event_type_of("count_over:person>3") == "count_over"
     assert event_type_of("time_in_zone>30s") == "time_in_zone"
     assert event_type_of("class_appears:*") == "class_appears"
+    assert event_type_of("near:person+car<=0.5") == "near"
+    assert event_type_of("then:person@cam1<=60s") == "then"
     assert event_type_of("stalled") == "health"
     assert event_type_of("daily_summary") == "alert"
 

@@ -20,6 +20,7 @@ import numpy as np
 MOTION_WIDTH = 320  # px: the background model runs on a copy this wide (or the frame, if narrower)
 SAMPLES = 200  # blob heights kept per video (a rolling window: a camera that is moved re-learns)
 MIN_SAMPLES = 12  # person-shaped blobs seen before the measured size replaces the default upscale
+FIRST_GUESS = 3  # blobs enough for a first guess that may only raise the default upscale (whole-frame scans)
 WARMUP_FRAMES = 3  # an empty background model calls everything foreground
 RESCAN_SECONDS = 4.0  # the whole frame is scanned this often (people who stand still make no motion)
 SMALLEST_SHARE = 0.6  # find people down to this share of the typical height (people further away)
@@ -101,7 +102,12 @@ def plan(state: CameraState, shape: tuple[int, ...], regions: list[tuple[int, in
     typical = state.person_height()
     whole = [(0, 0, width, height)]
     if typical is None:
-        return default_scale, whole
+        # Still measuring: a few person-shaped blobs already say people are small here; scan the whole frame at
+        # the larger of the two upscales so the first seconds of a sub-stream are not blind (never smaller).
+        if len(state.heights) < FIRST_GUESS:
+            return default_scale, whole
+        guess = float(np.median(np.asarray(state.heights)))
+        return max(default_scale, float(np.clip(person_px / (SMALLEST_SHARE * guess), 1.0, UPSCALE_CAP))), whole
     scale = float(np.clip(person_px / (SMALLEST_SHARE * typical), window[1] / height, UPSCALE_CAP))
     if state.since_full >= RESCAN_SECONDS:
         state.since_full = 0.0

@@ -12,6 +12,7 @@ import pytest
 
 from bot.cli import main
 from tests.fakes.anthropic_api import FakeAnthropic, error, text, tool_use
+from tests.fakes.waits import patience
 
 ROOT = Path(__file__).resolve().parents[3]
 EXE = str(Path(sys.executable).with_name("vision-agent"))
@@ -23,9 +24,10 @@ def _env(base_env: dict[str, str], **extra: str) -> dict[str, str]:
     return {**{k: v for k, v in os.environ.items() if k in _KEEP}, **base_env, **extra}
 
 
-def _run(args: list[str], env: dict[str, str], stdin: str | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run([EXE, *args], env=env, input=stdin, capture_output=True, text=True, timeout=timeout,
-                          cwd=ROOT)
+def _run(args: list[str], env: dict[str, str], stdin: str | None = None, timeout: float = 180) -> subprocess.CompletedProcess:
+    # A bound only a failure waits out: a process that imports inference takes ~15 s idle, minutes with both cores busy.
+    return subprocess.run([EXE, *args], env=env, input=stdin, capture_output=True, text=True,
+                          timeout=patience(timeout), cwd=ROOT)
 
 
 def _png(path: Path) -> Path:
@@ -130,7 +132,7 @@ def test_one_shot_prints_only_the_reply_when_the_vlm_is_offline(
         tool_use(("ask_about_image", {"image": str(img.resolve()), "question": "what colour is it?"})),
         text("It is red."),
     )
-    out = _run(["chat", "-m", "what colour is this?", "--image", str(img)], llm_env, timeout=120)
+    out = _run(["chat", "-m", "what colour is this?", "--image", str(img)], llm_env)
     assert out.returncode == 0, out.stderr
     assert out.stdout == "It is red.\n"
     assert "Traceback" not in out.stderr and "Loading weights" not in out.stderr
@@ -154,7 +156,7 @@ def test_repl_shows_no_progress_bars_when_recall_loads_the_embedding_model(
     memory.mkdir(parents=True, exist_ok=True)
     (memory / "2026-01-05.md").write_text("# Observations 2026-01-05\n\n## cam1\n- 10:00:00 seen: 2 people\n")
     anthropic_api.enqueue(tool_use(("recall", {"query": "people on cam1"})), text("Two people on cam1."))
-    out = _run(["chat", "--session", "bars"], llm_env, stdin="who was on cam1?\n", timeout=120)
+    out = _run(["chat", "--session", "bars"], llm_env, stdin="who was on cam1?\n")
     assert out.returncode == 0, out.stderr
     assert "Two people on cam1." in out.stdout
     assert "seen: 2 people" in str(anthropic_api.ok_requests[-1].body["messages"][-1]["content"])  # recall ran

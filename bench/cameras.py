@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,17 +32,19 @@ SIZE = (640, 480)
 GOAL = "first camera < 700 MB RSS"
 
 
-def _write(path: Path, frames: list[Any], fps: float, loops: int) -> Path:
+def _scaled(video: Path) -> Iterator[Any]:
+    """The video's frames at SIZE, read one at a time (vtest.avi whole would be a gigabyte of pixels)."""
     import cv2
 
-    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"mp4v"), fps, SIZE)
+    cap = cv2.VideoCapture(str(video))
     try:
-        for _ in range(loops):
-            for frame in frames:
-                writer.write(frame)
+        while True:
+            ok, frame = cap.read()
+            if not ok:
+                return
+            yield cv2.resize(frame, SIZE, interpolation=cv2.INTER_AREA)
     finally:
-        writer.release()
-    return path
+        cap.release()
 
 
 def footage(folder: Path, quick: bool) -> tuple[Path, Path] | None:
@@ -49,7 +52,7 @@ def footage(folder: Path, quick: bool) -> tuple[Path, Path] | None:
     import cv2
     import numpy as np
 
-    from bench._realdata import read_frames, street_video
+    from bench._realdata import street_video
 
     if quick:
         source, fps, loops = ROOT / "tests" / "fixtures" / "data" / "substream_5fps.mp4", 5.0, 2
@@ -58,12 +61,21 @@ def footage(folder: Path, quick: bool) -> tuple[Path, Path] | None:
         if video is None:
             return None
         source, fps, loops = video, 10.0, 3  # 80 s of street a loop: warm-up plus the window of 16 cameras
-    frames = [cv2.resize(f, SIZE, interpolation=cv2.INTER_AREA) for _, f in sorted(read_frames(source).items())]
-    rng = np.random.default_rng(0)
-    still = frames[0].astype(np.int16)
-    quiet = [np.clip(still + rng.normal(0, 2, still.shape), 0, 255).astype(np.uint8) for _ in range(int(fps * 10))]
-    return (_write(folder / "busy.mp4", frames, fps, loops),
-            _write(folder / "quiet.mp4", quiet, fps, loops * max(1, len(frames) // len(quiet))))
+    busy, quiet = folder / "busy.mp4", folder / "quiet.mp4"
+    fourcc, rng, still, written = cv2.VideoWriter_fourcc(*"mp4v"), np.random.default_rng(0), None, 0
+    out = cv2.VideoWriter(str(busy), fourcc, fps, SIZE)
+    for _ in range(loops):
+        for frame in _scaled(source):
+            out.write(frame)
+            still = frame.astype(np.int16) if still is None else still
+            written += 1
+    out.release()
+    noisy = [np.clip(still + rng.normal(0, 2, still.shape), 0, 255).astype(np.uint8) for _ in range(int(fps) * 2)]
+    out = cv2.VideoWriter(str(quiet), fourcc, fps, SIZE)
+    for i in range(written):  # the first frame held still, with a camera's sensor noise
+        out.write(noisy[i % len(noisy)])
+    out.release()
+    return busy, quiet
 
 
 def before_tree(folder: Path) -> Path | None:

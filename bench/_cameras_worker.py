@@ -34,6 +34,14 @@ def _cpu() -> float:
     return t.user + t.system
 
 
+def _jpegs_made() -> int | None:
+    """Frames JPEG-encoded so far (bot/ counts them since frames are made on demand); None: every result had one."""
+    from bot.backends import base
+
+    lazy = getattr(base, "LazyJpeg", None)
+    return lazy.made if lazy is not None else None
+
+
 class Tally:
     """Results per camera and their lag, from the pipeline threads.
 
@@ -89,6 +97,7 @@ async def measure(model: str, cameras: int, seconds: float, busy: str, quiet: st
             tally.measuring = True
             await asyncio.sleep(seconds)
             last, cpu1, t1 = tally.snapshot(), _cpu(), time.monotonic()
+            encoded = _jpegs_made()
             rss = _status_mb("VmRSS")
         finally:
             await backend.close()
@@ -100,6 +109,7 @@ async def measure(model: str, cameras: int, seconds: float, busy: str, quiet: st
         "cpu_per_camera": (cpu1 - cpu0) / window / cameras, "fps_min": min(per_camera),
         "fps_mean": statistics.mean(per_camera), "lag_ms_p50": 1000 * lag[len(lag) // 2],
         "lag_ms_p95": 1000 * lag[min(len(lag) - 1, int(len(lag) * 0.95))],
+        "results": sum(last.values()), "jpegs": encoded,
         "torch": "torch" in sys.modules, "transformers": "transformers" in sys.modules,
     }
 

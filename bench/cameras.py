@@ -108,11 +108,16 @@ def row(label: str, r: dict) -> str:
     heavy = "+".join(m for m in ("torch", "transformers") if r[m]) or "-"
     return (f"{label:<7} {r['model']:<15} {r['cameras']:>4} {r['idle_mb']:>7} {r['rss_mb']:>7} {r['peak_mb']:>7} "
             f"{100 * r['cpu_per_camera']:>8.0f}% {r['fps_mean']:>7.2f} {r['fps_min']:>7.2f} "
-            f"{r['lag_ms_p50']:>8.0f} {r['lag_ms_p95']:>8.0f}  {heavy}")
+            f"{r['lag_ms_p50']:>8.0f} {r['lag_ms_p95']:>8.0f} {_jpegs(r):>13}  {heavy}")
+
+
+def _jpegs(r: dict) -> str:
+    made = r["results"] if r["jpegs"] is None else r["jpegs"]  # before frames were made on demand: one a result
+    return f"{made}/{r['results']}"
 
 
 HEADER = (f"{'code':<7} {'model':<15} {'cams':>4} {'idle MB':>7} {'RSS MB':>7} {'peak MB':>7} {'CPU/cam':>9} "
-          f"{'fps/cam':>7} {'min fps':>7} {'lag p50':>8} {'lag p95':>8}  heavy imports")
+          f"{'fps/cam':>7} {'min fps':>7} {'lag p50':>8} {'lag p95':>8} {'JPEGs/results':>13}  heavy imports")
 
 
 def main(quick: bool = False, cameras: tuple[int, ...] | None = None, models: tuple[str, ...] | None = None,

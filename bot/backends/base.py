@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -23,22 +24,73 @@ class Detection:
     time_in_zone: float | None = None  # seconds inside the zone (a time_in_zone step); None: no zone in the workflow
 
 
-@dataclass(frozen=True)
+class LazyJpeg:
+    """A result's frame, drawn and JPEG-encoded the first time someone asks for it (an alert, a snapshot, a clip at
+    its own rate, the agent): most frames of a camera are never seen. `seal()` lets go of the pixels once a newer
+    result supersedes this one, so a pipeline holds one raw frame, not its whole result buffer of them."""
+
+    made = 0  # JPEGs made in this process (benches and tests count encodes with it)
+    _count_lock = threading.Lock()
+
+    def __init__(self, make: Callable[[], bytes | None]) -> None:
+        self._make: Callable[[], bytes | None] | None = make
+        self._value: bytes | None = None
+        self._lock = threading.Lock()
+
+    def get(self) -> bytes | None:
+        with self._lock:
+            if self._make is not None:
+                make, self._make = self._make, None
+                self._value = make()
+                with LazyJpeg._count_lock:
+                    LazyJpeg.made += 1
+            return self._value
+
+    def seal(self) -> None:
+        """No JPEG from now on unless one was already made (the source pixels are released)."""
+        with self._lock:
+            self._make = None
+
+
+@dataclass(frozen=True, init=False)
 class InferenceResult:
     """Unified result of one image / one video frame, whatever the backend.
 
     detections: objects from the workflow's detection output(s).
     values: the other JSON-able workflow outputs by name (e.g. line counter `count_in` / `count_out`,
         time-in-zone, classification labels); large or binary values are dropped at conversion.
-    frame: the annotated frame as JPEG bytes (drawn by the workflow's visualization or by supervision).
+    frame: the annotated frame as JPEG bytes (drawn by the workflow's visualization or by supervision), made when
+        first read (a LazyJpeg) for pipeline results; None once a newer result sealed it unread.
     """
 
     detections: tuple[Detection, ...] = ()
     values: dict[str, Any] = field(default_factory=dict)
-    frame: bytes | None = None
     frame_id: int | None = None
     timestamp: float = field(default_factory=time.time)
     image_size: tuple[int, int] | None = None  # (width, height)
+    _jpeg: LazyJpeg | bytes | None = field(default=None, repr=False, compare=False)
+
+    def __init__(
+        self, detections: tuple[Detection, ...] = (), values: dict[str, Any] | None = None,
+        frame: LazyJpeg | bytes | None = None, frame_id: int | None = None, timestamp: float | None = None,
+        image_size: tuple[int, int] | None = None,
+    ) -> None:
+        set_ = object.__setattr__  # frozen: the one place fields are written
+        set_(self, "detections", detections)
+        set_(self, "values", {} if values is None else values)
+        set_(self, "_jpeg", frame)
+        set_(self, "frame_id", frame_id)
+        set_(self, "timestamp", time.time() if timestamp is None else timestamp)
+        set_(self, "image_size", image_size)
+
+    @property
+    def frame(self) -> bytes | None:
+        return self._jpeg.get() if isinstance(self._jpeg, LazyJpeg) else self._jpeg
+
+    def seal(self) -> None:
+        """A newer result superseded this one: its frame is made now only if it was already asked for."""
+        if isinstance(self._jpeg, LazyJpeg):
+            self._jpeg.seal()
 
     def counts(self) -> dict[str, int]:
         """Detections per class name."""

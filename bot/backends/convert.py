@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from bot.backends.base import Detection, InferenceResult
+from bot.backends.base import Detection, InferenceResult, LazyJpeg
 from bot.backends.imaging import decode_image, draw_detections, encode_jpeg
 from bot.media.sniff import TooManyPixels
 
@@ -169,6 +169,15 @@ def _with_dwell(main: tuple[Detection, ...], other: tuple[Detection, ...]) -> tu
     )
 
 
+def _lazy_frame(frame_img: Any, source_image: Any, main: tuple[Detection, ...], max_dimension: int | None) -> LazyJpeg | None:
+    """The workflow's own annotated image, else the source with `main` drawn on it: drawn and encoded when read."""
+    if frame_img is not None:
+        return LazyJpeg(lambda: encode_jpeg(frame_img, max_dimension))
+    if source_image is not None:
+        return LazyJpeg(lambda: encode_jpeg(draw_detections(source_image, main), max_dimension))
+    return None
+
+
 def from_model_response(response: dict[str, Any], source_image: Any = None, max_dimension: int | None = None) -> InferenceResult:
     """A plain model inference response (`/infer/object_detection`) → InferenceResult with a drawn frame."""
     dets = detections_from_json(response)
@@ -191,14 +200,12 @@ def _assemble(
         if name != main_key:
             values[name] = {"count": len(dets), "tracker_ids": [d.tracker_id for d in dets if d.tracker_id is not None]}
             main = _with_dwell(main, dets)
-    if frame_img is None and source_image is not None:
-        frame_img = draw_detections(source_image, main)
     ref = frame_img if frame_img is not None else source_image
     size = (int(ref.shape[1]), int(ref.shape[0])) if ref is not None else None
     return InferenceResult(
         detections=main,
         values=values,
-        frame=encode_jpeg(frame_img, max_dimension) if frame_img is not None else None,
+        frame=_lazy_frame(frame_img, source_image, main, max_dimension),
         frame_id=frame_id,
         timestamp=timestamp if timestamp is not None else time.time(),
         image_size=size,

@@ -22,6 +22,18 @@ _INFERENCE_ENV_DEFAULTS = {
     "CORE_MODEL_GAZE_ENABLED": "False",  # deprecated stub; silences a warning at import
     "ENABLE_PROMETHEUS": "False",
 }
+# inference registers these model families when its model table is imported (InferencePipeline imports it), and each
+# one imports transformers, peft, timm or accelerate (~235 MB of the first camera's RSS) even for a pipeline of
+# OpenCV detectors. Their weights come from Roboflow, so without an API key they could never load: off then, unless
+# the operator turns them on (`inference.foundation_models`); an env var set by hand still wins (setdefault).
+FOUNDATION_MODEL_GATES = (
+    "CORE_MODEL_CLIP_ENABLED", "CORE_MODEL_PE_ENABLED", "CORE_MODEL_SAM_ENABLED", "CORE_MODEL_SAM2_ENABLED",
+    "CORE_MODEL_SAM3_ENABLED", "CORE_MODEL_OWLV2_ENABLED", "CORE_MODEL_DOCTR_ENABLED", "CORE_MODEL_EASYOCR_ENABLED",
+    "CORE_MODEL_TROCR_ENABLED", "CORE_MODEL_PPOCR_ENABLED", "CORE_MODEL_GROUNDINGDINO_ENABLED",
+    "CORE_MODEL_YOLO_WORLD_ENABLED", "COSMOS3_ENABLED", "VJEPA2_1_ENABLED", "QWEN_2_5_ENABLED", "QWEN_3_ENABLED",
+    "QWEN_3_5_ENABLED", "QWEN_3_8_ENABLED", "DEPTH_ESTIMATION_ENABLED", "SMOLVLM2_ENABLED", "MOONDREAM2_ENABLED",
+    "PALIGEMMA_ENABLED", "FLORENCE2_ENABLED", "SAM3_3D_OBJECTS_ENABLED", "GLM_OCR_ENABLED",
+)
 
 
 def ensure_inference_env(inference: InferenceConfig | None = None) -> None:
@@ -36,9 +48,19 @@ def ensure_inference_env(inference: InferenceConfig | None = None) -> None:
         os.environ["WORKFLOWS_PLUGINS"] = ",".join([*plugins, PLUGIN_MODULE])
     for key, value in _INFERENCE_ENV_DEFAULTS.items():
         os.environ.setdefault(key, value)
+    if inference is not None and not foundation_models(inference):
+        for key in FOUNDATION_MODEL_GATES:
+            os.environ.setdefault(key, "False")
     for key, allowed in engine_flags(inference).items():
         os.environ[key] = str(allowed)
     warnings.filterwarnings("ignore", module=r"inference(\..*)?")
+
+
+def foundation_models(inference: InferenceConfig) -> bool:
+    """Whether this process loads Roboflow's foundation models: the operator's choice, else whether a key is set."""
+    if inference.foundation_models is not None:
+        return inference.foundation_models
+    return bool(inference.api_key and inference.api_key.get_secret_value())
 
 
 def engine_flags(inference: InferenceConfig | None) -> dict[str, bool]:

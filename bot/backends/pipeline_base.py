@@ -73,10 +73,12 @@ class PipelineBase:
     def _deliver(self, result: InferenceResult) -> None:
         """Buffer one result and hand it to the listener (a listener bug must not stop the producing thread)."""
         with self._lock:
+            previous, self.latest = self.latest, result
             self._buffer.append(result)
-            self.latest = result
             self.frames += 1
             self._stamps.append(time.monotonic())
+        if previous is not None:  # its listeners are done with it: only the newest result keeps pixels to encode
+            previous.seal()
         if self._on_result is not None:
             try:
                 self._on_result(self.handle(), result)

@@ -134,8 +134,12 @@ class BackendBase:
         return self._pipe(pipeline_id).take(max_results)
 
     def latest_result(self, pipeline_id: str) -> InferenceResult | None:
+        """The newest result, its frame made now: whoever asks may show it after a newer result has sealed this one."""
         pipe = self._pipelines.get(pipeline_id)
-        return pipe.latest if pipe is not None else None
+        latest = pipe.latest if pipe is not None else None
+        if latest is not None:
+            latest.frame  # noqa: B018 - the property draws and encodes it (once)
+        return latest
 
     async def _act(self, pipeline_id: str, action: str) -> PipelineHandle:
         pipe = self._pipe(pipeline_id)

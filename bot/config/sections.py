@@ -84,6 +84,9 @@ class InferenceConfig(_Section):
     # Workflow block types the operator allows beyond bot/backends/policy/allowlist.py (e.g. a webhook sink).
     allowed_extra_blocks: list[str] = []
     request_timeout: float = Field(30.0, gt=0)
+    # Foundation models (Florence-2, Qwen-VL, SAM, CLIP, OCR, ...) in this process: each imports transformers and
+    # friends (~235 MB). None: on when an API key is set (their weights come from Roboflow), off otherwise.
+    foundation_models: bool | None = None
 
     @field_validator("media_dirs", mode="before")
     @classmethod

@@ -46,7 +46,7 @@ class FrameRing:
         """Keep the frame unless one was kept less than 1/fps ago (`force`: the event's own frame); False when skipped."""
         if self._frames and self._frames[-1].jpeg is jpeg:
             return False
-        if not force and self._frames and at - self._frames[-1].at < self.interval * 0.95:  # 0.95: jitter must not halve the rate
+        if not force and not self.due(at):
             return False
         self._frames.append(ClipFrame(at, jpeg))
         self.bytes += len(jpeg)
@@ -55,6 +55,10 @@ class FrameRing:
             self.short_by_bytes = at - self._frames[0].at <= self.seconds
             self.bytes -= len(self._frames.popleft().jpeg)
         return True
+
+    def due(self, at: float) -> bool:
+        """Whether a frame arriving at `at` would be kept (none kept in the last 1/fps)."""
+        return not self._frames or at - self._frames[-1].at >= self.interval * 0.95  # 0.95: jitter must not halve the rate
 
     def span(self) -> float:
         return self._frames[-1].at - self._frames[0].at if self._frames else 0.0
@@ -116,16 +120,22 @@ class ClipRecorder:
         return ring
 
     def on_result(self, handle: PipelineHandle, result: InferenceResult) -> None:
-        if not self.config.enabled or not result.frame:
+        if not self.config.enabled:
             return
         now = self.clock()
         with self._lock:
+            if not self._ring(handle.pipeline_id, now).due(now):
+                return  # asked before the frame: one the clip rate skips is never drawn or encoded
+        jpeg = result.frame  # drawn and encoded here, outside the lock (milliseconds)
+        if not jpeg:
+            return
+        with self._lock:
             ring = self._ring(handle.pipeline_id, now)
             short = ring.short_by_bytes
-            ring.push(now, result.frame)
+            ring.push(now, jpeg)
             if ring.short_by_bytes and not short:  # said once per pipeline
                 log.warning("clips of %s hold only %.1f s of frames this large (%d KB each): raise clips.buffer_bytes "
-                            "or lower clips.fps", handle.name, ring.span(), len(result.frame) // 1024)
+                            "or lower clips.fps", handle.name, ring.span(), len(jpeg) // 1024)
 
     def mark(self, pipeline_id: str, frame: bytes | None) -> float | None:
         """The moment of an event (pipeline thread); its own frame is kept whatever the fps. None: clips are off."""

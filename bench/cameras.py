@@ -1,0 +1,162 @@
+"""Cost per camera: RSS, CPU, delivered fps and result lag for 1..16 cameras through the direct backend.
+
+Each row is a fresh process (bench/_cameras_worker.py) running N cameras at 5 fps on looped real footage scaled to
+640x480: even cameras watch a busy street (opencv-doc vtest.avi), odd ones a quiet one (a still frame of it with
+sensor noise). "before" runs the same worker against bot/ as it was at BEFORE_COMMIT (unpacked with `git archive`),
+"after" against this tree, alternating so load drift on a shared machine hits both alike.
+Quick mode: one camera of builtin/people for a few seconds, this tree only, on the committed 5 fps clip.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench import Headline  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+WORKER = Path(__file__).resolve().parent / "_cameras_worker.py"
+BEFORE_COMMIT = "4862fd8"  # main before issue 25's cost work (lazy heavy imports, frames encoded on demand)
+MODELS = ("builtin/people", "builtin/motion")
+CAMERAS, SECONDS = (1, 2, 4, 8, 16), 20.0
+QUICK_CAMERAS, QUICK_SECONDS = (1,), 4.0
+SIZE = (640, 480)
+GOAL = "first camera < 700 MB RSS"
+
+
+def _scaled(video: Path) -> Iterator[Any]:
+    """The video's frames at SIZE, read one at a time (vtest.avi whole would be a gigabyte of pixels)."""
+    import cv2
+
+    cap = cv2.VideoCapture(str(video))
+    try:
+        while True:
+            ok, frame = cap.read()
+            if not ok:
+                return
+            yield cv2.resize(frame, SIZE, interpolation=cv2.INTER_AREA)
+    finally:
+        cap.release()
+
+
+def footage(folder: Path, quick: bool) -> tuple[Path, Path] | None:
+    """(busy, quiet) 640x480 clips made from real footage; None when vtest.avi is not here (full mode)."""
+    import cv2
+    import numpy as np
+
+    from bench._realdata import street_video
+
+    if quick:
+        source, fps, loops = ROOT / "tests" / "fixtures" / "data" / "substream_5fps.mp4", 5.0, 2
+    else:
+        video = street_video()
+        if video is None:
+            return None
+        source, fps, loops = video, 10.0, 3  # 80 s of street a loop: warm-up plus the window of 16 cameras
+    busy, quiet = folder / "busy.mp4", folder / "quiet.mp4"
+    fourcc, rng, still, written = cv2.VideoWriter_fourcc(*"mp4v"), np.random.default_rng(0), None, 0
+    out = cv2.VideoWriter(str(busy), fourcc, fps, SIZE)
+    for _ in range(loops):
+        for frame in _scaled(source):
+            out.write(frame)
+            still = frame.astype(np.int16) if still is None else still
+            written += 1
+    out.release()
+    noisy = [np.clip(still + rng.normal(0, 2, still.shape), 0, 255).astype(np.uint8) for _ in range(int(fps) * 2)]
+    out = cv2.VideoWriter(str(quiet), fourcc, fps, SIZE)
+    for i in range(written):  # the first frame held still, with a camera's sensor noise
+        out.write(noisy[i % len(noisy)])
+    out.release()
+    return busy, quiet
+
+
+def before_tree(folder: Path) -> Path | None:
+    """bot/ as it was at BEFORE_COMMIT, unpacked into folder; None (after a line) when git cannot give it."""
+    target = folder / "before"
+    target.mkdir()
+    try:
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", BEFORE_COMMIT, "bot"], capture_output=True,
+                                 check=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
+    except (OSError, subprocess.CalledProcessError) as exc:
+        print(f"no 'before' rows: git cannot unpack {BEFORE_COMMIT} here ({exc})")
+        return None
+    return target
+
+
+def run_worker(tree: Path, model: str, cameras: int, seconds: float, clips: tuple[Path, Path], fps: float) -> dict:
+    env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
+    env["PYTHONPATH"] = str(tree)  # only bot/ from the tree under test: the worker imports nothing from bench
+    cmd = [sys.executable, str(WORKER), model, str(cameras), str(seconds), str(clips[0]), str(clips[1]),
+           "--fps", str(fps)]
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tree, timeout=900)
+    line = next((x for x in done.stdout.splitlines() if x.startswith("RESULT ")), None)
+    if line is None:
+        raise RuntimeError(f"camera worker failed ({done.returncode}): {done.stderr.strip()[-800:]}")
+    return json.loads(line[len("RESULT "):])
+
+
+def row(label: str, r: dict) -> str:
+    heavy = "+".join(m for m in ("torch", "transformers") if r[m]) or "-"
+    return (f"{label:<7} {r['model']:<15} {r['cameras']:>4} {r['idle_mb']:>7} {r['rss_mb']:>7} {r['peak_mb']:>7} "
+            f"{100 * r['cpu_per_camera']:>8.0f}% {r['fps_mean']:>7.2f} {r['fps_min']:>7.2f} "
+            f"{r['lag_ms_p50']:>8.0f} {r['lag_ms_p95']:>8.0f} {_jpegs(r):>13}  {heavy}")
+
+
+def _jpegs(r: dict) -> str:
+    made = r["results"] if r["jpegs"] is None else r["jpegs"]  # before frames were made on demand: one a result
+    return f"{made}/{r['results']}"
+
+
+HEADER = (f"{'code':<7} {'model':<15} {'cams':>4} {'idle MB':>7} {'RSS MB':>7} {'peak MB':>7} {'CPU/cam':>9} "
+          f"{'fps/cam':>7} {'min fps':>7} {'lag p50':>8} {'lag p95':>8} {'JPEGs/results':>13}  heavy imports")
+
+
+def main(quick: bool = False, cameras: tuple[int, ...] | None = None, models: tuple[str, ...] | None = None,
+         before: bool = True) -> Headline:
+    counts = cameras or (QUICK_CAMERAS if quick else CAMERAS)
+    models = models or (MODELS[:1] if quick else MODELS)
+    seconds, fps = (QUICK_SECONDS, 5.0) if quick else (SECONDS, 5.0)
+    with tempfile.TemporaryDirectory(prefix="bench-cameras-") as tmp:
+        clips = footage(Path(tmp), quick)
+        if clips is None:
+            return Headline("skipped: no vtest.avi", GOAL, None)
+        trees = {"after": ROOT}
+        old = before_tree(Path(tmp)) if before and not quick else None
+        if old is not None:
+            trees = {"before": old, "after": ROOT}
+        print(f"{len(counts)} camera counts x {len(models)} models, {fps:g} fps, {seconds:g} s window, "
+              f"clips {SIZE[0]}x{SIZE[1]}; CPU is % of one core per camera; lag (ms) = how far a result trails its camera's best")
+        print(HEADER)
+        results: dict[tuple[str, str, int], dict] = {}
+        for model in models:
+            for n in counts:
+                for label, tree in trees.items():
+                    results[(label, model, n)] = r = run_worker(tree, model, n, seconds, clips, fps)
+                    print(row(label, r), flush=True)
+    first = results[("after", models[0], counts[0])]
+    extra = ""
+    if len(counts) > 1:
+        last = results[("after", models[0], counts[-1])]
+        extra = f", +{(last['rss_mb'] - first['rss_mb']) / (counts[-1] - counts[0]):.0f} MB/camera"
+    return Headline(f"1st camera {first['rss_mb']} MB RSS{extra}", GOAL, first["rss_mb"] < 700)
+
+
+if __name__ == "__main__":  # `python bench/cameras.py [--quick] [--cameras 1,2,4] [--models builtin/people]`
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--cameras", type=lambda v: tuple(int(x) for x in v.split(",")))
+    parser.add_argument("--models", type=lambda v: tuple(v.split(",")))
+    parser.add_argument("--no-before", action="store_true", help="this tree only")
+    args = parser.parse_args()
+    print(main(args.quick, args.cameras, args.models, before=not args.no_before))

@@ -115,7 +115,8 @@ class Runtime:
             self.webhooks.bind(asyncio.get_running_loop())
             self.router.add_sink(self.webhooks)
             self.router.observe_held(self.webhooks.held)  # every tier-1 event, also the ones Slack does not get
-        self.pipelines = PipelineManager(self.backend, ws.active_state_path, s)
+        # A one-shot's pipelines die with it: saved, a later `serve` would restore them as its own.
+        self.pipelines = PipelineManager(self.backend, ws.active_state_path, s, persist=self.background)
         self.monitor = Monitor(
             settings=s, router=self.router, memory=self.memory, pipelines=self.pipelines, clock=self.clock,
             clips=self.pipelines.clips,

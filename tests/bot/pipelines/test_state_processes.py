@@ -60,6 +60,7 @@ async def test_a_one_shot_start_leaves_the_running_bots_pipelines_and_none_of_it
         out = _run(["chat", "-m", f"/vision start {gate} model=builtin/motion name=gate"], _env(base_env),
                    timeout=patience(120))
         assert out.returncode == 0 and "Started gate" in out.stdout, out.stderr
+        assert "not saved, not restored later" in out.stderr  # what it leaves behind, said where it is started
         # before: the one-shot rewrote the file with only "gate", and the next `serve` lost "dock"
         assert _names(state) == ["dock"]
         await bot.stop("dock")  # this process's own entry still goes when it stops it

@@ -36,6 +36,7 @@ from bot.storage import open_storage
 from tools import build_registry
 from workspace import Workspace
 from workspace.memory import MemoryStore
+from workspace.owner import OwnerLock
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +81,7 @@ class Runtime:
         self.scheduler: Scheduler | None = None
         self.webhooks: WebhookSender | None = None  # the webhook.url sink, when one is configured
         self.restoring: BackgroundRestore | None = None  # saved pipelines coming back (background mode)
+        self.owner = OwnerLock(self.workspace.state_dir)  # held in background mode: one such process per workspace
         self._started = False
 
     async def __aenter__(self) -> Runtime:
@@ -104,6 +106,8 @@ class Runtime:
     async def _assemble(self) -> None:
         s, ws = self.settings, self.workspace
         self.created = ws.init()
+        if self.background:
+            await self._own_workspace()
         self.memory = MemoryStore(ws.root, timezone=s.heartbeat.timezone, clock=self.clock, redact=redact)
         self.events = EventLog(ws.state_dir / "events.jsonl", redact=redact)
         self.router = AlertRouter(
@@ -118,7 +122,8 @@ class Runtime:
             self.webhooks.bind(asyncio.get_running_loop())
             self.router.add_sink(self.webhooks, after_clip=True)  # one POST per event, with its clip_url
             self.router.observe_held(self.webhooks.held)  # every tier-1 event, also the ones Slack does not get
-        self.pipelines = PipelineManager(self.backend, ws.active_state_path, s)
+        # A one-shot's pipelines die with it: saved, a later `serve` would restore them as its own.
+        self.pipelines = PipelineManager(self.backend, ws.active_state_path, s, persist=self.background)
         self.monitor = Monitor(
             settings=s, router=self.router, memory=self.memory, pipelines=self.pipelines, clock=self.clock,
             clips=self.pipelines.clips,
@@ -150,6 +155,19 @@ class Runtime:
         self.restoring = BackgroundRestore(self.pipelines)
         self.restoring.start()
         self.scheduler.start()
+
+    async def _own_workspace(self) -> None:
+        """Hold the workspace before anything restores or schedules; WorkspaceBusy (one line), or with
+        `storage.standby` wait until the holder exits, however it exits."""
+        if self.owner.try_take():
+            return
+        if not self.settings.storage.standby:
+            raise self.owner.busy(self.workspace.root)
+        log.warning("standby: workspace %s is run by pid %s; taking over when it exits",
+                    self.workspace.root, self.owner.holder())
+        while not self.owner.try_take():
+            await asyncio.sleep(0.5)
+        log.warning("took over workspace %s: restoring its pipelines, starting the scheduler", self.workspace.root)
 
     # use ----------------------------------------------------------------
     @property
@@ -192,4 +210,5 @@ class Runtime:
             await webhooks.close()
         if self._started and hasattr(self, "llm"):
             await self.llm.aclose()  # the SDK's HTTP connection pool
+        self.owner.release()  # last: a standby takes over only once this process has stopped everything
         self._started = False

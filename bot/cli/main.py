@@ -19,6 +19,8 @@ if TYPE_CHECKING:  # annotations only: never loaded at run time
     from bot.config import Settings
 
 EXIT_USAGE = 2  # bad settings, missing key, bad arguments: the user can fix it
+STANDBY_HELP = ("if another long-running vision-agent holds this workspace, wait and take over when it exits "
+                "(VISION_AGENT_STANDBY=1); without it this one exits at once saying which pid holds it")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -37,7 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     chat.add_argument("--image", metavar="PATH", action="append", default=[], help="attach an image (repeatable; in the REPL: to the first message)")
     chat.add_argument("--session", metavar="NAME", default=None, help="session to continue (default: 'default')")
 
-    sub.add_parser("run", help="what `make run` does: Slack bot if both Slack tokens are set, else the chat REPL")
+    run = sub.add_parser("run", help="what `make run` does: Slack bot if both Slack tokens are set, else the chat REPL")
     serve = sub.add_parser("serve", help="run the Slack bot (socket mode; needs SLACK_BOT_TOKEN and SLACK_APP_TOKEN)")
     serve.add_argument("--mcp-port", type=int, default=None, metavar="N",
                        help="also serve MCP over HTTP on port N (mcp.host; needs VISION_AGENT_MCP_TOKEN), sharing the bot's pipelines")
@@ -50,6 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
     api = sub.add_parser("api", help="serve the REST API under /api without Slack (needs VISION_AGENT_API_TOKEN)")
     api.add_argument("--host", default=None, help="address to bind (default api.host, 127.0.0.1)")
     api.add_argument("--port", type=int, default=None, help="port (default api.port, else 8081)")
+
+    for long_running in (chat, run, serve, mcp, api):
+        long_running.add_argument("--standby", action="store_true", help=STANDBY_HELP)
 
     server = sub.add_parser("inference-server", help="start a local Roboflow inference server (HTTP backend)")
     server.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
@@ -108,14 +113,17 @@ def _fail(message: str, code: int = EXIT_USAGE) -> int:
     return code
 
 
-def load_settings_or_none() -> tuple[Settings | None, int]:
-    """(settings, 0), or (None, exit code) after printing the one-line SettingsError."""
+def load_settings_or_none(args: argparse.Namespace | None = None) -> tuple[Settings | None, int]:
+    """(settings, 0), or (None, exit code) after printing the one-line SettingsError; `--standby` set on them."""
     from bot.config import SettingsError, load_settings  # start-up cost (see the module top)
 
     try:
-        return load_settings(), 0
+        settings = load_settings()
     except SettingsError as exc:
         return None, _fail(str(exc))
+    if getattr(args, "standby", False):
+        settings = settings.model_copy(update={"storage": settings.storage.model_copy(update={"standby": True})})
+    return settings, 0
 
 
 def cmd_init(args: argparse.Namespace) -> int:
@@ -135,7 +143,7 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 
 def cmd_chat(args: argparse.Namespace) -> int:
-    settings, rc = load_settings_or_none()
+    settings, rc = load_settings_or_none(args)
     if settings is None:
         return rc
     if args.message is not None:
@@ -153,7 +161,7 @@ def _slack_ready(settings: Settings) -> bool:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    settings, rc = load_settings_or_none()
+    settings, rc = load_settings_or_none(args)
     if settings is None:
         return rc
     ws = Workspace(settings.workspace)
@@ -172,7 +180,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    settings, rc = load_settings_or_none()
+    settings, rc = load_settings_or_none(args)
     if settings is None:
         return rc
     port = args.mcp_port or settings.mcp.serve_port
@@ -204,7 +212,7 @@ def _serve(settings: Settings) -> int:
 def cmd_mcp(args: argparse.Namespace) -> int:
     if args.port is not None and not 0 < args.port < 65536:
         return _fail(f"--port must be between 1 and 65535, got {args.port}")
-    settings, rc = load_settings_or_none()
+    settings, rc = load_settings_or_none(args)
     if settings is None:
         return rc
     from bot.mcp.serve import run_mcp  # imports the mcp SDK, uvicorn and starlette: only for this command
@@ -215,7 +223,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 def cmd_api(args: argparse.Namespace) -> int:
     if args.port is not None and not 0 <= args.port < 65536:
         return _fail(f"--port must be between 0 and 65535, got {args.port}")
-    settings, rc = load_settings_or_none()
+    settings, rc = load_settings_or_none(args)
     if settings is None:
         return rc
     from bot.api.run import run_api  # builds the runtime (pydantic, the LLM SDK): only for this command

@@ -122,8 +122,9 @@ async def _one_command(settings: Settings, text: str, session: str) -> int:
         reply = await run_command(text, terminal_context(rt, session, progress))
         Renderer().command_reply(reply, rt.workspace.frames_dir)
         if reply.ok and text.split()[1:2] == ["start"]:
-            print("vision-agent: this process ends now, and its pipelines with it; `vision-agent chat` or `serve` "
-                  "starts them again and keeps them running.", file=sys.stderr)
+            print("vision-agent: this process ends now, and its pipeline with it (not saved, not restored later); to "
+                  "keep one running, start it in `vision-agent chat` or through the running bot (Slack, API, MCP).",
+                  file=sys.stderr)
     return 0 if reply.ok else 1
 
 

@@ -291,6 +291,8 @@ class StorageConfig(_Section):
     or one SQLite file per store (sqlite), which several processes on one machine may share."""
 
     backend: Backend = "tinydb"
+    # A second long-running process on a held workspace waits and takes over when the holder exits (workspace/owner.py)
+    standby: bool = False
 
 
 class WorkspaceSection(_Section):

@@ -35,6 +35,7 @@ ENV_MAP: dict[str, str] = {
     "VISION_AGENT_WEBHOOK_TOKEN": "webhook.token",
     "VISION_AGENT_API_TOKEN": "api.token",
     "VISION_AGENT_STORAGE": "storage.backend",
+    "VISION_AGENT_STANDBY": "storage.standby",
 }
 
 

@@ -37,10 +37,11 @@ class PipelineManager(PipelineTable):
     """All pipelines of this process, over one backend created on first use (the table itself: bot/pipelines/table.py)."""
 
     def __init__(
-        self, backend: BackendProvider | Callable[[], InferenceBackend], state_path: Path, settings: Settings
+        self, backend: BackendProvider | Callable[[], InferenceBackend], state_path: Path, settings: Settings,
+        *, persist: bool = True,
     ) -> None:
         # the process's one lazy backend; a bare factory (tests) gets a provider of its own
-        super().__init__(state_path)
+        super().__init__(state_path, persist)  # persist=False: a one-shot's pipelines are never saved
         self.provider = backend if isinstance(backend, BackendProvider) else BackendProvider(backend)
         self.backends = BackendChoice(self.provider, settings)  # a pipeline started with backend= runs on another
         self.settings = settings

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from bot.backends.base import AdoptingBackend, BackendError, PipelineHandle
 from bot.media.redaction import redact
 from bot.media.sniff import STILL_HINT, still_image
+from bot.pipelines.owners import runs_elsewhere
 from bot.pipelines.state import PipelineConfig, load_state
 
 if TYPE_CHECKING:
@@ -67,7 +68,7 @@ def take_saved(mgr: PipelineManager) -> tuple[list[PipelineConfig], dict[str, Pi
     """List every saved pipeline at once (its name taken): to start as `starting`; given up on as `error`."""
     pending, given_up = [], {}
     for cfg in load_state(mgr.state_path):
-        if mgr.knows(cfg.pipeline_id):
+        if mgr.knows(cfg.pipeline_id) or runs_elsewhere(cfg):  # another live process runs it: not started twice
             continue
         if still_image(cfg.video_reference):  # a picture never becomes a stream: not opened, not retried
             note = f"{redact(cfg.video_reference)} {STILL_HINT}; `/vision stop {cfg.name}` removes it"

@@ -43,6 +43,7 @@ class PipelineConfig:
     restore_failures: int = 0  # consecutive start-ups whose restore failed (bot/pipelines/restore.py gives up)
     backend: str | None = None  # started with backend= on another backend than the configured one
     owner: str | None = None  # the Slack user who started it (None: the operator): bot/pipelines/caps.py
+    process: str | None = None  # `pid:start` of the process running it (bot/pipelines/owners.py)
 
     def workflow(self, spec: dict | None) -> WorkflowRef:
         """What the backend runs: `spec` (PipelineManager.spec_of: the model wrapped, or the inline spec), or the

@@ -10,7 +10,8 @@ from pathlib import Path
 
 from bot.backends.base import LIVE, BackendError, InferenceResult, PipelineHandle, ResultListener
 from bot.media.redaction import redact
-from bot.pipelines.state import PipelineConfig, PipelineNotFound, save_state
+from bot.pipelines.owners import save_mine
+from bot.pipelines.state import PipelineConfig, PipelineNotFound
 
 log = logging.getLogger(__name__)
 LIST_HINT = "Use list_pipelines or start one."  # a `/vision` answer says it in commands (bot/commands/dispatch.py)
@@ -23,8 +24,9 @@ class PipelineTable:
         """Shown on placeholder handles; the manager names its backend."""
         return ""
 
-    def __init__(self, state_path: Path) -> None:
+    def __init__(self, state_path: Path, persist: bool = True) -> None:
         self.state_path = Path(state_path)
+        self.persist = persist  # False: a one-shot command's pipelines die with it and are never saved
         self._handles: dict[str, PipelineHandle] = {}
         self._configs: dict[str, PipelineConfig] = {}
         self._frames: dict[str, int] = {}
@@ -80,10 +82,12 @@ class PipelineTable:
         return handle
 
     def _save(self) -> None:
+        if not self.persist:
+            return
         with self._lock:
             # live and failed ones come back on restart; stopped (by the user) and finished ones do not
             keep = [c for pid, c in self._configs.items() if pid in self._handles and self._handles[pid].status in (*LIVE, "error")]
-        save_state(self.state_path, keep)
+        save_mine(self.state_path, keep)  # merged: another process's saved pipelines stay
 
     def _unique_name(self, name: str) -> str:
         name = (name or "").strip()

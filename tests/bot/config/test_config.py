@@ -48,6 +48,7 @@ def test_every_documented_env_var_is_honoured(workspace_dir: Path, tmp_path: Pat
         "VISION_AGENT_WEBHOOK_TOKEN": "hook-test-token",
         "VISION_AGENT_API_TOKEN": "api-test-token",
         "VISION_AGENT_STORAGE": "sqlite",
+        "VISION_AGENT_STANDBY": "true",
     }
     assert set(env) == set(ENV_MAP)  # the test covers the whole documented list
     s = load_settings(env)
@@ -67,7 +68,7 @@ def test_every_documented_env_var_is_honoured(workspace_dir: Path, tmp_path: Pat
     assert s.webhook.url == "https://hooks.example.com/vision"
     assert s.webhook.token.get_secret_value() == "hook-test-token"
     assert s.api.token.get_secret_value() == "api-test-token"
-    assert s.storage.backend == "sqlite"
+    assert s.storage.backend == "sqlite" and s.storage.standby is True
     assert s.slack.app_token.get_secret_value() == "xapp-test-token"
     assert s.slack.api_url == "http://127.0.0.1:5555/api/"  # slack_sdk needs the trailing slash
 

@@ -8,16 +8,17 @@ from pathlib import Path
 
 from bot.agent.quoting import author_of
 from bot.agent.sessions import SessionStore
+from bot.places import place_of
 from bot.rights import Requester
 
 
 def _in_place(key: str, who: Requester) -> bool:
     """Slack sessions are `slack:TEAM:CHANNEL:ROOT` (every thread of the channel is the place); the terminal's are
     `cli:…` and its only person is the operator."""
-    parts = key.split(":")
     if who.operator:
-        return parts[0] == "cli"
-    return parts[0] == "slack" and len(parts) >= 4 and parts[2] == who.channel_id
+        return key.split(":")[0] == "cli"
+    place = place_of(key)
+    return place is not None and place[0] == who.channel_id
 
 
 def _times(path: Path, who: Requester) -> list[float]:

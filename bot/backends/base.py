@@ -87,6 +87,11 @@ class InferenceResult:
     def frame(self) -> bytes | None:
         return self._jpeg.get() if isinstance(self._jpeg, LazyJpeg) else self._jpeg
 
+    def with_values(self, values: dict[str, Any]) -> InferenceResult:
+        """The same result with other values; its frame (made or still lazy) is shared, not made now.
+        (dataclasses.replace cannot: it would pass the private `_jpeg` field to __init__.)"""
+        return InferenceResult(self.detections, values, self._jpeg, self.frame_id, self.timestamp, self.image_size)
+
     def seal(self) -> None:
         """A newer result superseded this one: its frame is made now only if it was already asked for."""
         if isinstance(self._jpeg, LazyJpeg):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import threading
-from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -139,7 +138,7 @@ class HostedPipeline(PipelineBase):
             result = from_serialized_output(
                 output, frame_id=meta.get("frame_id"), timestamp=_timestamp(meta.get("frame_timestamp")), max_dimension=max_dim
             )
-            self._deliver(replace(result, values=carried(result.values, self._carry)) if self._carry else result)
+            self._deliver(result.with_values(carried(result.values, self._carry)) if self._carry else result)
             n += 1
         return n
 

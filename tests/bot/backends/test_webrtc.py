@@ -36,8 +36,9 @@ async def test_webrtc_pipeline_runs_a_video_end_to_end_on_the_local_server(
         update={"backend": "webrtc"})})), WebRtcBackend)  # VISION_AGENT_BACKEND=webrtc builds the same backend
     state = tmp_path / "active_state.json"
     mgr = PipelineManager(lambda: make_backend(settings), state, settings)
-    results = []
-    mgr.add_result_listener(lambda h, r: results.append(r))
+    results, frames = [], []
+    # Frames are made when read, and a newer result seals an unread one: read each while it is the newest.
+    mgr.add_result_listener(lambda h, r: (results.append(r), frames.append(r.frame)))
     try:
         with pytest.raises(BackendError, match="unknown backend 'grpc': use one of direct, http, webrtc"):
             await mgr.start(StartRequest(str(face_video), "door", model_id="builtin/faces", backend="grpc"))
@@ -55,7 +56,7 @@ async def test_webrtc_pipeline_runs_a_video_end_to_end_on_the_local_server(
     assert len(results) == 60 == final.frames  # files are not dropped: every frame of the 60
     last = results[-1]
     assert (last.values.get("count_in"), last.values.get("count_out")) == (1, 1)
-    assert all(r.frame and r.frame.startswith(b"\xff\xd8") for r in results)
+    assert all(f and f.startswith(b"\xff\xd8") for f in frames)
     assert {d.class_name for r in results for d in r.detections} == {"face"}
     assert [r.frame_id for r in results] == sorted(r.frame_id for r in results)
 

@@ -43,6 +43,15 @@ class OwnerLock:
         self._fd = fd
         return True
 
+    def held_elsewhere(self) -> str | None:
+        """The holder's pid when another live process runs this workspace, else None (a probe: taken and let go)."""
+        if self._fd is not None:
+            return None
+        if self.try_take():
+            self.release()
+            return None
+        return self.holder()
+
     def holder(self) -> str:
         """The pid the holder wrote ('unknown' while it is still writing it)."""
         try:

@@ -118,14 +118,30 @@ async def _one_command(settings: Settings, text: str, session: str) -> int:
     async def progress(line: str) -> None:
         print(terminal_text(line).plain, file=sys.stderr, flush=True)  # the core's Slack markup, as plain text
 
+    verb = (text.split()[1:2] or [""])[0]
     async with Runtime(settings, background=False) as rt:
+        owner = rt.owner.held_elsewhere()
+        if owner is not None and verb in OWNER_KEEPS:
+            print(f"vision-agent: {BESIDE.format(pid=owner)} Type `/vision {verb} …` there (its terminal chat, Slack, "
+                  "the REST API or MCP).", file=sys.stderr)
+            return 1
         reply = await run_command(text, terminal_context(rt, session, progress))
         Renderer().command_reply(reply, rt.workspace.frames_dir)
+        if owner is not None and verb in OWNER_SHOWS:
+            print(f"vision-agent: {BESIDE.format(pid=owner)} Its pipelines are not listed here; ask it (its chat, "
+                  "Slack, GET /api/pipelines or MCP).", file=sys.stderr)
         if reply.ok and text.split()[1:2] == ["start"]:
             print("vision-agent: this process ends now, and its pipeline with it (not saved, not restored later); to "
                   "keep one running, start it in `vision-agent chat` or through the running bot (Slack, API, MCP).",
                   file=sys.stderr)
     return 0 if reply.ok else 1
+
+
+# A running bot (serve, the chat, api, mcp) holds its pipelines, rules, watches and jobs in memory and reads them at
+# start; a one-shot beside it would store a change that process never sees (and may later overwrite).
+OWNER_KEEPS = {"rule", "unrule", "watch", "unwatch", "schedule", "unschedule"}
+OWNER_SHOWS = {"status", "list", "stop", "pause", "resume", "snapshot", "watches", "rules", "jobs"}
+BESIDE = "this workspace is run by another vision-agent (pid {pid}), which keeps its cameras' state in memory."
 
 
 def why_no_agent(rt: Runtime) -> str:

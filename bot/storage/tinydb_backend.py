@@ -64,6 +64,9 @@ class _Table(Table):
 
     def upsert(self, record: Record, **match: Any) -> None:
         with self._lock:
+            # TinyDB keeps the next free document id in memory; another process (a `chat -m` beside the bot) may
+            # have used it since, and the insert would fail "Document with ID n already exists". Re-read it.
+            self._t._next_id = None
             self._t.upsert(record, _query(match))
 
     def remove(self, **match: Any) -> int:

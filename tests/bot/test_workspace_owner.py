@@ -46,6 +46,11 @@ async def test_a_second_repl_on_a_held_workspace_exits_naming_the_holder(
         assert f"is run by another vision-agent (pid {os.getpid()})" in line and "--standby" in line
         beside = _run(["chat", "-m", "/vision status"], _env(base_env), timeout=patience(120))
         assert beside.returncode == 0 and "No pipelines" in beside.stdout, beside.stderr  # one-shots take no lock
+        assert f"run by another vision-agent (pid {os.getpid()})" in beside.stderr  # and says whose are not shown
+        watch = _run(["chat", "-m", "/vision watch cam1 appears person for 1h"], _env(base_env), timeout=patience(120))
+        assert watch.returncode == 1 and "Type `/vision watch …` there" in watch.stderr, watch.stderr
+        stored = rt.workspace.state_dir / "watches.json"
+        assert not stored.exists() or "cam1" not in stored.read_text()  # nothing stored the bot would never see
     async with Runtime(settings) as rt:  # closed: the workspace is free again
         assert rt.owner.held
 

@@ -129,6 +129,18 @@ def test_storage_survives_a_restart(tmp_path: Path, make) -> None:
     assert make(tmp_path).table("mutes").all() == [{"camera": "a", "until": 5.0}]
 
 
+@pytest.mark.parametrize("make", ON_DISK.values(), ids=ON_DISK.keys())
+def test_two_openers_of_one_file_take_turns_without_clashing_ids(tmp_path: Path, make) -> None:
+    """The bot and a `chat -m` beside it each open the store; writes in turn must not collide (TinyDB cached the
+    next document id: the bot's next insert failed "Document with ID 2 already exists")."""
+    bot, one_shot = make(tmp_path), make(tmp_path)
+    bot.table("routes").upsert({"camera": "a", "channel": "C1"}, camera="a")
+    one_shot.table("routes").upsert({"camera": "b", "channel": "C2"}, camera="b")
+    bot.table("routes").upsert({"camera": "c", "channel": "C3"}, camera="c")
+    one_shot.table("routes").upsert({"camera": "d", "channel": "C4"}, camera="d")
+    assert sorted(r["camera"] for r in make(tmp_path).table("routes").all()) == ["a", "b", "c", "d"]
+
+
 @pytest.mark.parametrize("backend", ["dict", "sqlite"])
 def test_router_monitor_and_scheduler_run_on_another_backend(tmp_path: Path, settings: Settings, backend) -> None:
     store = BACKENDS[backend](tmp_path)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from bot.agent.last_wrote import last_wrote
 from bot.commands.context import CommandContext, CommandReply, parse_options
+from bot.commands.rules import resolve_camera
 from bot.config import Settings
 from bot.monitoring.digest import Digest
 from bot.monitoring.digest_log import from_log
@@ -38,6 +39,19 @@ def resolve_since(since: str | None, settings: Settings, who: Requester, now: fl
     return last, "since you last wrote here"
 
 
+def _camera(raw: str, ctx: CommandContext) -> str:
+    """A known camera's name (any case), or one the event log has seen (a pipeline long gone); ValueError listing
+    the known ones otherwise (a misspelt name must not read as "nothing happened")."""
+    try:
+        return resolve_camera(raw, ctx, allow_all=False)
+    except ValueError as unknown:
+        logged = {str(ev.get("camera")).lower(): str(ev.get("camera"))
+                  for ev in (ctx.services.events.query(limit=0x7FFFFFFF) if ctx.services.events is not None else [])}
+        if raw.lower() in logged:
+            return logged[raw.lower()]
+        raise unknown from None
+
+
 def make_digest(services: Services, settings: Settings, start: float, end: float, label: str,
                 camera: str | None = None) -> Digest:
     """The digest of this process's event log (ServiceUnavailable when it keeps none)."""
@@ -57,6 +71,12 @@ async def digest(tokens: list[str], ctx: CommandContext) -> CommandReply:
         return CommandReply(str(exc), ok=False)
     if start >= now:
         return CommandReply(f"That time is in the future; write {SINCE_FORMS}.", ok=False)
+    camera = opts.get("camera") or None
+    if camera is not None:
+        try:
+            camera = await asyncio.to_thread(_camera, camera, ctx)
+        except ValueError as exc:
+            return CommandReply(str(exc), ok=False)
     # off the loop (the session files above too): the log may be megabytes, and Slack's socket must not wait
-    d = await asyncio.to_thread(make_digest, ctx.services, ctx.settings, start, now, label, opts.get("camera") or None)
+    d = await asyncio.to_thread(make_digest, ctx.services, ctx.settings, start, now, label, camera)
     return CommandReply(digest_text(d, ctx.settings.heartbeat.timezone), digest=d)

@@ -70,6 +70,11 @@ def test_the_terminal_prints_the_digest_as_plain_text(base_env: dict[str, str]) 
     row = next(line for line in lines if line.startswith("door"))
     assert row.split()[4] == "5"  # the first event (1 in) is the baseline before the hour: 4 and 6 are news
     assert "door in" in out.stdout and "*" not in out.stdout and "`" not in out.stdout
+    # a camera known only from the log (its pipeline long gone), in another case, is found; a misspelt one is named
+    logged = _run(["chat", "-m", "/vision digest 1h camera=DOOR"], _env(base_env))
+    assert logged.returncode == 0 and next(x for x in logged.stdout.splitlines() if x.startswith("door")).split()[4] == "5"
+    wrong = _run(["chat", "-m", "/vision digest 1h camera=dor"], _env(base_env))
+    assert wrong.returncode == 1 and "Unknown camera 'dor'" in wrong.stdout + wrong.stderr
 
 
 def test_a_scheduled_digest_reaches_the_terminal_as_its_text(tmp_path: Path) -> None:

@@ -84,11 +84,13 @@ def make_watch(camera_raw: str, words: list[str], ctx: CommandContext, seconds: 
 
 async def add_watch(tokens: list[str], ctx: CommandContext) -> CommandReply:
     args, opts = parse_options(tokens, {"about"})
-    confirm = bool(args) and args[-1].lower() == "confirm"
-    args = args[:-1] if confirm else args
+    # `confirm` and `for DURATION` may come in either order after the condition (never the camera's name)
+    confirm = any(a.lower() == "confirm" for a in args[1:])
+    args = args[:1] + [a for a in args[1:] if a.lower() != "confirm"]
     seconds = None
-    if len(args) >= 2 and args[-2].lower() == "for":
-        seconds, args = parse_duration(args[-1]), args[:-2]
+    at = next((i for i in range(2, len(args) - 1) if args[i].lower() == "for"), None)
+    if at is not None:
+        seconds, args = parse_duration(args[at + 1]), args[:at] + args[at + 2:]
     if len(args) < 2:
         return fail(WATCH_USAGE)
     watch, note = make_watch(args[0], args[1:], ctx, seconds, confirm, opts.get("about", ""))

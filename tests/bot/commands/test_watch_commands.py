@@ -41,6 +41,8 @@ async def test_the_grammar_takes_each_condition_and_refuses_the_rest_with_what_t
     assert ok and "no person is in view for 60 s, after the model confirms it on the frame" in text
     ok, text = await say(services, settings, "watch dock count person&gt;2 for 2h")  # as Slack sends '>'
     assert ok and "more than 2 person are in view" in text
+    ok, text = await say(services, settings, "watch dock count person&gt;2 confirm for 10m")  # either order
+    assert ok and text.startswith("Watching *dock* for 10 min") and "after the model confirms it" in text
     refusals = {
         "watch dock appears truck for 30h": "A watch lasts between 5 s and 24 h",
         "watch dock appears truck for soon": "`for` takes a duration like 30s, 90m or 2h",
@@ -53,7 +55,7 @@ async def test_the_grammar_takes_each_condition_and_refuses_the_rest_with_what_t
     for line, said in refusals.items():
         ok, text = await say(services, settings, line)
         assert not ok and said in text, (line, text)
-    assert services.watches is not None and len(services.watches.all()) == 3
+    assert services.watches is not None and len(services.watches.all()) == 4
     assert "`watch CAMERA appears [CLASS]" in USAGE and "`unwatch WATCH_ID`" in USAGE
 
 

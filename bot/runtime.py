@@ -137,6 +137,7 @@ class Runtime:
         )
         self.llm = LLMClient(s, usage_path=ws.state_dir / "usage.json")
         self.watches.confirm = FrameLook(self.llm)  # `confirm` watches ask the model before they tell
+        self.watches.model_ready = lambda: self.llm_ready  # a `confirm` watch says at once when it cannot
         self.sessions = SessionStore(ws.sessions_dir)
         self.agent = Agent(
             llm=self.llm, tools=self.tools, sessions=self.sessions, settings=s, workspace=ws,

@@ -12,6 +12,28 @@ from bot.monitoring.wording import class_of
 from bot.pipelines.state import PipelineNotFound
 
 
+class UnknownClass(ValueError):
+    """A class a camera's model never produces; str() names its classes and a rule that would work."""
+
+    def __init__(self, camera: str, given: str, source: str, known: set[str], example: str) -> None:
+        self.camera, self.given, self.source, self.known = camera, given, source, sorted(known)
+        super().__init__(self.line(example))
+
+    def line(self, example: str) -> str:
+        """The refusal with `example` as the command to type instead (a rule's, a watch's)."""
+        return f"{self.camera} never reports `{self.given}`: {self.source} gives {self.names}. Name one of them, " \
+               f"e.g. `{example}`."
+
+    @property
+    def names(self) -> str:
+        return ", ".join(f"`{c}`" for c in self.known)
+
+    @property
+    def suggestion(self) -> str:
+        """The class named in the example instead of the given one."""
+        return self.known[0]
+
+
 def camera_classes(ctx: CommandContext, camera: str) -> tuple[str, set[str], bool]:
     """(where they come from, the classes, whether that is all it can report) for one camera: its builtin model's
     (complete), else what its results showed so far; an empty set when nothing is known yet."""
@@ -75,9 +97,21 @@ def _check_one(rule: Rule, given: str | None, camera: str, ctx: CommandContext) 
     if camera == ANY or not complete:  # results so far: another class may still come
         return given, f" (`{given}` not seen on {camera if camera != ANY else 'any camera'} yet; so far: " \
                       f"{', '.join(sorted(known))})"
-    names = ", ".join(f"`{c}`" for c in sorted(known))
     example = rule
     for name in {n for n, _ in _named(rule) if getattr(rule, n) == given}:
         example = _with(example, name, sorted(known)[0])
-    raise ValueError(f"{camera} never reports `{given}`: {source} gives {names}. "
-                     f"Name one of them, e.g. `{example.kind_of.command(example)}`.")
+    raise UnknownClass(camera, given, source, known, example.kind_of.command(example))
+
+
+def never_fires(rule: Rule, ctx: CommandContext) -> str:
+    """' — never fires: street's model `builtin/people` gives `person`' for a stored rule whose class its camera's
+    model does not produce (or spells otherwise), by `check_class`'s own test; '' when it may fire."""
+    try:
+        fixed, _ = check_class(rule, ctx)
+    except UnknownClass as exc:
+        return f" — never fires: {exc.camera}'s {exc.source.removeprefix('its ')} gives {exc.names}"
+    changed = [(getattr(rule, n), getattr(fixed, n)) for n, _ in _named(rule) if getattr(rule, n) != getattr(fixed, n)]
+    if changed:
+        said = ", ".join(f"`{new}`, not `{old}`" for old, new in changed)
+        return f" — never fires: {rule.camera} reports {said} (`/vision rule` it again with that class)"
+    return ""

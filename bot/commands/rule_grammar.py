@@ -20,11 +20,17 @@ _SECONDS = re.compile(r"^(?P<n>\d+(?:\.\d+)?)\s*(?:s|sec|secs|seconds?)?$", re.I
 ALL = {"*", "all", "any"}  # words that mean every camera or any class
 
 
-def seconds(raw: str, what: str) -> float:
-    """`30`, `30s`, `30 seconds` as a number (ValueError saying what to type)."""
+class CountSyntax(ValueError):
+    """`count` words that are no CLASS>N (a watch says its own forms instead)."""
+
+
+def seconds(raw: str, what: str, option: bool = True) -> float:
+    """`30`, `30s`, `30 seconds` as a number (ValueError saying what to type: `what=60` for an option such as
+    cooldown=, `what 60` for a word of the grammar such as `zone 60`)."""
     m = _SECONDS.match(raw.strip())
     if not m:
-        raise ValueError(f"{what} takes a number of seconds, e.g. {what}=60, not {raw!r}.")
+        example = f"{what}=60" if option else f"`{what} 60`"
+        raise ValueError(f"{what} takes a number of seconds, e.g. {example}, not {raw!r}.")
     return float(m["n"])
 
 
@@ -40,12 +46,12 @@ def parse_rule(args: list[str], camera: str, cooldown: float | None) -> Rule:
     if kind == "count" and rest:
         spec = html.unescape("".join(rest))  # Slack sends '>' as '&gt;'
         m = _COUNT.match(spec) or (re.match(r"^(?P<cls>.+?)(?P<n>\d+)$", spec) if len(rest) == 2 else None)
-        if not m or not m["cls"]:
-            raise ValueError(f"count takes CLASS>N, e.g. `count person>3`, not {spec!r}.")
+        if not m or not m["cls"] or re.search(r"[<>=]", m["cls"]):  # 'person <=0' is no class 'person<='
+            raise CountSyntax(f"count takes CLASS>N, e.g. `count person>3`, not {spec!r}.")
         cls = None if m["cls"].lower() in ALL else m["cls"]
         return Rule("count_over", camera, class_name=cls, threshold=float(m["n"]), cooldown_seconds=cooldown)
     if kind == "zone" and len(rest) == 1:
-        secs = seconds(rest[0], "zone")
+        secs = seconds(rest[0], "zone", option=False)
         return Rule("time_in_zone", camera, threshold=secs, cooldown_seconds=cooldown)
     if kind == "near" and len(rest) in (2, 3):
         return _near(rest, camera, cooldown)
@@ -75,7 +81,7 @@ def _then(rest: list[str], camera: str, cooldown: float | None) -> Rule:
         raise ValueError("`then` links two named cameras, e.g. `/vision rule cam1 then cam2 person 60`, not `*`.")
     window = DEFAULT_WINDOW
     if len(rest) > 1 and _SECONDS.match(rest[-1].strip()):
-        window, rest = seconds(rest[-1], "then"), rest[:-1]
+        window, rest = seconds(rest[-1], "then", option=False), rest[:-1]
     if len(rest) > 2 or window <= 0:
         raise ValueError(RULE_USAGE)
     cls = rest[1] if len(rest) == 2 and rest[1].lower() not in ALL else None

@@ -8,7 +8,7 @@ from dataclasses import replace
 from typing import Any
 
 from bot.commands.context import CommandContext, CommandReply, fail, parse_options
-from bot.commands.rule_classes import check_class
+from bot.commands.rule_classes import check_class, never_fires
 from bot.commands.rule_grammar import ALL as _ALL
 from bot.commands.rule_grammar import RULE_USAGE, parse_rule
 from bot.commands.rule_grammar import seconds as _seconds
@@ -122,13 +122,13 @@ async def list_rules(tokens: list[str], ctx: CommandContext) -> CommandReply:
         names = [resolve_camera(tokens[0], ctx)]
     else:
         names = sorted({r.camera for r in monitor.rules()} | set(_known(ctx).values()), key=lambda n: (n != ANY, n))
-    lines = ["*Rules*"] + [_camera_rules(monitor, n) for n in names]
+    lines = ["*Rules*"] + [_camera_rules(monitor, n, ctx) for n in names]
     if len(lines) == 1:
         lines.append("No cameras or rules yet. Add one with `/vision rule CAMERA line`.")
     return CommandReply("\n".join(lines))
 
 
-def _camera_rules(monitor: Any, camera: str) -> str:
+def _camera_rules(monitor: Any, camera: str, ctx: CommandContext) -> str:
     if camera == ANY:
         rules = [r for r in monitor.rules() if r.camera == ANY]
         return "• *every camera*: " + (", ".join(_rule_line(r, monitor.cooldown_seconds) for r in rules) or "none")
@@ -136,7 +136,7 @@ def _camera_rules(monitor: Any, camera: str) -> str:
     own = [r for r in configured if r.enabled]
     rules = monitor.effective_rules(camera)
     marked = [_rule_line(r, monitor.cooldown_seconds) + (" (default)" if own and r not in configured else "")
-              + _holding(monitor, camera, r) for r in rules]
+              + _holding(monitor, camera, r) + never_fires(r, ctx) for r in rules]
     if not rules:
         return f"• *{camera}*: none yet (a default is guessed from its first result)"
     return f"• *{camera}*: {', '.join(marked)}" + ("" if own else " — default, guessed from its results")

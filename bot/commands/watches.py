@@ -7,10 +7,13 @@ REST API build their watches with `make_watch` too.
 from __future__ import annotations
 
 import html
+import math
 import re
 
+from bot.backends.base import LIVE
 from bot.commands.context import CommandContext, CommandReply, fail, parse_options
-from bot.commands.rule_classes import check_class
+from bot.commands.rule_classes import UnknownClass, check_class
+from bot.commands.rule_grammar import ALL, CountSyntax
 from bot.commands.rules import RULE_USAGE, parse_rule, resolve_camera
 from bot.monitoring.rules import ANY, Rule
 from bot.monitoring.watch import Watch, bounded, parse_duration, span
@@ -23,7 +26,9 @@ CONDITION_HELP = "appears [CLASS] | count CLASS>N | count CLASS<N | line | zone 
 WATCH_USAGE = (f"Usage: `/vision watch CAMERA {CONDITION_HELP} [for 2h] [confirm] [about=\"WORDS\"]` (default "
                "for 2h, at most 24h), e.g. `/vision watch dock appears truck for 2h confirm` or "
                "`/vision watch office absent person 60`")
-_UNDER = re.compile(r"^(?P<cls>[^<]+)<(?P<n>\d+(?:\.\d+)?)$")
+_UNDER = re.compile(r"^(?P<cls>[^<]+)<(?P<eq>=?)(?P<n>-?\d+(?:\.\d+)?)$")
+_AT_MOST = re.compile(r"(<|&lt;)=")
+COUNT_FORMS = "count takes CLASS>N or CLASS<N, e.g. `count person>3` or `count person<1` (nobody in view)"
 
 
 def _book(ctx: CommandContext) -> WatchBook:
@@ -37,12 +42,32 @@ def _checked_class(cls: str, camera: str, ctx: CommandContext) -> tuple[str, str
     return rule.class_name or cls, note
 
 
+def _under(m: re.Match[str], camera: str, ctx: CommandContext) -> tuple[Condition, str]:
+    """`count CLASS<N` (or `<=N`: counts are whole, so `< N+1`); refused when no count can ever be that low."""
+    n = math.floor(float(m["n"])) + 1 if m["eq"] else float(m["n"])
+    if n <= 0:
+        raise ValueError(f"`count {m['cls']}<{m['eq']}{m['n']}` can never hold: a count is never below 0. "
+                         f"Ask `count {m['cls']}<1` to hear when none is in view.")
+    cls, note = (None, "") if m["cls"].lower() in ALL else _checked_class(m["cls"], camera, ctx)
+    return CountUnder(cls, n), note
+
+
 def parse_condition(words: list[str], camera: str, ctx: CommandContext) -> tuple[Condition, str]:
     """A condition from the watch grammar, its class checked against the camera's model (ValueError with usage)."""
+    try:
+        return _parse(words, camera, ctx)
+    except UnknownClass as exc:  # the same refusal, its example a watch (not a rule) to type
+        said = re.sub(rf"(?<!\w){re.escape(exc.given)}(?!\w)", exc.suggestion, html.unescape(" ".join(words)))
+        raise ValueError(exc.line(f"/vision watch {camera} {said}")) from None
+
+
+def _parse(words: list[str], camera: str, ctx: CommandContext) -> tuple[Condition, str]:
     kind, rest = (words[0].lower(), words[1:]) if words else ("", [])
-    if kind == "count" and (m := _UNDER.match(html.unescape("".join(rest)))):  # Slack sends '<' as '&lt;'
-        cls, note = (None, "") if m["cls"].lower() in ("*", "all", "any") else _checked_class(m["cls"], camera, ctx)
-        return CountUnder(cls, float(m["n"])), note
+    spec = html.unescape("".join(rest))  # Slack sends '<' as '&lt;'
+    if kind == "count" and (m := _UNDER.match(spec)):
+        return _under(m, camera, ctx)
+    if kind == "count" and "<" in spec:
+        raise ValueError(f"{COUNT_FORMS}, not {spec!r}.")
     if kind in ("absent", "gone"):
         if len(rest) != 2 or not re.fullmatch(r"\d+(?:\.\d+)?s?", rest[1]):
             raise ValueError("absent takes CLASS SECONDS, e.g. `absent person 60` (nobody seen for a minute).")
@@ -50,6 +75,10 @@ def parse_condition(words: list[str], camera: str, ctx: CommandContext) -> tuple
         return AbsentFor(cls, float(rest[1].rstrip("s"))), note
     try:
         rule, note = check_class(parse_rule(words, camera, None), ctx)
+    except CountSyntax:
+        raise ValueError(f"{COUNT_FORMS}, not {spec!r}.") from None
+    except UnknownClass:
+        raise
     except ValueError as exc:
         raise ValueError(WATCH_USAGE if str(exc) == RULE_USAGE else str(exc)) from None
     return RuleCondition(rule), note
@@ -72,18 +101,41 @@ def make_watch(camera_raw: str, words: list[str], ctx: CommandContext, seconds: 
     book = _book(ctx)
     camera = resolve_camera(camera_raw, ctx, allow_all=False)
     condition, note = parse_condition(words, camera, ctx)
+    lasts = bounded(seconds)
+    if condition.takes_seconds() >= lasts:
+        raise ValueError(f"'{condition.describe()}' needs {span(condition.takes_seconds())} to hold, but the watch "
+                         f"lasts {span(lasts)}: ask for less time, or a longer watch (`for 24h` at most).")
     now = book.now()
     channel, thread = answer_place(ctx)
-    watch = Watch(Watch.new_id(), camera, condition, now, now + bounded(seconds), confirm,
+    watch = Watch(Watch.new_id(), camera, condition, now, now + lasts, confirm,
                   None if ctx.operator else ctx.user_id, channel, thread, about.strip()[:200])
-    if ctx.services.pipelines is not None and camera not in {h.name for h in ctx.manager().snapshot()}:
-        note += (f" No pipeline runs on {camera} now: the watch looks once one does "
-                 f"(`/vision start {camera}`).")
-    return book.add(watch), note
+    return book.add(watch), note + _not_running(camera, ctx) + _unconfirmed(confirm, book)
+
+
+def _not_running(camera: str, ctx: CommandContext) -> str:
+    """The note for a camera no live pipeline runs on (a finished file's counts are stale: it never answers)."""
+    if ctx.services.pipelines is None:
+        return ""
+    handles = [h for h in ctx.manager().snapshot() if h.name == camera]
+    if any(h.status in LIVE for h in handles):
+        return ""
+    why = f" (its pipeline is {handles[0].status})" if handles else ""
+    return f" No pipeline runs on {camera} now{why}: the watch looks once one does (`/vision start {camera}`)."
+
+
+def _unconfirmed(confirm: bool, book: WatchBook) -> str:
+    """`confirm` without a model: said now (the watch still answers, marked unconfirmed), not found out later."""
+    if not confirm or book.can_confirm():
+        return ""
+    return (" `confirm` needs the model, which this process cannot reach (no ANTHROPIC_API_KEY): the answer will "
+            "come marked not confirmed; set the key and restart to have it checked.")
 
 
 async def add_watch(tokens: list[str], ctx: CommandContext) -> CommandReply:
-    args, opts = parse_options(tokens, {"about"})
+    # `count person<=2` is a condition, not an option called `person<`
+    hidden = [t.replace("=", "\0") if _AT_MOST.search(t) else t for t in tokens]
+    args, opts = parse_options(hidden, {"about"})
+    args = [a.replace("\0", "=") for a in args]
     # `confirm` and `for DURATION` may come in either order after the condition (never the camera's name)
     confirm = any(a.lower() == "confirm" for a in args[1:])
     args = args[:1] + [a for a in args[1:] if a.lower() != "confirm"]

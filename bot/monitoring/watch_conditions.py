@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 
 from bot.backends.base import InferenceResult
 from bot.monitoring.rules import ANY, Firing, Rule, RuleState, evaluate
-from bot.monitoring.wording import describe_counts, plural
+from bot.monitoring.wording import describe_counts, in_view, plural
 
 
 class Condition:
@@ -21,6 +21,10 @@ class Condition:
 
     def describe(self) -> str:
         raise NotImplementedError
+
+    def takes_seconds(self) -> float:
+        """How long it must hold before it can turn true at all (an absence, a stay in the zone); 0: at once."""
+        return 0.0
 
     def evaluate(self, state: RuleState, result: InferenceResult, now: float) -> Firing | None:
         raise NotImplementedError
@@ -42,6 +46,9 @@ class RuleCondition(Condition):
 
     def describe(self) -> str:
         return self.rule.kind_of.describe(self.rule)
+
+    def takes_seconds(self) -> float:
+        return self.rule.threshold if self.rule.kind == "time_in_zone" else 0.0
 
     def evaluate(self, state: RuleState, result: InferenceResult, now: float) -> Firing | None:
         return evaluate(self.rule, state, result, now)
@@ -70,7 +77,7 @@ class CountUnder(Condition):
     kind: ClassVar[str] = "count_under"
 
     def describe(self) -> str:
-        return f"fewer than {self.threshold:g} {self.class_name or 'objects'} are in view"
+        return in_view("fewer than", self.threshold, self.class_name)
 
     def evaluate(self, state: RuleState, result: InferenceResult, now: float) -> Firing | None:
         n, counts = _count(result, self.class_name)
@@ -101,6 +108,9 @@ class AbsentFor(Condition):
 
     def describe(self) -> str:
         return f"no {self.class_name} is in view for {self.seconds:g} s"
+
+    def takes_seconds(self) -> float:
+        return self.seconds
 
     def evaluate(self, state: RuleState, result: InferenceResult, now: float) -> Firing | None:
         n, counts = _count(result, self.class_name)

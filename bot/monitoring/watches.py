@@ -52,6 +52,7 @@ class WatchBook:
         self._tasks: set[Any] = set()  # asyncio tasks and, from pipeline threads, concurrent futures
         self._loop: asyncio.AbstractEventLoop | None = None
         self.confirm: FrameCheck | None = None  # set by the composition root when a model is configured
+        self.model_ready: Callable[[], bool] = lambda: True  # whether `confirm` can reach the model (runtime's llm_ready)
 
     def start(self, pipelines: Any, loop: asyncio.AbstractEventLoop | None = None) -> None:
         """Listen to pipeline results and time every stored watch (those that ran out meanwhile end at once)."""
@@ -91,6 +92,10 @@ class WatchBook:
         with self._lock:
             out = sorted(self._watches.values(), key=lambda w: w.created_at)
         return out if camera is None else [w for w in out if w.camera == camera]
+
+    def can_confirm(self) -> bool:
+        """Whether a `confirm` watch's sighting gets the model's look (else it is told unconfirmed)."""
+        return self.confirm is not None and self.model_ready()
 
     def now(self) -> float:
         return self._clock()

@@ -21,6 +21,14 @@ def plural(name: str, n: int) -> str:
     return f"{n} {name}s"
 
 
+def in_view(comparison: str, threshold: float, name: str | None) -> str:
+    """'more than 3 people are in view', 'fewer than 1 person is in view': the one wording of a count condition, its
+    class and verb agreed with the number (rules and watches alike)."""
+    one = threshold == 1
+    noun = plural(name or "object", 1 if one else 2).split(" ", 1)[1]
+    return f"{comparison} {threshold:g} {noun} {'is' if one else 'are'} in view"
+
+
 def class_of(label: str) -> str:
     """The class name behind a counted label: 'people' -> 'person', 'cars' -> 'car' (plural's inverse)."""
     for cls, many in _IRREGULAR.items():

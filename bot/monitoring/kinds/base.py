@@ -40,7 +40,7 @@ class Rule:
         return self.kind_of.id(self)
 
     def describe(self) -> str:
-        """What makes it fire, for people: 'alerts when more than 3 person are in view'."""
+        """What makes it fire, for people: 'alerts when more than 3 people are in view'."""
         return f"alerts when {self.kind_of.describe(self)}"
 
     def as_dict(self) -> dict[str, Any]:

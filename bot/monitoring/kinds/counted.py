@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from bot.backends.base import InferenceResult
 from bot.monitoring.kinds.base import ANY, Firing, Rule, RuleKindBase, RuleState, Sightings, held_edge
-from bot.monitoring.wording import classes, describe_counts, plural
+from bot.monitoring.wording import classes, describe_counts, in_view, plural
 
 
 class _Counted(RuleKindBase):
@@ -57,7 +57,7 @@ class CountOver(_Counted):
         return f"count_over:{rule.class_name or ANY}>{rule.threshold:g}"
 
     def describe(self, rule: Rule) -> str:
-        return f"more than {rule.threshold:g} {rule.class_name or 'objects'} are in view"
+        return in_view("more than", rule.threshold, None if rule.class_name == ANY else rule.class_name)
 
     def command(self, rule: Rule) -> str:
         return f"/vision rule {rule.camera} count {rule.class_name or ANY}>{rule.threshold:g}"

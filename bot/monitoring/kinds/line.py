@@ -11,7 +11,7 @@ class LineCrossed(RuleKindBase):
     kind = "line_crossed"
 
     def describe(self, rule: Rule) -> str:
-        return "something crosses the line"
+        return "something crosses the line (needs a pipeline started with line=)"
 
     def command(self, rule: Rule) -> str:
         return f"/vision rule {rule.camera} line"

@@ -21,7 +21,7 @@ async def test_a_watch_is_added_listed_and_cancelled_over_the_api(api: Api) -> N
                                                                 "for_seconds": 600, "about": "last one out"})
     assert status == 201, body
     watch = body["watch"]
-    assert watch["camera"] == "dock" and watch["description"] == "fewer than 1 person are in view"
+    assert watch["camera"] == "dock" and watch["description"] == "fewer than 1 person is in view"
     assert watch["expires_at"] - watch["created_at"] == 600 and watch["channel"] is None  # the camera's alert route
     assert "No pipeline runs on dock now" in body["note"]
     status, body = await api.call("GET", "/api/watches")

@@ -82,7 +82,7 @@ async def test_rule_kinds_reach_the_monitor(ctx, text, camera, rule):
         ("rule dock line extra", RULE_USAGE),
         ("rule dock count person", "count takes CLASS>N, e.g. `count person>3`"),
         ("rule dock count >3", "count takes CLASS>N"),
-        ("rule dock zone soon", "zone takes a number of seconds, e.g. zone=60"),
+        ("rule dock zone soon", "zone takes a number of seconds, e.g. `zone 60`"),
         ("rule dock line cooldown=later", "cooldown takes a number of seconds, e.g. cooldown=60"),
         ("rule dock line every=5", "unknown option every=; allowed: cooldown"),
     ],
@@ -131,7 +131,7 @@ async def test_rules_lists_configured_and_guessed_defaults(ctx, backend):
     lines = listing.splitlines()
     assert lines[0] == "*Rules*" and lines[1].startswith("• *every camera*: `class_appears:car`")
     assert "• *desk*: `class_appears:car`" in listing and "default" not in listing  # '*' rules replace the guess
-    assert "`count_over:person>3` (alerts when more than 3 person are in view; cooldown 90 s)" in listing
+    assert "`count_over:person>3` (alerts when more than 3 people are in view; cooldown 90 s)" in listing
     await run_command("unrule * class_appears:car", ctx)
     one = (await run_command("rules desk", ctx)).text
     default = ctx.settings.monitoring.alert_cooldown_seconds  # rules without cooldown= use the configured one

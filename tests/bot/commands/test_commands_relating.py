@@ -62,3 +62,15 @@ async def test_a_then_rule_says_which_camera_has_no_pipeline_yet(ctx):
     assert "`then:person@dock<=60s` (alerts when person is seen on dock, then on gate within 60 s;" in listing
     assert (await run_command("unrule gate then:person@dock&lt;=60s", ctx)).ok  # as Slack sends '<'
     assert ctx.services.monitor.rules() == []
+
+
+async def test_rules_marks_a_stored_rule_whose_class_the_model_never_gives(ctx):
+    added = await run_command("rule street near person car", ctx)  # before street runs: nothing to check yet
+    assert added.ok and "No camera or pipeline is called street yet" in added.text
+    assert "never fires" not in (await run_command("rules street", ctx)).text
+    assert (await run_command("start 0 name=street model=builtin/people", ctx)).ok
+    listing = (await run_command("rules street", ctx)).text
+    assert "never fires: street's model `builtin/people` gives `person`" in listing, listing
+    await run_command("rule street near person person", ctx)
+    listing = (await run_command("rules street", ctx)).text
+    assert listing.count("never fires") == 1, listing

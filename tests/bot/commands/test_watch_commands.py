@@ -36,11 +36,11 @@ async def test_the_grammar_takes_each_condition_and_refuses_the_rest_with_what_t
     services: Services, settings: Settings
 ) -> None:
     ok, text = await say(services, settings, 'watch dock count person<1 for 90m about="last one out"')
-    assert ok and text.startswith("Watching *dock* for 90 min: I'll say so here once fewer than 1 person are in view")
+    assert ok and text.startswith("Watching *dock* for 90 min: I'll say so here once fewer than 1 person is in view")
     ok, text = await say(services, settings, "watch Dock absent person 60s confirm")
     assert ok and "no person is in view for 60 s, after the model confirms it on the frame" in text
     ok, text = await say(services, settings, "watch dock count person&gt;2 for 2h")  # as Slack sends '>'
-    assert ok and "more than 2 person are in view" in text
+    assert ok and "more than 2 people are in view" in text
     ok, text = await say(services, settings, "watch dock count person&gt;2 confirm for 10m")  # either order
     assert ok and text.startswith("Watching *dock* for 10 min") and "after the model confirms it" in text
     refusals = {

@@ -76,7 +76,7 @@ async def test_a_watch_that_runs_out_says_so_to_its_asker_where_it_was_asked(
         posted = await slack_api.await_for("chat.postMessage", timeout=30)
         [watch_id] = re.findall(r"unwatch (w[0-9a-f]{6})", reply)
         line = answers(slack_api, "C0GENERAL")[-1]
-        assert line == (f":hourglass: *street*: <@{HUMAN}> Watch `{watch_id}` on street ended: more than 3 person "
+        assert line == (f":hourglass: *street*: <@{HUMAN}> Watch `{watch_id}` on street ended: more than 3 people "
                         "are in view did not happen within 5 s.")
         assert not any(b.get("type") == "actions" for b in posted[0].params.get("blocks") or [])  # no buttons
         assert "No watches run" in await _slash(slack_api, "watches")

@@ -69,7 +69,7 @@ async def test_a_rule_keeps_the_line_alerts_and_names_the_models_classes(
     assert "`count_over:person&gt;3`" in added and "`people` taken as `person`" in added
     assert "`line_crossed`" in added and "stays on" in added
     assert [r.id for r in bot.runtime.monitor.effective_rules("door")] == ["count_over:person>3", "line_crossed"]
-    assert re.search(r"`line_crossed` \([^)]*\) \(default\)", await say(slack_api, "rules door"))
+    assert re.search(r"`line_crossed` \(.*?; cooldown \d+ s\) \(default\)", await say(slack_api, "rules door"))
     refused = await say(slack_api, "rule door appears car")
     assert "never reports `car`" in refused and "`person`" in refused and "builtin/people" in refused
     assert all(r.class_name != "car" for r in bot.runtime.monitor.rules())

@@ -151,6 +151,23 @@ def test_long_camera_names_and_many_cameras_still_make_blocks_slack_takes() -> N
     assert len(table["rows"]) == 9  # the header and the eight cameras
 
 
+def test_a_day_across_midnight_dates_the_title_and_the_chart_categories() -> None:
+    from datetime import UTC, datetime
+
+    from bot.monitoring.digest import build
+    from handlers.alerts.digest_blocks import digest_blocks
+    from tests.fakes.slack_methods import check_blocks
+
+    start = datetime(2026, 11, 25, 17, 29, tzinfo=UTC).timestamp()  # a Wednesday
+    events = [{"camera": "door", "rule": "class_appears:person", "event_type": "class_appears", "text": "a person",
+               "time": start + i * 3 * 3600} for i in range(8)]
+    blocks = digest_blocks(build(events, start, start + 86400, ""), "UTC")
+    check_blocks(blocks)
+    assert "Wed 25 Nov 17:29 – Thu 26 Nov 17:29 UTC" in blocks[0]["text"]["text"]
+    categories = next(b for b in blocks if b["type"] == "data_visualization")["chart"]["axis_config"]["categories"]
+    assert categories[0] == "Wed 17:29" and categories[-1] == "Thu 15:29"  # read in order, not 17:29 → 15:29
+
+
 async def test_a_slow_digest_replaces_the_working_line_with_its_blocks(
     slack_bot: RunningBot, slack_api: SlackEmulator, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -14,7 +14,8 @@ RULE_USAGE = ("Usage: `/vision rule CAMERA line | appears [CLASS] | count CLASS>
               " | then CAMERA2 [CLASS] [SECONDS] [cooldown=SECONDS]` (CAMERA `*` = every camera; GAP in box sizes: "
               "the space between the boxes over the smaller one's longer side, default 0.5, 0 = touching; `then`: "
               "seen on CAMERA, then on CAMERA2 within SECONDS, 1 to 86400, default 60; cooldown at most a week), "
-              "e.g. `/vision rule dock count person>3 cooldown=120`, `/vision rule cam2 near person car`, `/vision rule cam1 then cam2 person 60`")
+              "e.g. `/vision rule dock count person>3 cooldown=120`, `/vision rule cam2 near person car`, "
+              "`/vision rule cam1 then cam2 person 60`")
 _COUNT = re.compile(r"^(?P<cls>[^>]*)>(?P<n>\d+(?:\.\d+)?)$")
 _SECONDS = re.compile(r"^(?P<n>\d+(?:\.\d+)?)\s*(?:s|sec|secs|seconds?)?$", re.I)
 ALL = {"*", "all", "any"}  # words that mean every camera or any class

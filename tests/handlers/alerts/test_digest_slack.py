@@ -68,12 +68,16 @@ async def test_vision_digest_answers_with_a_table_a_chart_and_a_text_fallback(
     assert "door in" in reply["text"] and "█" in reply["text"]  # the text fallback draws the trend as a sparkline
 
 
+@pytest.mark.parametrize(("since", "says"), [
+    ("last tuesday", ("'2h'", "yesterday 18:00")),
+    ("99999d", ("at most 90 days", "`/vision digest 7d`")),  # not 'one bar per 199998 h'
+])
 async def test_an_unreadable_since_is_one_line_saying_what_to_write(
-    slack_bot: RunningBot, slack_api: SlackEmulator
+    slack_bot: RunningBot, slack_api: SlackEmulator, since: str, says: tuple[str, ...]
 ) -> None:
-    reply = await reply_to(slack_api, slack_api.slash("digest last tuesday"))
+    reply = await reply_to(slack_api, slack_api.slash(f"digest {since}"))
     assert "blocks" not in reply or not reply["blocks"]
-    assert "\n" not in reply["text"] and "'2h'" in reply["text"] and "yesterday 18:00" in reply["text"]
+    assert "\n" not in reply["text"] and all(s in reply["text"] for s in says), reply["text"]
 
 
 async def test_without_since_the_digest_starts_when_the_asker_last_wrote_here(

@@ -61,11 +61,12 @@ def title(d: Digest, tz: str) -> str:
     return f"What happened {d.since_label} ({span})" if d.since_label else f"What happened {span}"
 
 
-def alert_text(a: AlertLine, tz: str) -> str:
-    """'09:14 door line_crossed: 2 people crossed — frame URL · clip URL [held: cooldown] [false alarm]'."""
+def alert_text(a: AlertLine, tz: str, with_day: bool = False) -> str:
+    """'09:14 door line_crossed: 2 people crossed — frame URL · clip URL [held: cooldown] [false alarm]' (the date
+    first when the window crosses midnight)."""
     links = " · ".join(x for x in (f"frame {a.frame_url}" if a.frame_url else "", a.clip or "") if x)
     marks = (f" [not posted: {a.held}]" if a.held else "") + (" [false alarm]" if a.false_alarm else "")
-    return f"{clock(a.time, tz)} {a.camera} {a.rule}: {a.text}" + (f" — {links}" if links else "") + marks
+    return f"{clock(a.time, tz, with_day)} {a.camera} {a.rule}: {a.text}" + (f" — {links}" if links else "") + marks
 
 
 def digest_text(d: Digest, tz: str) -> str:
@@ -84,7 +85,8 @@ def digest_text(d: Digest, tz: str) -> str:
         lines += [f"  {pad(name, names)}  {sparkline(v)}  {sum(v)}" for name, v in d.series]
     if d.alerts:
         lines += ["", "Alerts" + (f" (latest {len(d.alerts)}; {d.more_alerts} earlier)" if d.more_alerts else "") + ":"]
-        lines += [f"- {alert_text(a, tz)}" for a in d.alerts]
+        dated = not same_day(d.start, d.end, tz)
+        lines += [f"- {alert_text(a, tz, dated)}" for a in d.alerts]
     return "\n".join(lines)
 
 

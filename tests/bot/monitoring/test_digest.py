@@ -110,11 +110,13 @@ def test_a_window_across_midnight_dates_both_ends_and_its_chart() -> None:
     text = digest_text(d, TZ)
     assert text.startswith("What happened Wed 25 Nov 17:29 – Thu 26 Nov 17:29 UTC:")
     assert "Over time (Wed 17:29 → Thu 15:29, one bar per 2 h):" in text
+    assert "- Wed 25 Nov 17:30 door" in text and "- Thu 26 Nov 17:28 door" in text  # which 17:28 it was
     labels = bucket_labels(d, TZ)
     assert labels[0] == "Wed 17:29" and labels[-1] == "Thu 15:29" and len(set(labels)) == len(labels)
     # within one day the end keeps to the time and the bars to the clock
     same = build(events_at("door", at(26, 9, 30), at(26, 11, 0)), at(26, 9, 12), at(26, 11, 40), "")
-    assert "What happened Thu 26 Nov 09:12 – 11:40 UTC" in digest_text(same, TZ)
+    same_text = digest_text(same, TZ)
+    assert "What happened Thu 26 Nov 09:12 – 11:40 UTC" in same_text and "- 09:30 door" in same_text
     assert bucket_labels(same, TZ)[0] == "09:12"
 
 

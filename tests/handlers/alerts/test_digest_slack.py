@@ -170,6 +170,8 @@ def test_a_day_across_midnight_dates_the_title_and_the_chart_categories() -> Non
     assert "Wed 25 Nov 17:29 – Thu 26 Nov 17:29 UTC" in blocks[0]["text"]["text"]
     categories = next(b for b in blocks if b["type"] == "data_visualization")["chart"]["axis_config"]["categories"]
     assert categories[0] == "Wed 17:29" and categories[-1] == "Thu 15:29"  # read in order, not 17:29 → 15:29
+    alerts = next(b for b in blocks if b["type"] == "section" and b["text"]["text"].startswith("*Alerts*"))
+    assert "• Thu 26 Nov 14:29 door" in alerts["text"]["text"]
 
 
 async def test_a_slow_digest_replaces_the_working_line_with_its_blocks(

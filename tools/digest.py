@@ -15,7 +15,8 @@ from bot.monitoring.digest_text import digest_text
 
 class GetDigestArgs(ToolArgs):
     since: str | None = Field(
-        None, description="From when: '2h', '90m', '1d' ago, 'HH:MM' today, 'yesterday 18:00', or an ISO time. "
+        None, description="From when: '2h', '90m', '1d' ago, 'HH:MM' (the last one; yesterday's if still "
+        "ahead), 'yesterday 18:00', or an ISO time; at most 90 days back. "
         "Leave it out for 'since I last wrote here' (the asker's previous message in this channel)")
     camera: str | None = Field(None, description="Only this camera (pipeline name)")
 

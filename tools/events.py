@@ -21,7 +21,7 @@ MAX_SCAN = 100_000  # the whole bounded log: crossings need each pipeline's tota
 
 class GetEventsArgs(ToolArgs):
     since: str | float | None = Field(
-        None, description="From when: 'HH:MM' or 'H' today (workspace timezone), an ISO time "
+        None, description="From when: 'HH:MM' or 'H' (the last one, workspace timezone), an ISO time "
         "(2026-05-01T09:00), or seconds ago (a number). Default: the last 24 hours")
     camera: str | None = Field(None, description="Only this camera (pipeline name)")
     event_type: str | None = Field(

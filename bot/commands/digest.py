@@ -13,26 +13,31 @@ from bot.config import Settings
 from bot.monitoring.digest import Digest
 from bot.monitoring.digest_log import from_log
 from bot.monitoring.digest_text import digest_text
-from bot.monitoring.events_log import SINCE_FORMS, parse_since
+from bot.monitoring.events_log import SINCE_FORMS, parse_since, since_note
 from bot.rights import Requester
 from bot.services import Services, need
 
 DIGEST_USAGE = ("Usage: `/vision digest [since] [camera=NAME]` — since is '2h', 'yesterday 18:00', an ISO time, or "
                 "nothing for since you last wrote here")
 FIRST_TIME_SECONDS = 86400.0  # someone who never wrote here gets the last day
+MAX_DAYS = 90  # how far a digest looks back: the bounded event log rarely holds more; weeks per bar say little
 
 
 def resolve_since(since: str | None, settings: Settings, who: Requester, now: float,
                   sessions_dir: Path | None, skip: int = 0) -> tuple[float, str]:
-    """(start, a note on where it starts, '' for a time given) for a digest: `since` as `parse_since` reads it, or when `who` last wrote here
-    (`skip`: an agent turn leaves out the message that asked). ValueError: one line saying what to write."""
+    """(start, a note on where it starts, '' for a time given) for a digest: `since` as `parse_since` reads it (at
+    most MAX_DAYS back; 'since yesterday 23:59' noted for a clock time still ahead today), or when `who` last wrote
+    here (`skip`: an agent turn leaves out the message that asked). ValueError: one line saying what to write."""
     tz = settings.heartbeat.timezone
     if since and since.strip():
         try:
             start = parse_since(since, tz, now)
         except ValueError as exc:
             raise ValueError(f"{exc} (e.g. `/vision digest 2h`)") from None
-        return start, ""
+        if not now - start <= MAX_DAYS * 86400:  # also NaN and -inf (a number too long for a float)
+            raise ValueError(f"A digest looks back at most {MAX_DAYS} days, not {since.strip()[:40]!r}; "
+                             f"write e.g. `/vision digest 7d`.")
+        return start, since_note(since, tz, start, now)
     last = last_wrote(sessions_dir, who, skip) if sessions_dir is not None else None
     if last is None:
         return now - FIRST_TIME_SECONDS, "in the last 24 h (I have no earlier message of yours here)"

@@ -13,11 +13,14 @@ from bot.monitoring.rules import ANY, Rule
 RULE_USAGE = ("Usage: `/vision rule CAMERA line | appears [CLASS] | count CLASS>N | zone SECONDS | near CLASS OTHER [GAP]"
               " | then CAMERA2 [CLASS] [SECONDS] [cooldown=SECONDS]` (CAMERA `*` = every camera; GAP in box sizes: "
               "the space between the boxes over the smaller one's longer side, default 0.5, 0 = touching; `then`: "
-              "seen on CAMERA, then on CAMERA2 within SECONDS, default 60), e.g. `/vision rule dock count person>3 "
-              "cooldown=120`, `/vision rule cam2 near person car`, `/vision rule cam1 then cam2 person 60`")
+              "seen on CAMERA, then on CAMERA2 within SECONDS, 1 to 86400, default 60; cooldown at most a week), "
+              "e.g. `/vision rule dock count person>3 cooldown=120`, `/vision rule cam2 near person car`, "
+              "`/vision rule cam1 then cam2 person 60`")
 _COUNT = re.compile(r"^(?P<cls>[^>]*)>(?P<n>\d+(?:\.\d+)?)$")
 _SECONDS = re.compile(r"^(?P<n>\d+(?:\.\d+)?)\s*(?:s|sec|secs|seconds?)?$", re.I)
 ALL = {"*", "all", "any"}  # words that mean every camera or any class
+MAX_COOLDOWN = 7 * 86400.0  # a longer cooldown silences a rule for good: `/vision unrule` says that honestly
+MAX_THEN = 86400.0  # a longer gap between two cameras is no longer one visit passing through
 
 
 class CountSyntax(ValueError):
@@ -32,6 +35,36 @@ def seconds(raw: str, what: str, option: bool = True) -> float:
         example = f"{what}=60" if option else f"`{what} 60`"
         raise ValueError(f"{what} takes a number of seconds, e.g. {example}, not {raw!r}.")
     return float(m["n"])
+
+
+def cooldown_seconds(raw: str) -> float:
+    """A rule's `cooldown=SECONDS`: 0 (every alert) to a week (ValueError saying why not more)."""
+    secs = seconds(raw, "cooldown")
+    if secs > MAX_COOLDOWN:
+        raise ValueError(f"cooldown is at most {MAX_COOLDOWN:g} s (a week; to silence a rule longer, "
+                         f"`/vision unrule` it), not {raw!r}.")
+    return secs
+
+
+def _then_window(raw: str) -> float:
+    """then's SECONDS: 1 to a day (ValueError in one line, like near's gap)."""
+    try:
+        window = seconds(raw, "then", option=False)
+    except ValueError:
+        window = -1.0
+    if not 1 <= window <= MAX_THEN:
+        raise ValueError(f"then's window is seconds from 1 to {MAX_THEN:g} (a day: a longer gap is no longer one "
+                         f"visit), e.g. `then cam2 person 60`, not {raw!r}.")
+    return window
+
+
+def _numeric(raw: str) -> bool:
+    """Whether `raw` reads as a number (also '-5', 'nan', '1e309'): meant as then's window, not a class."""
+    try:
+        float(raw)
+    except ValueError:
+        return bool(_SECONDS.match(raw.strip()))
+    return True
 
 
 def parse_rule(args: list[str], camera: str, cooldown: float | None) -> Rule:
@@ -80,9 +113,9 @@ def _then(rest: list[str], camera: str, cooldown: float | None) -> Rule:
     if camera == ANY or rest[0].lower() in ALL:
         raise ValueError("`then` links two named cameras, e.g. `/vision rule cam1 then cam2 person 60`, not `*`.")
     window = DEFAULT_WINDOW
-    if len(rest) > 1 and _SECONDS.match(rest[-1].strip()):
-        window, rest = seconds(rest[-1], "then", option=False), rest[:-1]
-    if len(rest) > 2 or window <= 0:
+    if len(rest) > 1 and _numeric(rest[-1]):
+        window, rest = _then_window(rest[-1]), rest[:-1]
+    if len(rest) > 2:
         raise ValueError(RULE_USAGE)
     cls = rest[1] if len(rest) == 2 and rest[1].lower() not in ALL else None
     return Rule("then", rest[0], class_name=cls, threshold=window, cooldown_seconds=cooldown, after_camera=camera)

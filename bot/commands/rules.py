@@ -10,8 +10,7 @@ from typing import Any
 from bot.commands.context import CommandContext, CommandReply, fail, parse_options
 from bot.commands.rule_classes import check_class, never_fires
 from bot.commands.rule_grammar import ALL as _ALL
-from bot.commands.rule_grammar import RULE_USAGE, parse_rule
-from bot.commands.rule_grammar import seconds as _seconds
+from bot.commands.rule_grammar import RULE_USAGE, cooldown_seconds, parse_rule
 from bot.media.cameras import cameras
 from bot.monitoring.rules import ANY, Rule
 
@@ -78,7 +77,7 @@ async def add_rule(tokens: list[str], ctx: CommandContext) -> CommandReply:
         return fail(RULE_USAGE)
     monitor = _monitor(ctx)
     known = _known(ctx)
-    cooldown = _seconds(opts["cooldown"], "cooldown") if "cooldown" in opts else None
+    cooldown = cooldown_seconds(opts["cooldown"]) if "cooldown" in opts else None
     rule, fixed = build_rule(args[1:], resolve_camera(args[0], ctx, allow_new=True), cooldown, ctx)
     camera = rule.camera
     new = [c for c in (rule.after_camera, camera) if c and c != ANY and c.lower() not in known]

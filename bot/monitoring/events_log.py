@@ -40,10 +40,25 @@ def event_type_of(rule: str) -> str:
     return "alert"
 
 
-SINCE_FORMS = ("'2h', '90m' or '1d' ago, 'HH:MM' (today), 'yesterday 18:00', "
+SINCE_FORMS = ("'2h', '90m' or '1d' ago, 'HH:MM' (the last one: yesterday's if still ahead today), 'yesterday 18:00', "
                "or an ISO time like 2026-05-01T09:00")
 _AGO = re.compile(r"(\d+(?:\.\d+)?)\s*(s|sec|secs|m|min|mins|h|hr|hrs|hours?|d|days?)")
 _UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+_CLOCK = re.compile(r"(\d{1,2})(?::(\d{2}))?")
+
+
+def _words(since: str) -> str:
+    return " ".join(since.strip().lower().split()).removeprefix("since ")  # '/vision digest since 2h'
+
+
+def since_note(since: str, timezone: str, start: float, now: float) -> str:
+    """'since yesterday 23:59' when a bare 'HH:MM' was still ahead today, so `parse_since` read it as yesterday's
+    (say so: 'since 23:59' alone would look like a window in the future); '' otherwise."""
+    m = _CLOCK.fullmatch(_words(since))
+    tz = ZoneInfo(timezone)
+    if m is None or datetime.fromtimestamp(start, tz).date() == datetime.fromtimestamp(now, tz).date():
+        return ""
+    return f"since yesterday {datetime.fromtimestamp(start, tz):%H:%M}"
 
 
 def parse_since(since: str | float | None, timezone: str, now: float, default_seconds: float = 86400.0) -> float:
@@ -55,7 +70,7 @@ def parse_since(since: str | float | None, timezone: str, now: float, default_se
         return now - default_seconds
     if isinstance(since, (int, float)) and not isinstance(since, bool):
         return now - max(0.0, float(since))
-    text = " ".join(str(since).strip().lower().split()).removeprefix("since ")  # '/vision digest since 2h'
+    text = _words(str(since))
     tz = ZoneInfo(timezone)
     if re.fullmatch(r"\d{3,}(\.\d+)?", text):  # '9' or '09' is an hour ('since 9'); '3600' is seconds
         return now - float(text)
@@ -64,7 +79,7 @@ def parse_since(since: str | float | None, timezone: str, now: float, default_se
     days_back = 0
     if text.startswith("yesterday"):
         days_back, text = 1, text.removeprefix("yesterday").strip() or "0:00"
-    if m := re.fullmatch(r"(\d{1,2})(?::(\d{2}))?", text):
+    if m := _CLOCK.fullmatch(text):
         hour, minute = int(m[1]), int(m[2] or 0)
         if hour < 24 and minute < 60:
             today = datetime.fromtimestamp(now, tz).replace(hour=hour, minute=minute, second=0, microsecond=0)

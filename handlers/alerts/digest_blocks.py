@@ -10,7 +10,7 @@ from slack_sdk.errors import SlackApiError
 
 from bot.media.redaction import redact
 from bot.monitoring.digest import Digest
-from bot.monitoring.digest_text import alert_text, bucket_labels, digest_text, table_rows, title
+from bot.monitoring.digest_text import alert_text, bucket_labels, digest_text, same_day, table_rows, title
 from handlers.state.alert_book import AlertBook
 from handlers.transport.mrkdwn import SECTION_LIMIT, escape
 
@@ -93,7 +93,7 @@ def _alerts_section(d: Digest, tz: str, posts: dict[str, str]) -> dict[str, Any]
                                        f"<{a.frame_url}|frame>" if a.frame_url else "",
                                        f"<{a.clip}|clip>" if a.clip and a.clip.startswith("http") else
                                        escape(a.clip or "")) if x)
-        bare = alert_text(replace(a, frame_url=None, clip=None), tz)  # the links go in as Slack links
+        bare = alert_text(replace(a, frame_url=None, clip=None), tz, not same_day(d.start, d.end, tz))  # links: Slack's
         lines.append(f"• {escape(bare)}" + (f" — {links}" if links else ""))
     text = "\n".join(lines)
     return {"type": "section", "text": {"type": "mrkdwn", "text": text[:SECTION_LIMIT]}}

@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
+
 from bot.agent.blocks import user_message
 from bot.agent.sessions import SessionStore
 from bot.agent.tools import ToolContext
@@ -96,3 +98,27 @@ def test_a_scheduled_digest_reaches_the_terminal_as_its_text(tmp_path: Path) -> 
     shown = buf.getvalue()
     assert "ALERT" not in shown and "What happened since the last digest" in shown
     assert next(line for line in shown.splitlines() if line.startswith("door")).split()[4] == "3"
+
+
+def test_a_clock_time_still_ahead_today_is_yesterdays_and_the_header_says_so(base_env: dict[str, str]) -> None:
+    from datetime import UTC, datetime
+
+    from bot.commands.digest import resolve_since
+
+    settings = load_settings(base_env, heartbeat={"timezone": "UTC"})
+    now = datetime(2026, 11, 26, 17, 42, tzinfo=UTC).timestamp()
+    start, note = resolve_since("23:59", settings, ASKER, now, None)
+    assert start == datetime(2026, 11, 25, 23, 59, tzinfo=UTC).timestamp() and note == "since yesterday 23:59"
+    start, note = resolve_since("since 09:00", settings, ASKER, now, None)  # already past today: today's
+    assert start == datetime(2026, 11, 26, 9, tzinfo=UTC).timestamp() and note == ""
+    assert resolve_since("90d", settings, ASKER, now, None)[0] == now - 90 * 86400
+
+
+def test_a_since_further_back_than_90_days_is_refused_in_one_line(base_env: dict[str, str]) -> None:
+    from bot.commands.digest import resolve_since
+
+    settings = load_settings(base_env)
+    for since in ("99999d", "91 days", "9" * 400, "1900-01-01T00:00"):
+        with pytest.raises(ValueError, match=r"^A digest looks back at most 90 days, not .*; write e\.g\. ") as caught:
+            resolve_since(since, settings, ASKER, time.time(), None)
+        assert "\n" not in str(caught.value)

@@ -27,6 +27,8 @@ def ctx(settings, workspace_dir):
          Rule("near", "dock", "face", 1.5, 30, other_class="person")),
         ("rule dock then gate person", Rule("then", "gate", "person", 60, after_camera="dock")),
         ("rule DOCK then gate 45s", Rule("then", "gate", None, 45, after_camera="dock")),
+        ("rule dock then gate person 86400 cooldown=604800",
+         Rule("then", "gate", "person", 86400, 604800, after_camera="dock")),
     ],
 )
 async def test_near_and_then_reach_the_monitor(ctx, text, rule):
@@ -47,11 +49,21 @@ async def test_near_and_then_reach_the_monitor(ctx, text, rule):
         ("rule dock then dock person", "`then` needs two different cameras; both are dock."),
         ("rule * then dock person", "`then` links two named cameras"),
         ("rule dock then gate person 30 extra", RULE_USAGE),
+        # a window that is not 1 s to a day is one line naming it, not the whole usage (nor a class called '-5')
+        ("rule dock then gate person -5", "then's window is seconds from 1 to 86400 (a day"),
+        ("rule dock then gate -5", "then's window is seconds from 1 to 86400"),
+        ("rule dock then gate person nan", "not 'nan'"),
+        ("rule dock then gate person 1e309", "not '1e309'"),
+        ("rule dock then gate person 0", "then's window is seconds from 1"),
+        ("rule dock then gate person 99999999999", "not '99999999999'"),
+        ("rule dock then gate person 30 cooldown=99999999999999", "cooldown is at most 604800 s (a week"),
+        ("rule dock line cooldown=604801", "cooldown is at most 604800 s"),
     ],
 )
 async def test_near_and_then_mistakes_say_what_to_type(ctx, text, expected):
     reply = await run_command(text, ctx)
     assert not reply.ok and expected in reply.text
+    assert expected == RULE_USAGE or "\n" not in reply.text and "Usage" not in reply.text
     assert ctx.services.monitor.rules() == []
 
 

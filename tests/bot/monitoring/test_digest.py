@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import re
 import time
+import unicodedata
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -10,8 +13,9 @@ import pytest
 from bot.config import Settings, load_settings
 from bot.monitoring.alert_frames import AlertFrames
 from bot.monitoring.alerts import Alert, AlertRouter
+from bot.monitoring.digest import build
 from bot.monitoring.digest_log import from_log
-from bot.monitoring.digest_text import digest_text, sparkline, table_rows
+from bot.monitoring.digest_text import bucket_labels, digest_text, sparkline, table_rows
 from bot.monitoring.events_log import EventLog
 from bot.monitoring.false_alarms import FalseAlarm, FalseAlarms
 
@@ -89,3 +93,45 @@ def test_a_quiet_window_says_nothing_happened(rig) -> None:
 
 def test_sparkline_scales_to_the_largest_value() -> None:
     assert sparkline([0, 0]) == "▁▁" and sparkline([0, 4, 8]) == "▁▅█"
+
+
+def at(day: int, hour: int, minute: int = 0) -> float:
+    return datetime(2026, 11, day, hour, minute, tzinfo=UTC).timestamp()
+
+
+def events_at(camera: str, *times: float) -> list[dict[str, object]]:
+    return [{"camera": camera, "rule": "class_appears:person", "event_type": "class_appears", "text": "a person",
+             "time": t} for t in times]
+
+
+def test_a_window_across_midnight_dates_both_ends_and_its_chart() -> None:
+    start, end = at(25, 17, 29), at(26, 17, 29)  # Wed to Thu: 24 h, one bar per 2 h
+    d = build(events_at("door", start + 60, end - 60), start, end, "")
+    text = digest_text(d, TZ)
+    assert text.startswith("What happened Wed 25 Nov 17:29 – Thu 26 Nov 17:29 UTC:")
+    assert "Over time (Wed 17:29 → Thu 15:29, one bar per 2 h):" in text
+    assert "- Wed 25 Nov 17:30 door" in text and "- Thu 26 Nov 17:28 door" in text  # which 17:28 it was
+    labels = bucket_labels(d, TZ)
+    assert labels[0] == "Wed 17:29" and labels[-1] == "Thu 15:29" and len(set(labels)) == len(labels)
+    # within one day the end keeps to the time and the bars to the clock
+    same = build(events_at("door", at(26, 9, 30), at(26, 11, 0)), at(26, 9, 12), at(26, 11, 40), "")
+    same_text = digest_text(same, TZ)
+    assert "What happened Thu 26 Nov 09:12 – 11:40 UTC" in same_text and "- 09:30 door" in same_text
+    assert bucket_labels(same, TZ)[0] == "09:12"
+
+
+def right_edges(line: str) -> list[int]:
+    """The terminal column each word of `line` ends at (wide characters take two)."""
+    def columns(text: str) -> int:
+        return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+    return [columns(line[:m.end()]) for m in re.finditer(r"\S+", line)]
+
+
+def test_the_table_lines_up_with_wide_camera_names() -> None:
+    start, end = at(26, 9), at(26, 11)
+    d = build(events_at("北門カメラ", start + 60) + events_at("door", start + 120, start + 180), start, end, "")
+    table = [line for line in digest_text(d, TZ).splitlines()
+             if line.startswith(("Camera", "door", "北門カメラ"))]
+    assert len(table) == 3
+    # the Alerts column and the last three (In, Out, Health) end at the same terminal column on every line
+    assert len({(e[1], *e[-3:]) for e in map(right_edges, table)}) == 1

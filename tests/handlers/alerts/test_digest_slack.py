@@ -68,12 +68,16 @@ async def test_vision_digest_answers_with_a_table_a_chart_and_a_text_fallback(
     assert "door in" in reply["text"] and "█" in reply["text"]  # the text fallback draws the trend as a sparkline
 
 
+@pytest.mark.parametrize(("since", "says"), [
+    ("last tuesday", ("'2h'", "yesterday 18:00")),
+    ("99999d", ("at most 90 days", "`/vision digest 7d`")),  # not 'one bar per 199998 h'
+])
 async def test_an_unreadable_since_is_one_line_saying_what_to_write(
-    slack_bot: RunningBot, slack_api: SlackEmulator
+    slack_bot: RunningBot, slack_api: SlackEmulator, since: str, says: tuple[str, ...]
 ) -> None:
-    reply = await reply_to(slack_api, slack_api.slash("digest last tuesday"))
+    reply = await reply_to(slack_api, slack_api.slash(f"digest {since}"))
     assert "blocks" not in reply or not reply["blocks"]
-    assert "\n" not in reply["text"] and "'2h'" in reply["text"] and "yesterday 18:00" in reply["text"]
+    assert "\n" not in reply["text"] and all(s in reply["text"] for s in says), reply["text"]
 
 
 async def test_without_since_the_digest_starts_when_the_asker_last_wrote_here(
@@ -149,6 +153,25 @@ def test_long_camera_names_and_many_cameras_still_make_blocks_slack_takes() -> N
     assert {n.rsplit(" ", 1)[-1] for n in names} <= {"in", "out"}
     table = next(b for b in blocks if b["type"] == "table")
     assert len(table["rows"]) == 9  # the header and the eight cameras
+
+
+def test_a_day_across_midnight_dates_the_title_and_the_chart_categories() -> None:
+    from datetime import UTC, datetime
+
+    from bot.monitoring.digest import build
+    from handlers.alerts.digest_blocks import digest_blocks
+    from tests.fakes.slack_methods import check_blocks
+
+    start = datetime(2026, 11, 25, 17, 29, tzinfo=UTC).timestamp()  # a Wednesday
+    events = [{"camera": "door", "rule": "class_appears:person", "event_type": "class_appears", "text": "a person",
+               "time": start + i * 3 * 3600} for i in range(8)]
+    blocks = digest_blocks(build(events, start, start + 86400, ""), "UTC")
+    check_blocks(blocks)
+    assert "Wed 25 Nov 17:29 – Thu 26 Nov 17:29 UTC" in blocks[0]["text"]["text"]
+    categories = next(b for b in blocks if b["type"] == "data_visualization")["chart"]["axis_config"]["categories"]
+    assert categories[0] == "Wed 17:29" and categories[-1] == "Thu 15:29"  # read in order, not 17:29 → 15:29
+    alerts = next(b for b in blocks if b["type"] == "section" and b["text"]["text"].startswith("*Alerts*"))
+    assert "• Thu 26 Nov 14:29 door" in alerts["text"]["text"]
 
 
 async def test_a_slow_digest_replaces_the_working_line_with_its_blocks(

@@ -50,6 +50,7 @@ class Alert:
     about: tuple[str, ...] = ()  # a tier-2 summary: the alert ids it is about (a sink may update those in place)
     channel: str | None = None  # an explicit target (a scheduled job's `to=`) instead of the camera's route
     thread_ts: str | None = None  # ... and a thread in it
+    notify: str | None = None  # a person who asked for it (a watch): told in a DM when the channel refuses the post
     digest: Digest | None = None  # a scheduled digest: its numbers, for a sink that draws a table (text says them)
 
     def as_dict(self, with_frame: bool = True) -> dict[str, Any]:

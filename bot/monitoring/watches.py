@@ -160,7 +160,7 @@ class WatchBook:
     async def _tell(self, w: Watch, text: str, rule: str, counts: dict[str, int], frame: bytes | None,
                     pipeline_id: str | None) -> None:
         alert = Alert(w.camera, rule, text, dict(counts), self._clock(), frame, pipeline_id, channel=w.channel,
-                      thread_ts=w.thread_ts)
+                      thread_ts=w.thread_ts, notify=w.user_id)
         await self.router.deliver(alert)
 
     # timing ---------------------------------------------------------------

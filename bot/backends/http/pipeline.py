@@ -112,12 +112,9 @@ class HostedPipeline(PipelineBase):
     # --- results -------------------------------------------------------------------------------------------------
 
     def _poll(self) -> None:
-        client, url = self.backend.client(self.url), self.url
         while not self._stop.is_set():
-            if url != self.url:  # moved to another server
-                client, url = self.backend.client(self.url), self.url
             try:
-                response = client.consume_inference_pipeline_result(self.server_id)
+                response = self.backend.consume(self.url, self.server_id)
             except Exception as exc:  # noqa: BLE001 - ends the poller with a status, unless another server takes it
                 if move(self, exc):
                     continue
@@ -155,7 +152,7 @@ class HostedPipeline(PipelineBase):
                 "on the server's machine and the workflow loads"
             )
         else:
-            self.fail(str(self.backend.translate(exc, f"pipeline {self.name}")))
+            self.fail(str(self.backend.translate(exc, f"pipeline {self.name}", self.url)))
 
     def _set(self, status: str) -> None:
         with self._lock:

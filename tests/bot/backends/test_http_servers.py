@@ -96,6 +96,33 @@ async def test_pipelines_spread_survive_a_killed_server_and_use_it_again_when_ba
             await asyncio.to_thread(server.stop)
 
 
+@pytest.mark.slow
+async def test_a_server_that_takes_connections_but_never_answers_loses_its_pipeline_to_another(
+    base_env, workspace_dir, tmp_path
+):
+    servers = await asyncio.to_thread(start_servers, tmp_path / "servers", 2, patience(180))
+    settings = load_settings({**base_env, "VISION_AGENT_BACKEND": "http",
+                              "INFERENCE_SERVER_URL": ",".join(s.url for s in servers)})
+    backend = HttpBackend(settings)
+    mgr = PipelineManager(lambda: backend, workspace_dir / "active_state.json", settings)
+    video = make_video(tmp_path / "long.mp4", size=(320, 240), frames=1500)
+    try:
+        pid = (await mgr.start(StartRequest(video, "hall", model_id="builtin/faces", max_fps=10))).pipeline_id
+        await _until(lambda: mgr.resolve(pid).frames > 0, 90)
+        hung = next(s for s in servers if s.url == backend.server_of(pid))
+        hung.freeze()  # hung, not dead: connecting works, the consume call never gets an answer
+        await _until(lambda: backend.server_of(pid) not in (None, hung.url), 60)
+        frames = mgr.resolve(pid).frames
+        await _until(lambda: mgr.resolve(pid).frames > frames, 60)
+        [handle] = await mgr.list()
+        assert handle.status == "running"
+        assert f"(:{hung.port} stopped answering)" in bullet(handle, mgr)
+    finally:
+        await mgr.close()
+        for server in servers:
+            await asyncio.to_thread(server.stop)
+
+
 def test_counts_carry_on_after_a_restart_elsewhere(base_env):
     """The line counter on the new server starts at 0: what was counted before is added, and the status says so."""
     settings = load_settings({**base_env, "INFERENCE_SERVER_URL": "http://127.0.0.1:9/,http://127.0.0.1:10"})

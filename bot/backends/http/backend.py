@@ -236,6 +236,10 @@ class HttpBackend(BackendBase):
         pipe = self._pipelines.get(pipeline_id)
         return (pipe.url or None) if pipe is not None else None
 
+    def carried(self, pipeline_id: str) -> dict[str, float]:
+        pipe = self._pipelines.get(pipeline_id)
+        return pipe.carried() if pipe is not None else {}
+
     async def adopt_pipeline(
         self,
         pipeline_id: str,
@@ -248,6 +252,7 @@ class HttpBackend(BackendBase):
         server: str | None = None,
         max_fps: float | None = None,
         parameters: dict | None = None,
+        carried: dict[str, float] | None = None,
     ) -> PipelineHandle | None:
         """Resume consuming a pipeline the server kept running while we were down; None if the server lost it, or
         no longer answers, or is no longer configured (it is started again then, wherever the load says)."""
@@ -267,6 +272,7 @@ class HttpBackend(BackendBase):
             pipe.place(url, self._launch_args(video_reference, named["specification"], parameters, max_fps))
         else:
             pipe.place(url, None)
+        pipe.carry_on(carried or {})
         pipe.start(server_id, paused=paused)
         return pipe.handle()
 

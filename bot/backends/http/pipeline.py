@@ -82,6 +82,15 @@ class HostedPipeline(PipelineBase):
     def stopping(self) -> bool:
         return self._stop.is_set()
 
+    def carried(self) -> dict[str, float]:
+        with self._lock:
+            return dict(self._carry)
+
+    def carry_on(self, totals: dict[str, float]) -> None:
+        """Totals counted before a bot restart on servers it left (saved with it): added onto this server's."""
+        with self._lock:
+            self._carry = {k: float(v) for k, v in totals.items() if isinstance(v, int | float)}
+
     def pause_for(self, seconds: float) -> None:
         self._stop.wait(seconds)
 

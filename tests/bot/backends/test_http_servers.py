@@ -140,6 +140,40 @@ def test_counts_carry_on_after_a_restart_elsewhere(base_env):
     assert handle.moved.endswith("(:9 stopped answering), counts carry on")
 
 
+@pytest.mark.slow
+async def test_counts_carried_after_a_move_are_saved_and_carry_on_when_the_bot_restarts(
+    base_env, workspace_dir, tmp_path, inference_server
+):
+    settings = load_settings({**base_env, "VISION_AGENT_BACKEND": "http",
+                              "INFERENCE_SERVER_URL": f"{inference_server},http://127.0.0.1:9"})
+    backend = HttpBackend(settings)
+    state = workspace_dir / "active_state.json"
+    mgr = PipelineManager(lambda: backend, state, settings)
+    video = make_video(tmp_path / "long.mp4", size=(320, 240), frames=1500)
+    again: PipelineManager | None = None
+    try:
+        pid = (await mgr.start(StartRequest(video, "door", model_id="builtin/faces", max_fps=10))).pipeline_id
+        # as failover.move leaves it (test_counts_carry_on_after_a_restart_elsewhere): 3 in / 1 out counted on a
+        # server that went away; the next result saves that with it
+        backend._pipelines[pid].carry_on({"line_counter_count_in": 3, "line_counter_count_out": 1})
+        await _until(lambda: (_saved(state)["door"].get("carried") or {}).get("line_counter_count_in") == 3)
+
+        fresh = HttpBackend(settings)  # the bot restarting: the server kept the pipeline running
+        again = PipelineManager(lambda: fresh, state, settings)
+        [restored] = await restore_all(again)
+        assert restored.pipeline_id == pid and fresh.carried(pid) == {"line_counter_count_in": 3.0,
+                                                                      "line_counter_count_out": 1.0}
+        seen = []
+        adopted = fresh._pipelines[pid]
+        adopted._on_result = lambda h, r: seen.append(r.values)
+        adopted._record({"outputs": [{"line_counter_count_in": 2, "line_counter_count_out": 0}], "frames_metadata": [{}]})
+        assert {"line_counter_count_in": 5, "line_counter_count_out": 1}.items() <= seen[-1].items()
+    finally:
+        for each in (mgr, again):
+            if each is not None:
+                await each.close()
+
+
 def test_one_server_is_not_named_in_status(base_env):
     backend = HttpBackend(load_settings({**base_env, "INFERENCE_SERVER_URL": "http://127.0.0.1:9"}))
     pipe = HostedPipeline(backend, "pipe_1", "door", "rtsp://cam/1", "faces", None)

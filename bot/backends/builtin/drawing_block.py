@@ -9,20 +9,13 @@ from inference.core.workflows.execution_engine.entities.base import OutputDefini
 from inference.core.workflows.execution_engine.entities.types import IMAGE_KIND
 from inference.core.workflows.prototypes.block import BlockResult, WorkflowBlockManifest
 
-from bot.backends.builtin.common import _EE_COMPAT
+from bot.backends.builtin.common import _EE_COMPAT, _schema_extra
 
 
 def visualization_card(name: str, short: str, long: str, icon: str) -> dict[str, Any]:
     """The manifest's json_schema_extra: how the block is listed among the visualization blocks."""
-    return {
-        "name": name,
-        "version": "v1",
-        "short_description": short,
-        "long_description": long,
-        "license": "Apache-2.0",
-        "block_type": "visualization",
-        "ui_manifest": {"section": "visualization", "icon": icon},
-    }
+    card = _schema_extra(name, short, long)  # the detectors' card, listed in another section
+    return {**card, "block_type": "visualization", "ui_manifest": {"section": "visualization", "icon": icon}}
 
 
 class VisualizationManifest(WorkflowBlockManifest):

@@ -4,35 +4,14 @@ plain words with set_alert_rule."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
-import pytest
-
 from bot.backends.base import Detection, InferenceResult
 from bot.monitoring.rules import Rule
 from bot.pipelines.request import StartRequest
 from tests.fakes.anthropic_api import FakeAnthropic, text, tool_use
 from tests.fakes.slack_api import ApiCall, SlackEmulator
-from tests.fixtures.slack import RunningBot, start_bot, stop_bot
-from tests.handlers.listeners.test_commands import SlowStartBackend
-from tests.handlers.listeners.test_commands_first_hour import say
+from tests.fixtures.slack import RunningBot
+from tests.fixtures.slow_start import SlowStartBackend, say, slow_start_backend, slow_start_bot  # noqa: F401 - fixtures
 from tests.handlers.listeners.test_rights import result_text, tool_results
-
-
-@pytest.fixture
-def backend() -> SlowStartBackend:
-    return SlowStartBackend()
-
-
-@pytest.fixture
-async def bot(slack_env: dict[str, str], slack_api: SlackEmulator, backend: SlowStartBackend
-              ) -> AsyncIterator[RunningBot]:
-    env = {**slack_env, "VISION_AGENT_ALERT_CHANNEL": "C0ALERTS"}
-    running = await start_bot(env, slack_api, backend=backend, clips={"enabled": False})
-    try:
-        yield running
-    finally:
-        await stop_bot(running)
 
 
 async def camera(bot: RunningBot, backend: SlowStartBackend, name: str) -> str:

@@ -14,6 +14,7 @@ import aiohttp
 from bot.agent.tools import Attachment
 from bot.media.sniff import CHAT_TYPES as IMAGE_TYPES
 from bot.media.sniff import DEFAULT_MAX_PIXELS, ImageRejected, check_image
+from handlers.transport.mrkdwn import inert
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +97,8 @@ class FileFetcher:
     async def _fetch(self, info: dict[str, Any], client: Any) -> Attachment:
         if info.get("file_access") == "check_file_info" or not info.get("url_private"):
             info = (await client.files_info(file=info["id"]))["file"]  # Slack Connect / lazy file objects
-        name = info.get("name") or info["id"]
+        raw_name = str(info.get("name") or info["id"])
+        name = inert(raw_name)  # repeated in our lines: the uploader's text may not page the people it names
         mimetype = (info.get("mimetype") or "").lower()
         if mimetype not in IMAGE_TYPES:
             kind = info.get("pretty_type") or info.get("filetype") or mimetype or "unknown"
@@ -118,10 +120,10 @@ class FileFetcher:
             raise FileRefused(f"*{name}* is a {media_type.split('/')[1].upper()} image; attach a JPEG, PNG, GIF or WebP.")
         self.dest.mkdir(parents=True, exist_ok=True)
         # Both parts of the name come from the event: neither may carry a path ("../", "/") out of the uploads folder.
-        safe_id, stem = (_NAME_PART.sub("_", part) for part in (str(info["id"])[:40], Path(name).stem[:60]))
+        safe_id, stem = (_NAME_PART.sub("_", part) for part in (str(info["id"])[:40], Path(raw_name).stem[:60]))
         path = self.dest / f"{safe_id}_{stem}{IMAGE_TYPES[media_type]}"
         path.write_bytes(data)
-        return Attachment(path=path, media_type=media_type, file_id=info["id"], name=name)
+        return Attachment(path=path, media_type=media_type, file_id=info["id"], name=raw_name)
 
     async def _download(self, url: str, token: str, name: str) -> bytes:
         if self._session is None:

@@ -47,6 +47,12 @@ def limit_mentions(text: str, limit: int = MAX_MENTIONS, named: list[str] | None
     return _USER_REF.sub(keep, text)
 
 
+def inert(text: str) -> str:
+    """Someone else's words (a file name, a watch's `about`) made unable to notify anyone when a line of ours repeats
+    them: a word joiner after each `<` that would open a mention, broadcast or group, so `escape` reads it as text."""
+    return re.sub(r"<(?=[@!#])", "<\u2060", text)
+
+
 def escape(text: str) -> str:
     """Text made safe to post: credentials masked (the one redactor), then &, <, > escaped as Slack requires,
     leaving Slack's own references (<@U1>, <#C1>, <http://x|y>) intact; a broadcast (<!channel>) is escaped.

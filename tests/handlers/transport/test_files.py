@@ -290,3 +290,37 @@ def test_look_alike_hosts_never_count_as_slack() -> None:
                 "https://evil.example\uff03@files.slack.com/a.jpg", "https://evil.example\\@files.slack.com/a.jpg",
                 "https://files.slack.com./a.jpg", "ftp://files.slack.com/a.jpg", "//files.slack.com/a.jpg"):
         assert not slack_hosted(url, api), url
+
+
+async def test_a_file_name_full_of_mentions_pages_nobody(
+    slack_bot: RunningBot, slack_api: SlackEmulator, anthropic_api: FakeAnthropic
+) -> None:
+    """A file's name is its uploader's text: the refusal line that repeats it must not notify the people it names."""
+    people = [f"U0NAME{i:03d}" for i in range(8)]
+    name = "".join(f"<@{u}>" for u in people) + "<!subteam^S0TEAM|@staff>.pdf"
+    pdf = slack_api.add_file("report.pdf", b"%PDF-1.4 not an image", "application/pdf")
+    pdf["name"] = name
+    ts, _ = slack_api.mention("", files=[pdf])
+    note = (await slack_api.await_for("chat.postMessage", lambda c: c.params.get("thread_ts") == ts))[0]
+    said = note.params["text"]
+    assert "only look at images" in said
+    assert not [u for u in people if f"<@{u}>" in said] and "<!subteam" not in said, said
+    assert all(u in said for u in people)  # still readable
+
+
+async def test_odd_file_names_are_saved_inside_the_uploads_folder(
+    slack_bot: RunningBot, slack_api: SlackEmulator, anthropic_api: FakeAnthropic
+) -> None:
+    anthropic_api.enqueue(text("Three red squares."))
+    names = ["a\u2215..\u2215..\u2215evil.jpg", "nul\x00byte/../x.jpg", ("long" * 2000) + ".jpg"]
+    files = []
+    for n in names:
+        f = slack_api.add_file("plain.jpg", jpeg())
+        f["name"] = n
+        files.append(f)
+    ts, _ = slack_api.mention("what are these?", files=files)
+    assert await await_answers(slack_api, "C0GENERAL", ts) == ["Three red squares."]
+    uploads = (slack_bot.settings.workspace / "uploads" / "slack").resolve()
+    saved = list(uploads.iterdir())
+    assert len(saved) == 3 and all(p.resolve().parent == uploads and len(p.name) < 120 for p in saved), saved
+    assert len(image_blocks(anthropic_api.ok_requests[0].body)) == 3

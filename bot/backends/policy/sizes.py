@@ -17,6 +17,7 @@ from typing import Any
 from bot.backends.policy.allowlist import INNER_WORKFLOW, canonical
 
 REFERENCE_FRAME = (1920, 1080)
+MAX_FILTER_SIDE = 31  # image_blur's kernel: typical values are 3-15; a bilateral 31 takes ~5 s a 1080p frame (99: 40 s)
 _FRAME_PIXELS = REFERENCE_FRAME[0] * REFERENCE_FRAME[1]
 MODEL_INPUT = (640, 640)  # what a detection model resizes each tile to (Roboflow's usual input size)
 
@@ -87,6 +88,17 @@ def _kernel(field: str, default: float, radius: bool = False) -> Sizer:
     return size
 
 
+def _filter(field: str, default: float) -> Sizer:
+    """A kernel every pixel of every frame is filtered with (image_blur): its pixels are few, but a bilateral filter's
+    work grows with the kernel's area per pixel (a 2001-wide one ran for minutes on a 640x480 image, holding a
+    thread Python cannot stop), so the side is bounded by MAX_FILTER_SIDE instead of max_pixels."""
+    def size(get: Callable[[str, float], float]) -> tuple[float, str]:
+        side = get(field, default)
+        return (math.inf if side > MAX_FILTER_SIDE else 0.0), (f"a {side:.0f}x{side:.0f} filter kernel ({field}) over "
+                                                              f"every pixel, at most {MAX_FILTER_SIDE} a side")
+    return size
+
+
 def _qr(get: Callable[[str, float], float]) -> tuple[float, str]:
     side = (177 + 2 * get("border", 4)) * 10  # the largest QR version, 10 px a module (fixed by the block)
     return side * side, f"a QR code image of up to {side:.0f}x{side:.0f} (border)"
@@ -107,6 +119,7 @@ SIZERS: dict[str, Sizer] = {
     "roboflow_core/motion_detection@v1": _kernel("morphological_kernel_size", 3),
     "roboflow_core/mask_edge_snap@v1": _kernel("boundary_band_width", 15, radius=True),
     "roboflow_core/qr_code_generator@v1": _qr,
+    "roboflow_core/image_blur@v1": _filter("kernel_size", 5),
 }
 
 
@@ -145,7 +158,9 @@ def check_sizes(spec: Any, max_pixels: int, parameters: dict[str, Any] | None = 
             problems.append(f"step {name!r} takes its `{unknown}` from another step, so its image size cannot be "
                             f"checked before it runs: give a number or a workflow input")
             continue
-        if pixels > max_pixels:
+        if math.isinf(pixels):  # bounded by work, not pixels: `what` names its own bound
+            problems.append(f"step {name!r} ({kind.split('/')[-1]}) asks for {what}: ask for a smaller size")
+        elif pixels > max_pixels:
             problems.append(f"step {name!r} ({kind.split('/')[-1]}) asks for {what}, {_mp(pixels)}; the limit is "
                             f"{_mp(max_pixels)} (media.max_pixels): ask for a smaller size")
     return problems

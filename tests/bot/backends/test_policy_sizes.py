@@ -121,3 +121,25 @@ async def test_the_real_engine_refuses_before_memory_grows(direct_backend, astro
     if before is not None:  # one 9000x9000 RGB frame alone is 243 MB: a generous bound far below it
         assert _status("VmHWM") - before < 100 * MP
     assert "big" not in [h.pipeline_id for h in await direct_backend.list_pipelines()]
+
+
+def blur(kernel: object, kind: str = "bilateral") -> dict:
+    return {"type": "roboflow_core/image_blur@v1", "name": "soften", "image": "$inputs.image", "blur_type": kind,
+            "kernel_size": kernel}
+
+
+def test_a_blur_kernel_is_bounded_by_its_work_not_its_pixels():
+    """A 2001-wide bilateral kernel is 4 MP, far under max_pixels, yet it filtered one 640x480 image for minutes
+    on a thread nothing can stop: the kernel's side is bounded, however it is written."""
+    for kernel in (2001, "2001", 2001.0, 33):
+        [problem] = check_sizes(_spec(blur(kernel)), 40 * MP)
+        assert "'soften'" in problem and "at most 31" in problem and "smaller" in problem, problem
+    spec = _spec(blur("$inputs.k", "gaussian"), inputs=({"type": "WorkflowParameter", "name": "k", "default_value": 5},))
+    assert check_sizes(spec, 40 * MP) == [] and check_sizes(_spec(blur(31)), 40 * MP) == []
+    assert "2001x2001" in check_sizes(spec, 40 * MP, {"k": 2001})[0]
+
+
+async def test_the_real_engine_refuses_a_huge_blur_before_it_runs(direct_backend, astronaut_jpeg):
+    with pytest.raises(BackendError, match="at most 31") as err:
+        await direct_backend.run_single(astronaut_jpeg, workflow_spec=_spec(blur(2001)))
+    assert "\n" not in str(err.value)

@@ -30,10 +30,13 @@ def _mp(pixels: float) -> str:
     return f"{pixels / 1e6:.0f} MP" if pixels >= 10e6 else f"{pixels / 1e6:.1f} MP"
 
 
-def _number(step: dict[str, Any], field: str, default: float, *, inputs: dict[str, Any]) -> float:
+def _number(step: dict[str, Any], field: str, default: Any, *, inputs: dict[str, Any], raw: bool = False) -> Any:
+    """The step's value of `field` as a number (a workflow input's value looked up); `raw`: as written."""
     value = step.get(field, default)
     if isinstance(value, str) and value.startswith("$inputs."):
         value = inputs.get(value.removeprefix("$inputs."), default)
+    if raw:
+        return value
     if isinstance(value, str) and value.startswith("$"):
         raise _Unknown(field)
     if isinstance(value, bool) or not isinstance(value, int | float):
@@ -44,7 +47,7 @@ def _number(step: dict[str, Any], field: str, default: float, *, inputs: dict[st
     return float(value) if math.isfinite(value) else default
 
 
-Sizer = Callable[[Callable[[str, float], float]], tuple[float, str]]
+Sizer = Callable[[Callable[..., Any]], tuple[float, str]]
 
 
 def _area(w_field: str, h_field: str, default: float, what: str) -> Sizer:
@@ -52,6 +55,19 @@ def _area(w_field: str, h_field: str, default: float, what: str) -> Sizer:
         w, h = get(w_field, default), get(h_field, default)
         return w * h, f"{what} of {w:.0f}x{h:.0f}"
     return size
+
+
+def _resize(get: Callable[..., Any]) -> tuple[float, str]:
+    """image_preprocessing: a resize to width x height; given one side, the other follows the image's shape, which
+    is not known before the run (a 200x200000 image is 40 MP), so the output is unbounded: both sides are asked for."""
+    task = get("task_type", "resize", raw=True)
+    if isinstance(task, str) and task != "resize" and not task.startswith("$"):
+        return 0.0, "no resize"  # rotate or flip: about the input's own size
+    w, h = get("width", math.nan), get("height", math.nan)
+    if math.isnan(w) or math.isnan(h):
+        return math.inf, ("a resize with only one side given (the other follows the image's shape, so its size "
+                          "cannot be checked before it runs): give both width and height")
+    return w * h, f"a resize of {w:.0f}x{h:.0f}"
 
 
 def _tiles(get: Callable[[str, float], float]) -> tuple[float, str]:
@@ -95,7 +111,8 @@ def _filter(field: str, default: float) -> Sizer:
     def size(get: Callable[[str, float], float]) -> tuple[float, str]:
         side = get(field, default)
         return (math.inf if side > MAX_FILTER_SIDE else 0.0), (f"a {side:.0f}x{side:.0f} filter kernel ({field}) over "
-                                                              f"every pixel, at most {MAX_FILTER_SIDE} a side")
+                                                              f"every pixel, at most {MAX_FILTER_SIDE} a side: ask "
+                                                              "for a smaller size")
     return size
 
 
@@ -105,7 +122,7 @@ def _qr(get: Callable[[str, float], float]) -> tuple[float, str]:
 
 
 SIZERS: dict[str, Sizer] = {
-    "roboflow_core/image_preprocessing@v1": _area("width", "height", 640, "a resize"),
+    "roboflow_core/image_preprocessing@v1": _resize,
     "roboflow_core/perspective_correction@v1": _area("transformed_rect_width", "transformed_rect_height", 1000,
                                                      "a corrected image"),
     "roboflow_core/grid_visualization@v1": _area("width", "height", 2560, "a grid image"),
@@ -158,8 +175,8 @@ def check_sizes(spec: Any, max_pixels: int, parameters: dict[str, Any] | None = 
             problems.append(f"step {name!r} takes its `{unknown}` from another step, so its image size cannot be "
                             f"checked before it runs: give a number or a workflow input")
             continue
-        if math.isinf(pixels):  # bounded by work, not pixels: `what` names its own bound
-            problems.append(f"step {name!r} ({kind.split('/')[-1]}) asks for {what}: ask for a smaller size")
+        if math.isinf(pixels):  # not bounded by max_pixels: `what` names its own bound and the remedy
+            problems.append(f"step {name!r} ({kind.split('/')[-1]}) asks for {what}")
         elif pixels > max_pixels:
             problems.append(f"step {name!r} ({kind.split('/')[-1]}) asks for {what}, {_mp(pixels)}; the limit is "
                             f"{_mp(max_pixels)} (media.max_pixels): ask for a smaller size")

@@ -143,3 +143,23 @@ async def test_the_real_engine_refuses_a_huge_blur_before_it_runs(direct_backend
     with pytest.raises(BackendError, match="at most 31") as err:
         await direct_backend.run_single(astronaut_jpeg, workflow_spec=_spec(blur(2001)))
     assert "\n" not in str(err.value)
+
+
+def test_a_resize_given_one_side_is_refused_since_the_other_follows_the_images_shape():
+    """Given only a width, inference keeps the aspect ratio: from a 200x200000 image (40 MP, a small PNG) a width
+    of 2000 is 2000x2000000. The checker took the missing side as 640 and let it through."""
+    one_side = {"type": "roboflow_core/image_preprocessing@v1", "name": "wide", "image": "$inputs.image",
+                "task_type": "resize", "width": 2000}
+    [problem] = check_sizes(_spec(one_side), 40 * MP)
+    assert "'wide'" in problem and "give both width and height" in problem
+    assert check_sizes(_spec({**one_side, "width": None, "height": 300}), 40 * MP)
+    rotate = {"type": "roboflow_core/image_preprocessing@v1", "name": "turn", "image": "$inputs.image",
+              "task_type": "rotate", "rotation_degrees": 90}
+    assert check_sizes(_spec(rotate), 40 * MP) == [] and check_sizes(_spec(resize(640, 480)), 40 * MP) == []
+
+
+async def test_the_real_engine_refuses_a_one_sided_resize(direct_backend, astronaut_jpeg):
+    step = {"type": "roboflow_core/image_preprocessing@v1", "name": "wide", "image": "$inputs.image",
+            "task_type": "resize", "width": 20000}
+    with pytest.raises(BackendError, match="give both width and height"):
+        await direct_backend.run_single(astronaut_jpeg, workflow_spec=_spec(step))

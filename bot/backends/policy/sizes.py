@@ -19,6 +19,7 @@ from bot.backends.policy.allowlist import INNER_WORKFLOW, canonical
 REFERENCE_FRAME = (1920, 1080)
 MAX_FILTER_SIDE = 31  # image_blur's kernel: typical values are 3-15; a bilateral 31 takes ~5 s a 1080p frame (99: 40 s)
 _FRAME_PIXELS = REFERENCE_FRAME[0] * REFERENCE_FRAME[1]
+LABEL_CHARS = 12  # "person 0.87": a label's usual length, for the size of the text a font draws
 MODEL_INPUT = (640, 640)  # what a detection model resizes each tile to (Roboflow's usual input size)
 
 
@@ -116,6 +117,15 @@ def _filter(field: str, default: float) -> Sizer:
     return size
 
 
+def _font(field: str, default: float) -> Sizer:
+    """A label drawn by PIL renders each text as a mask about 1.2 x size high and 0.6 x size a character wide: a
+    label of LABEL_CHARS characters (a font of 8000 grew the bot by 146 MB, bounded only by PIL's own bomb limit)."""
+    def size(get: Callable[..., Any]) -> tuple[float, str]:
+        pt = get(field, default)
+        return 1.2 * pt * 0.6 * pt * LABEL_CHARS, f"text masks of a {pt:.0f} pt font ({field})"
+    return size
+
+
 def _qr(get: Callable[[str, float], float]) -> tuple[float, str]:
     side = (177 + 2 * get("border", 4)) * 10  # the largest QR version, 10 px a module (fixed by the block)
     return side * side, f"a QR code image of up to {side:.0f}x{side:.0f} (border)"
@@ -137,6 +147,7 @@ SIZERS: dict[str, Sizer] = {
     "roboflow_core/mask_edge_snap@v1": _kernel("boundary_band_width", 15, radius=True),
     "roboflow_core/qr_code_generator@v1": _qr,
     "roboflow_core/image_blur@v1": _filter("kernel_size", 5),
+    "roboflow_core/rich_label_visualization@v1": _font("font_size", 14),
 }
 
 

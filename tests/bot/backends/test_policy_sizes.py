@@ -163,3 +163,12 @@ async def test_the_real_engine_refuses_a_one_sided_resize(direct_backend, astron
             "task_type": "resize", "width": 20000}
     with pytest.raises(BackendError, match="give both width and height"):
         await direct_backend.run_single(astronaut_jpeg, workflow_spec=_spec(step))
+
+
+def test_a_rich_labels_font_size_is_a_sized_image_too():
+    """PIL renders each label as a mask of the font's size: a font of 8000 grew the bot by 146 MB on one image."""
+    label = {"type": "roboflow_core/rich_label_visualization@v1", "name": "big_text", "image": "$inputs.image",
+             "predictions": "$inputs.image", "text_size_mode": "Manual", "font_size": 8000}
+    [problem] = check_sizes(_spec(label), 40 * MP)
+    assert "'big_text'" in problem and "8000 pt font" in problem and "media.max_pixels" in problem
+    assert check_sizes(_spec({**label, "font_size": 48}), 40 * MP) == []

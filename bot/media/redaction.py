@@ -8,7 +8,7 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
-_SCHEME = r"[A-Za-z][A-Za-z0-9+.-]*://"
+_SCHEME = r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]*://"  # where a word starts: a long word is scanned once
 # scheme://user:password@host. People type passwords raw, with spaces, '#', '?' or '@' in them: the password runs to
 # the first '@' that a host follows (a dotted name or address, or one label before a port or path), so "p@ss w#1"
 # is masked whole and "...@10.0.0.5 is down, ask bob@example.com" keeps its host. A '/' or line break ends the search.
@@ -26,10 +26,10 @@ _BARE_CRED = re.compile(r"(?<![\w/:@.-])(?P<user>[A-Za-z0-9._-]{1,64}):(?P<pw>[^
 # `_secret_key` decides by its name, so a vendor's own spelling (adminpass, passcode, api-key) is caught without a
 # list of every vendor. A value runs to the next &, space or quote, or to the next `_name=` of that path style;
 # '#' and '/' stay inside it (a raw '#' in a password, '/' in base64).
-_KEY_VALUE = re.compile(
-    r"(?P<pre>(?:^|[?&;/_\s,\"'({#-]))(?P<k>[A-Za-z0-9][A-Za-z0-9_-]{0,39})="
-    r"(?=(?P<v>[^&\s\"'<>]*?)(?:_[A-Za-z]+=|[&\s\"'<>]|$))"
-)
+# The value is read only after a secret's name (possessively: linear, whatever the text), so a long run of
+# "?k=?k=…" in a message costs one pass, not one pass per key.
+_KEY = re.compile(r"(?P<pre>(?:^|[?&;/_\s,\"'({#-]))(?P<k>[A-Za-z0-9][A-Za-z0-9_-]{0,39})=")
+_VALUE = re.compile(r"(?:[^&\s\"'<>_]++|_(?![A-Za-z]+=))*+")
 # Key names (lower case, '-' and '_' dropped) that hold a secret: anywhere in the name, at its end, or the whole name.
 _SECRET_ANYWHERE = re.compile(r"passw|passcode|passkey|passphrase|pwd|pswd|psw|loginpas|secret|signature|credential|"
                               r"apikey|authkey|accesskey|privatekey|sessionkey|authorization")
@@ -45,11 +45,13 @@ def _secret_key(name: str) -> bool:
 
 def _mask_key_values(text: str) -> str:
     out, pos = [], 0
-    for m in _KEY_VALUE.finditer(text):
-        if m.start() < pos or not m["v"] or not _secret_key(m["k"]):
-            continue  # inside a value already masked, empty, or not a secret's name (its value is scanned on)
-        out += [text[pos:m.end()], "***"]
-        pos = m.end() + len(m["v"])
+    for m in _KEY.finditer(text):
+        if m.start() < pos or not _secret_key(m["k"]):
+            continue  # inside a value already masked, or not a secret's name (its value is scanned on)
+        end = _VALUE.match(text, m.end()).end()  # type: ignore[union-attr]  # it matches the empty string at least
+        if end > m.end():
+            out += [text[pos:m.end()], "***"]
+            pos = end
     return "".join(out) + text[pos:]
 
 

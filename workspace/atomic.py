@@ -9,6 +9,7 @@ import logging
 import os
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -48,8 +49,9 @@ def write_atomic(path: Path, data: str | bytes, keep_previous: bool = False) -> 
 DAMAGED = object()  # what load_json returns for a file that exists but does not parse as the expected kind
 
 
-def load_json(path: Path, kind: type = dict) -> Any:
-    """The JSON in `path` if it parses as `kind`; None if the file is missing or empty; DAMAGED otherwise."""
+def load_json(path: Path, kind: type = dict, fits: Callable[[Any], bool] | None = None) -> Any:
+    """The JSON in `path` if it parses as `kind` (and `fits`, a check of its shape); None if the file is missing or
+    empty; DAMAGED otherwise."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -62,7 +64,7 @@ def load_json(path: Path, kind: type = dict) -> Any:
         data = json.loads(text)
     except ValueError:
         return DAMAGED
-    return data if isinstance(data, kind) else DAMAGED
+    return data if isinstance(data, kind) and (fits is None or fits(data)) else DAMAGED
 
 
 def keep_aside(path: Path) -> Path:
@@ -73,18 +75,19 @@ def keep_aside(path: Path) -> Path:
     return kept
 
 
-def read_state(path: Path, kind: type = dict, log: logging.Logger | None = None) -> tuple[Any, str | None]:
+def read_state(path: Path, kind: type = dict, log: logging.Logger | None = None,
+               fits: Callable[[Any], bool] | None = None) -> tuple[Any, str | None]:
     """(data, note) for a state file written with `write_atomic(keep_previous=True)`, damaged or not.
 
     A damaged file is moved aside as `<name>.corrupt-<time>` (kept for a person to look at) and its last good copy,
     `<name>.bak`, is used and written back; data is None when there is neither. note is the one line start-up logs
     (None when the file was fine).
     """
-    data = load_json(path, kind)
+    data = load_json(path, kind, fits)
     if data is not DAMAGED:
         return data, None
     kept = keep_aside(path)
-    backup = load_json(path.with_name(path.name + ".bak"), kind)
+    backup = load_json(path.with_name(path.name + ".bak"), kind, fits)
     if backup is DAMAGED or backup is None:
         note, backup = f"{path.name} was damaged; kept as {kept.name}, starting it empty", None
     else:

@@ -85,7 +85,9 @@ class MemoryStore:
             if category == "observation":
                 path = self.dir / f"{now:%Y-%m-%d}.md"
                 header = f"# Observations {now:%Y-%m-%d}\n"
-                section = camera_id or GENERAL_SECTION
+                # The camera becomes a heading: one line, or a line break in it would add a bullet of its own,
+                # untagged, so the site's (everyone's) whatever the note's audience.
+                section = " ".join((camera_id or "").split())[:80] or GENERAL_SECTION
                 bullet = f"- {now:%H:%M:%S} {text}"
             else:
                 path = self.dir / KNOWLEDGE_FILE
@@ -143,14 +145,22 @@ class MemoryStore:
 
 
 def _visible_lines(text: str, viewer: str) -> str:
-    """The file without the bullets (and their continuation lines) `viewer` may not see; tags are dropped."""
+    """The file without the bullets (and their continuation lines) `viewer` may not see; tags are dropped. A camera's
+    heading shows only above a bullet `viewer` sees: its name came from the note's writer too."""
     out: list[str] = []
     hidden = False
+    heading: str | None = None
     for line in text.splitlines():
         if line.startswith("- "):
             audience, body = split_audience(line[2:])
             hidden = not may_see(viewer, audience)
             line = "- " + body
+            if not hidden and heading is not None:
+                out.append(heading)
+                heading = None
+        elif line.startswith("## "):
+            heading, hidden = line, False
+            continue
         elif line.startswith("#") or not line.strip():
             hidden = False
         if not hidden:

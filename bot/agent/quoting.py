@@ -15,7 +15,14 @@ from dataclasses import dataclass
 NAME_MAX = 40
 TEXT_MAX = 2_000  # one earlier message of the thread, as quoted; the thread's history is bounded by count too
 MARKERS = ("message", "thread_history", "data", "turn_context")
-_MARKER = re.compile(r"<(\s*/?\s*)(" + "|".join(MARKERS) + r")\b", re.IGNORECASE)
+# A marker as a model would read it: '<' also as an HTML entity or a full-width look-alike, and letters with invisible
+# characters (zero-width space, joiner, soft hyphen) between them. All become the broken form `‹name`.
+_INVISIBLE = "[\u00ad\u180e\u200b-\u200f\u2060-\u2064\ufeff]"
+_OPENER = r"(?:<|&lt;|&#0*60;|&#x0*3c;|\uff1c|\ufe64)"
+_GAP = rf"(?:\s|{_INVISIBLE})*"
+_MARKER = re.compile(rf"{_OPENER}({_GAP}/?{_GAP})("
+                     + "|".join(f"{_INVISIBLE}*".join(re.escape(ch) for ch in m) for m in MARKERS) + r")\b",
+                     re.IGNORECASE)
 _NAME_KEEPS = re.compile(r"[^\w .'-]+")  # letters and digits of any script, space, . ' -: no markup, quotes, @ or :
 _USER_ID = re.compile(r"[UWB][A-Z0-9]{2,20}")
 

@@ -100,9 +100,12 @@ def _resolve(node: Any, environ: Mapping[str, str], path: tuple[str, ...] = ()) 
         return val
 
     text = _PLACEHOLDER.sub(sub, node)
-    if unset and ".".join(path) in FAIL_CLOSED:
-        raise SettingsError(f"config.yaml: {'.'.join(path)} uses ${{{unset[0]}}}, which is not set; set {unset[0]} "
-                            "or write the value itself (a restriction left unset would not fall back to open)")
+    # In a restriction, a value of only spaces or commas (BOSSES=" ", ${BOSSES:-}) is as bad as an unset one: an
+    # allowlist of nobody reads as everyone.
+    if ".".join(path) in FAIL_CLOSED and (unset or not re.search(r"[A-Za-z0-9]", text)):
+        var = unset[0] if unset else ((m := _PLACEHOLDER.search(node)) and m[1]) or node
+        raise SettingsError(f"config.yaml: {'.'.join(path)} uses ${{{var}}}, which is not set (or empty); set "
+                            f"{var} or write the value itself (a restriction left unset would not fall back to open)")
     return _UNSET if unset else text
 
 

@@ -8,7 +8,7 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
-_SCHEME = r"[A-Za-z][A-Za-z0-9+.-]*://"
+_SCHEME = r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]*://"  # where a word starts: a long word is scanned once
 # scheme://user:password@host. People type passwords raw, with spaces, '#', '?' or '@' in them: the password runs to
 # the first '@' that a host follows (a dotted name or address, or one label before a port or path), so "p@ss w#1"
 # is masked whole and "...@10.0.0.5 is down, ask bob@example.com" keeps its host. A '/' or line break ends the search.
@@ -21,23 +21,46 @@ _TOKEN_IN_URL = re.compile(rf"(?P<scheme>{_SCHEME})(?P<tok>[^:@/\s]+)@")  # rtsp
 # user:password@192.168.1.10 with no scheme, as people paste it from a camera's sticker; only before an IP address,
 # so e-mail addresses and mailto: links stay as they are.
 _BARE_CRED = re.compile(r"(?<![\w/:@.-])(?P<user>[A-Za-z0-9._-]{1,64}):(?P<pw>[^\s/@]{1,128})@(?=\d{1,3}(?:\.\d{1,3}){3}\b)")
-# key=value secrets in a query or in a path: ?pwd=, &loginpas=, ?auth=<base64>, ?sig=, ?key=, and the DVR style
-# /user=admin_password=XXX_channel=1. A value runs to the next &, space or quote, or to the next `_name=` of that
-# path style; '#' and '/' stay inside it (a raw '#' in a password, '/' in base64).
-_SECRET_KEYS = (r"pass(?:word|wd)?|pwd|psw|pw|login_?pas+(?:word)?|auth|auth_?token|authorization|token|"
-                r"access_?token|refresh_?token|id_?token|api_?key|apikey|x-api-key|key|sig|signature|secret|"
-                r"client_?secret|credentials?|session_?key")
-_CRED_IN_QUERY = re.compile(
-    rf"(?i)(?P<pre>(?:^|[?&;/_\s,\"'({{]))(?P<k>{_SECRET_KEYS})=(?P<v>[^&\s\"'<>]+?)(?=_[A-Za-z]+=|[&\s\"'<>]|$)"
-)
+# key=value secrets in a query, a fragment or a path: ?pwd=, &PassWord=, &-pwd= (INSTAR), #password=, ?auth=<base64>,
+# ?X-Amz-Signature=, ?user_password=, and the DVR style /user=admin_password=XXX_channel=1. Any key is read, and
+# `_secret_key` decides by its name, so a vendor's own spelling (adminpass, passcode, api-key) is caught without a
+# list of every vendor. A value runs to the next &, space or quote, or to the next `_name=` of that path style;
+# '#' and '/' stay inside it (a raw '#' in a password, '/' in base64).
+# The value is read only after a secret's name (possessively: linear, whatever the text), so a long run of
+# "?k=?k=…" in a message costs one pass, not one pass per key.
+_KEY = re.compile(r"(?P<pre>(?:^|[?&;/_\s,\"'({#-]))(?P<k>[A-Za-z0-9][A-Za-z0-9_-]{0,39})=")
+_VALUE = re.compile(r"(?:[^&\s\"'<>_]++|_(?![A-Za-z]+=))*+")
+# Key names (lower case, '-' and '_' dropped) that hold a secret: anywhere in the name, at its end, or the whole name.
+_SECRET_ANYWHERE = re.compile(r"passw|passcode|passkey|passphrase|pwd|pswd|psw|loginpas|secret|signature|credential|"
+                              r"apikey|authkey|accesskey|privatekey|sessionkey|authorization")
+_SECRET_AT_END = ("pass", "token")
+_SECRET_NAMES = frozenset({"pw", "key", "sig", "auth", "pas"})
+
+
+def _secret_key(name: str) -> bool:
+    """Whether a query, path or JSON key of this name holds a secret (monkey=, keyframe=, max_tokens= do not)."""
+    n = name.lower().replace("-", "").replace("_", "")
+    return n in _SECRET_NAMES or n.endswith(_SECRET_AT_END) or bool(_SECRET_ANYWHERE.search(n))
+
+
+def _mask_key_values(text: str) -> str:
+    out, pos = [], 0
+    for m in _KEY.finditer(text):
+        if m.start() < pos or not _secret_key(m["k"]):
+            continue  # inside a value already masked, or not a secret's name (its value is scanned on)
+        end = _VALUE.match(text, m.end()).end()  # type: ignore[union-attr]  # it matches the empty string at least
+        if end > m.end():
+            out += [text[pos:m.end()], "***"]
+            pos = end
+    return "".join(out) + text[pos:]
+
+
 # Header and JSON forms: "x-api-key: ...", "Authorization: Basic ...", {"password": "..."}.
 _CRED_IN_HEADER = re.compile(
     r"(?i)(?P<k>\b(?:x-api-key|api-key|x-auth-token|authorization|proxy-authorization)\s*:\s*)"
     r"(?P<kind>(?:basic|bearer|digest|token)\s+)?(?P<v>[^\s,;\"']+)"
 )
-_CRED_IN_JSON = re.compile(
-    rf"(?i)(?P<k>[\"'](?:{_SECRET_KEYS})[\"']\s*:\s*[\"'])(?P<v>[^\"']*)(?=[\"'])"
-)
+_CRED_IN_JSON = re.compile(r"(?P<k>[\"'](?P<name>[A-Za-z0-9_-]{1,40})[\"']\s*:\s*[\"'])(?P<v>[^\"']*)(?=[\"'])")
 # Slack bot/app/user tokens and Anthropic keys, whoever's they are: their shape alone says they are secrets.
 _TOKEN_SHAPE = re.compile(r"\b(?P<kind>xox[abposr]|xapp|sk-ant)-[A-Za-z0-9_-]+")
 # The bot's own secrets, named by their env vars: their literal values are masked even where no shape matches.
@@ -75,8 +98,8 @@ def redact(text: str) -> str:
     text = _BARE_CRED.sub(lambda m: f"{m['user']}:***@", text)
     text = _TOKEN_SHAPE.sub(lambda m: f"{m['kind']}-***", text)
     text = _CRED_IN_HEADER.sub(lambda m: f"{m['k']}{m['kind'] or ''}***", text)
-    text = _CRED_IN_JSON.sub(lambda m: f"{m['k']}***", text)
-    return _CRED_IN_QUERY.sub(lambda m: f"{m['pre']}{m['k']}=***", text)
+    text = _CRED_IN_JSON.sub(lambda m: f"{m['k']}***" if m["v"] and _secret_key(m["name"]) else m[0], text)
+    return _mask_key_values(text)
 
 
 def _mask_record(record: logging.LogRecord) -> None:

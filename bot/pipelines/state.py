@@ -62,7 +62,8 @@ def save_state(path: Path, configs: list[PipelineConfig]) -> None:
 def load_state(path: Path) -> list[PipelineConfig]:
     """The saved configs; a missing file is empty; a damaged one is kept aside (one log line) and its last good copy
     used; a record that does not fit is skipped with a line, the others still come back."""
-    data = read_state(path, dict, log)[0] or {}
+    # A list of pipelines, or the file is damaged (a number there failed restore at start-up).
+    data = read_state(path, dict, log, fits=lambda d: isinstance(d.get("pipelines", []), list))[0] or {}
     fields = {f.name for f in dataclasses.fields(PipelineConfig)}
     out = []
     for p in data.get("pipelines") or []:

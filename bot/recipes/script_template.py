@@ -32,7 +32,9 @@ NEEDS_PLUGIN = ("vision-agent's builtin/* OpenCV detectors and line counter, a w
 
 
 def options(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=f"{RECIPE}: {DESCRIPTION}".strip(": "))
+    about = f"{RECIPE}: {DESCRIPTION}".strip(": ")
+    # argparse %-formats a description only when it holds '%(prog)': then every other '%' must be doubled
+    p = argparse.ArgumentParser(description=about.replace("%", "%%") if "%(prog)" in about else about)
     src = DEFAULTS.get("source")
     p.add_argument("--source", default=src, required=src is None,
                    help=f"video file, rtsp/http URL or webcam index (default {str(src).replace('%', '%%')})")

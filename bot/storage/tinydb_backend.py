@@ -20,6 +20,13 @@ from workspace.atomic import read_state, write_atomic
 log = logging.getLogger(__name__)
 
 
+def _tinydb_shaped(data: dict[str, Any]) -> bool:
+    """TinyDB's layout: tables of documents keyed by their integer id. JSON of another shape failed every read and
+    write of every table (so every alert) instead of being seen as damaged."""
+    return all(isinstance(t, dict) and all(k.isdigit() and isinstance(d, dict) for k, d in t.items())
+               for t in data.values())
+
+
 class AtomicJSONStorage(_TinyStorage):
     """TinyDB's JSON file, written to a temp file and renamed over the old one (TinyDB's own storage rewrites the
     file in place: a kill -9 mid-write left it cut short, and every later alert failed on it). The replaced version
@@ -31,7 +38,7 @@ class AtomicJSONStorage(_TinyStorage):
         self.recovered: str | None = None  # what start-up had to do, for whoever reports health
 
     def read(self) -> dict[str, Any] | None:
-        data, note = read_state(self.path, dict, log)
+        data, note = read_state(self.path, dict, log, fits=_tinydb_shaped)
         self.recovered = note or self.recovered
         return data
 

@@ -9,7 +9,7 @@ from typing import Any
 from bot.monitoring.digest import REPORTS
 from bot.monitoring.watch import ANSWERED, EXPIRED
 from handlers.state.alert_book import PostedAlert
-from handlers.transport.mrkdwn import SECTION_LIMIT, escape, to_mrkdwn
+from handlers.transport.mrkdwn import SECTION_LIMIT, escape, limit_mentions, to_mrkdwn
 
 STOP_ACTION = "vision_stop_pipeline"
 MUTE_ACTION = "vision_mute_camera"
@@ -22,13 +22,14 @@ def alert_line(a: PostedAlert) -> str:
     """The alert's one line in mrkdwn: the camera once, then what happened (the text names the class)."""
     where = f"*{escape(a.camera)}*: " if a.camera != "*" else ""
     icon = ":hourglass:" if a.rule == EXPIRED else ":rotating_light:"
-    return f"{icon} {where}{escape(a.text)}"
+    # The text may be the heartbeat's model reply about a frame anyone can hold a sign up to: a few people at most
+    return f"{icon} {where}{limit_mentions(escape(a.text))}"
 
 
 def fallback_text(a: PostedAlert) -> str:
     """The plain `text` Slack shows in notifications (redacted by escape like everything posted)."""
     where = f"Alert from {a.camera}: " if a.camera != "*" else ""
-    return escape(f"{where}{a.text}")[:3000]
+    return limit_mentions(escape(f"{where}{a.text}"))[:3000]
 
 
 def _context(a: PostedAlert) -> str:
@@ -64,7 +65,7 @@ def alert_blocks(a: PostedAlert, with_image: bool = True) -> list[dict[str, Any]
         blocks.append({"type": "image", "slack_file": {"id": a.file_id},
                        "alt_text": f"annotated frame from {a.camera}"[:2000]})
     if a.summary:
-        summary = f":memo: {to_mrkdwn(a.summary)}"
+        summary = f":memo: {limit_mentions(to_mrkdwn(a.summary))}"
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": summary[:SECTION_LIMIT]}})
     blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": _context(a)}]})
     if a.rule != EXPIRED:  # a watch that ran out is a line: nothing to stop, mute or call false

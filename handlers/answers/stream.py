@@ -62,6 +62,7 @@ class AnswerStream:
         self._lock = asyncio.Lock()
         self._timer: asyncio.Task[None] | None = None
         self._flushing = False  # the timer is sending: let it finish (cancelling could lose what it sent)
+        self._named: list[str] = []  # people this turn's text notified: the mention limit is per answer, not per append
 
     def text(self, piece: str) -> None:
         """Queue answer text; it goes out within `interval` (at once if nothing went out lately)."""
@@ -98,7 +99,7 @@ class AnswerStream:
             self._buffer = ""
             if self.broken:
                 raise self.broken
-            await self._send_text(unshown(for_slack(final), self.shown))
+            await self._send_text(unshown(for_slack(final, self._named), self.shown))
 
     async def stop(self, blocks: list[dict[str, Any]] | None = None) -> None:
         """Send what is queued and stop the stream (`blocks` under the message); nothing if it never started."""
@@ -148,7 +149,7 @@ class AnswerStream:
         text = self._buffer
         cut = len(text) if whole else max(text.rfind(" "), text.rfind("\n")) + 1
         self._buffer = text[cut:]
-        await self._send_text(for_slack(text[:cut]))
+        await self._send_text(for_slack(text[:cut], self._named))
 
     async def _send_text(self, text: str) -> None:
         while text:

@@ -15,10 +15,10 @@ MAX_MARKDOWN = 12_000  # docs.slack.dev: a markdown block's text, and one append
 _BROADCAST = re.compile(r"<(?=!)|@(?=(?:channel|here|everyone)\b)", re.I)
 
 
-def for_slack(text: str) -> str:
+def for_slack(text: str, named: list[str] | None = None) -> str:
     """Model text made safe to send as markdown: credentials masked (the one redactor), broadcasts defused, and no
-    more than MAX_MENTIONS people notified."""
-    return limit_mentions(_BROADCAST.sub(lambda m: m.group(0) + "\u2060", redact(text)))
+    more than MAX_MENTIONS people notified; `named` holds who earlier pieces of the same answer notified."""
+    return limit_mentions(_BROADCAST.sub(lambda m: m.group(0) + "\u2060", redact(text)), named=named)
 
 
 def markdown_pieces(text: str, limit: int = MAX_MARKDOWN) -> list[str]:

@@ -7,13 +7,14 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import SplitResult, urljoin, urlsplit
 
 import aiohttp
 
 from bot.agent.tools import Attachment
 from bot.media.sniff import CHAT_TYPES as IMAGE_TYPES
 from bot.media.sniff import DEFAULT_MAX_PIXELS, ImageRejected, check_image
+from handlers.transport.mrkdwn import inert
 
 log = logging.getLogger(__name__)
 
@@ -28,11 +29,35 @@ MAX_REDIRECTS = 3
 def slack_hosted(url: str, api_url: str) -> bool:
     """True when `url` is on Slack's own file hosts over https, or on the host the bot's Web API is configured at
     (SLACK_API_URL: an emulator or an enterprise gateway), the only places the bot token may be sent."""
-    parts, api = urlsplit(url), urlsplit(api_url)
+    parts, api = _split(url), urlsplit(api_url)
+    # Parsers disagree on a backslash, a control character or userinfo in the authority (WHATWG reads a backslash
+    # as '/', so "https://evil<backslash>@files.slack.com" is evil's for a browser-like client): Slack never writes
+    # them, so none is Slack's. Nor is a URL Python cannot read (a look-alike '#' or '/' before '@').
+    if parts is None or "\\" in url or not url.isprintable() or parts.username is not None:
+        return False
     if parts.netloc and parts.netloc == api.netloc and parts.scheme == api.scheme:
         return True
     host = (parts.hostname or "").lower()
     return parts.scheme == "https" and any(host == d or host.endswith("." + d) for d in SLACK_FILE_DOMAINS)
+
+
+def _split(url: str) -> SplitResult | None:
+    try:
+        return urlsplit(url)
+    except ValueError:  # urlsplit refuses a netloc that NFKC-normalises into '/', '?', '#' or '@'
+        return None
+
+
+def _join(base: str, location: str) -> str:
+    try:
+        return urljoin(base, location)
+    except ValueError:
+        return location  # unreadable: slack_hosted refuses it
+
+
+def _host(url: str, default: str) -> str:
+    """The host named in a refusal line (never raises)."""
+    return ((p := _split(url)) and p.hostname) or default
 
 
 @dataclass(frozen=True)
@@ -72,7 +97,8 @@ class FileFetcher:
     async def _fetch(self, info: dict[str, Any], client: Any) -> Attachment:
         if info.get("file_access") == "check_file_info" or not info.get("url_private"):
             info = (await client.files_info(file=info["id"]))["file"]  # Slack Connect / lazy file objects
-        name = info.get("name") or info["id"]
+        raw_name = str(info.get("name") or info["id"])
+        name = inert(raw_name)  # repeated in our lines: the uploader's text may not page the people it names
         mimetype = (info.get("mimetype") or "").lower()
         if mimetype not in IMAGE_TYPES:
             kind = info.get("pretty_type") or info.get("filetype") or mimetype or "unknown"
@@ -82,7 +108,7 @@ class FileFetcher:
                               "send a smaller image.")
         url = info.get("url_private_download") or info["url_private"]
         if info.get("is_external") or not slack_hosted(url, self.api_url):
-            where = urlsplit(url).hostname or "somewhere else"
+            where = _host(url, "somewhere else")
             raise FileRefused(f"*{name}* is stored outside Slack ({where}), so I did not open it; "
                               "upload the image itself to Slack and mention me again.")
         data = await self._download(url, client.token, name)
@@ -94,10 +120,10 @@ class FileFetcher:
             raise FileRefused(f"*{name}* is a {media_type.split('/')[1].upper()} image; attach a JPEG, PNG, GIF or WebP.")
         self.dest.mkdir(parents=True, exist_ok=True)
         # Both parts of the name come from the event: neither may carry a path ("../", "/") out of the uploads folder.
-        safe_id, stem = (_NAME_PART.sub("_", part) for part in (str(info["id"])[:40], Path(name).stem[:60]))
+        safe_id, stem = (_NAME_PART.sub("_", part) for part in (str(info["id"])[:40], Path(raw_name).stem[:60]))
         path = self.dest / f"{safe_id}_{stem}{IMAGE_TYPES[media_type]}"
         path.write_bytes(data)
-        return Attachment(path=path, media_type=media_type, file_id=info["id"], name=name)
+        return Attachment(path=path, media_type=media_type, file_id=info["id"], name=raw_name)
 
     async def _download(self, url: str, token: str, name: str) -> bytes:
         if self._session is None:
@@ -107,9 +133,9 @@ class FileFetcher:
                 async with self._session.get(url, headers={"Authorization": f"Bearer {token}"},
                                              allow_redirects=False) as resp:
                     if resp.status in (301, 302, 303, 307, 308) and resp.headers.get("Location"):
-                        url = urljoin(url, resp.headers["Location"])
+                        url = _join(url, resp.headers["Location"])
                         if not slack_hosted(url, self.api_url):
-                            raise FileRefused(f"Slack sent *{name}* on to {urlsplit(url).hostname or 'another host'}, "
+                            raise FileRefused(f"Slack sent *{name}* on to {_host(url, 'another host')}, "
                                               "outside Slack, so I did not follow; upload the image itself.")
                         continue
                     return await self._body(resp, name)

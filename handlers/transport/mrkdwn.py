@@ -31,10 +31,11 @@ MAX_MENTIONS = 3
 _USER_REF = re.compile(r"<@([UW][A-Z0-9]+)(?:\|[^<>]*)?>")
 
 
-def limit_mentions(text: str, limit: int = MAX_MENTIONS) -> str:
+def limit_mentions(text: str, limit: int = MAX_MENTIONS, named: list[str] | None = None) -> str:
     """The first `limit` distinct people mentioned stay mentions; later ones get a word joiner after `<`, so Slack
-    shows them as text and notifies nobody."""
-    named: list[str] = []
+    shows them as text and notifies nobody. `named` carries the people already notified by earlier pieces of the
+    same answer (a stream sends it in many appends), and is updated."""
+    named = [] if named is None else named
 
     def keep(m: re.Match[str]) -> str:
         if m.group(1) in named or len(named) < limit:
@@ -44,6 +45,12 @@ def limit_mentions(text: str, limit: int = MAX_MENTIONS) -> str:
         return "<\u2060" + m.group(0)[1:]
 
     return _USER_REF.sub(keep, text)
+
+
+def inert(text: str) -> str:
+    """Someone else's words (a file name, a watch's `about`) made unable to notify anyone when a line of ours repeats
+    them: a word joiner after each `<` that would open a mention, broadcast or group, so `escape` reads it as text."""
+    return re.sub(r"<(?=[@!#])", "<\u2060", text)
 
 
 def escape(text: str) -> str:

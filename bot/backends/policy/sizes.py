@@ -17,7 +17,9 @@ from typing import Any
 from bot.backends.policy.allowlist import INNER_WORKFLOW, canonical
 
 REFERENCE_FRAME = (1920, 1080)
+MAX_FILTER_SIDE = 31  # image_blur's kernel: typical values are 3-15; a bilateral 31 takes ~5 s a 1080p frame (99: 40 s)
 _FRAME_PIXELS = REFERENCE_FRAME[0] * REFERENCE_FRAME[1]
+LABEL_CHARS = 12  # "person 0.87": a label's usual length, for the size of the text a font draws
 MODEL_INPUT = (640, 640)  # what a detection model resizes each tile to (Roboflow's usual input size)
 
 
@@ -29,10 +31,13 @@ def _mp(pixels: float) -> str:
     return f"{pixels / 1e6:.0f} MP" if pixels >= 10e6 else f"{pixels / 1e6:.1f} MP"
 
 
-def _number(step: dict[str, Any], field: str, default: float, *, inputs: dict[str, Any]) -> float:
+def _number(step: dict[str, Any], field: str, default: Any, *, inputs: dict[str, Any], raw: bool = False) -> Any:
+    """The step's value of `field` as a number (a workflow input's value looked up); `raw`: as written."""
     value = step.get(field, default)
     if isinstance(value, str) and value.startswith("$inputs."):
         value = inputs.get(value.removeprefix("$inputs."), default)
+    if raw:
+        return value
     if isinstance(value, str) and value.startswith("$"):
         raise _Unknown(field)
     if isinstance(value, bool) or not isinstance(value, int | float):
@@ -43,7 +48,7 @@ def _number(step: dict[str, Any], field: str, default: float, *, inputs: dict[st
     return float(value) if math.isfinite(value) else default
 
 
-Sizer = Callable[[Callable[[str, float], float]], tuple[float, str]]
+Sizer = Callable[[Callable[..., Any]], tuple[float, str]]
 
 
 def _area(w_field: str, h_field: str, default: float, what: str) -> Sizer:
@@ -51,6 +56,19 @@ def _area(w_field: str, h_field: str, default: float, what: str) -> Sizer:
         w, h = get(w_field, default), get(h_field, default)
         return w * h, f"{what} of {w:.0f}x{h:.0f}"
     return size
+
+
+def _resize(get: Callable[..., Any]) -> tuple[float, str]:
+    """image_preprocessing: a resize to width x height; given one side, the other follows the image's shape, which
+    is not known before the run (a 200x200000 image is 40 MP), so the output is unbounded: both sides are asked for."""
+    task = get("task_type", "resize", raw=True)
+    if isinstance(task, str) and task != "resize" and not task.startswith("$"):
+        return 0.0, "no resize"  # rotate or flip: about the input's own size
+    w, h = get("width", math.nan), get("height", math.nan)
+    if math.isnan(w) or math.isnan(h):
+        return math.inf, ("a resize with only one side given (the other follows the image's shape, so its size "
+                          "cannot be checked before it runs): give both width and height")
+    return w * h, f"a resize of {w:.0f}x{h:.0f}"
 
 
 def _tiles(get: Callable[[str, float], float]) -> tuple[float, str]:
@@ -87,13 +105,34 @@ def _kernel(field: str, default: float, radius: bool = False) -> Sizer:
     return size
 
 
+def _filter(field: str, default: float) -> Sizer:
+    """A kernel every pixel of every frame is filtered with (image_blur): its pixels are few, but a bilateral filter's
+    work grows with the kernel's area per pixel (a 2001-wide one ran for minutes on a 640x480 image, holding a
+    thread Python cannot stop), so the side is bounded by MAX_FILTER_SIDE instead of max_pixels."""
+    def size(get: Callable[[str, float], float]) -> tuple[float, str]:
+        side = get(field, default)
+        return (math.inf if side > MAX_FILTER_SIDE else 0.0), (f"a {side:.0f}x{side:.0f} filter kernel ({field}) over "
+                                                              f"every pixel, at most {MAX_FILTER_SIDE} a side: ask "
+                                                              "for a smaller size")
+    return size
+
+
+def _font(field: str, default: float) -> Sizer:
+    """A label drawn by PIL renders each text as a mask about 1.2 x size high and 0.6 x size a character wide: a
+    label of LABEL_CHARS characters (a font of 8000 grew the bot by 146 MB, bounded only by PIL's own bomb limit)."""
+    def size(get: Callable[..., Any]) -> tuple[float, str]:
+        pt = get(field, default)
+        return 1.2 * pt * 0.6 * pt * LABEL_CHARS, f"text masks of a {pt:.0f} pt font ({field})"
+    return size
+
+
 def _qr(get: Callable[[str, float], float]) -> tuple[float, str]:
     side = (177 + 2 * get("border", 4)) * 10  # the largest QR version, 10 px a module (fixed by the block)
     return side * side, f"a QR code image of up to {side:.0f}x{side:.0f} (border)"
 
 
 SIZERS: dict[str, Sizer] = {
-    "roboflow_core/image_preprocessing@v1": _area("width", "height", 640, "a resize"),
+    "roboflow_core/image_preprocessing@v1": _resize,
     "roboflow_core/perspective_correction@v1": _area("transformed_rect_width", "transformed_rect_height", 1000,
                                                      "a corrected image"),
     "roboflow_core/grid_visualization@v1": _area("width", "height", 2560, "a grid image"),
@@ -107,6 +146,8 @@ SIZERS: dict[str, Sizer] = {
     "roboflow_core/motion_detection@v1": _kernel("morphological_kernel_size", 3),
     "roboflow_core/mask_edge_snap@v1": _kernel("boundary_band_width", 15, radius=True),
     "roboflow_core/qr_code_generator@v1": _qr,
+    "roboflow_core/image_blur@v1": _filter("kernel_size", 5),
+    "roboflow_core/rich_label_visualization@v1": _font("font_size", 14),
 }
 
 
@@ -145,7 +186,9 @@ def check_sizes(spec: Any, max_pixels: int, parameters: dict[str, Any] | None = 
             problems.append(f"step {name!r} takes its `{unknown}` from another step, so its image size cannot be "
                             f"checked before it runs: give a number or a workflow input")
             continue
-        if pixels > max_pixels:
+        if math.isinf(pixels):  # not bounded by max_pixels: `what` names its own bound and the remedy
+            problems.append(f"step {name!r} ({kind.split('/')[-1]}) asks for {what}")
+        elif pixels > max_pixels:
             problems.append(f"step {name!r} ({kind.split('/')[-1]}) asks for {what}, {_mp(pixels)}; the limit is "
                             f"{_mp(max_pixels)} (media.max_pixels): ask for a smaller size")
     return problems

@@ -121,3 +121,54 @@ async def test_the_real_engine_refuses_before_memory_grows(direct_backend, astro
     if before is not None:  # one 9000x9000 RGB frame alone is 243 MB: a generous bound far below it
         assert _status("VmHWM") - before < 100 * MP
     assert "big" not in [h.pipeline_id for h in await direct_backend.list_pipelines()]
+
+
+def blur(kernel: object, kind: str = "bilateral") -> dict:
+    return {"type": "roboflow_core/image_blur@v1", "name": "soften", "image": "$inputs.image", "blur_type": kind,
+            "kernel_size": kernel}
+
+
+def test_a_blur_kernel_is_bounded_by_its_work_not_its_pixels():
+    """A 2001-wide bilateral kernel is 4 MP, far under max_pixels, yet it filtered one 640x480 image for minutes
+    on a thread nothing can stop: the kernel's side is bounded, however it is written."""
+    for kernel in (2001, "2001", 2001.0, 33):
+        [problem] = check_sizes(_spec(blur(kernel)), 40 * MP)
+        assert "'soften'" in problem and "at most 31" in problem and "smaller" in problem, problem
+    spec = _spec(blur("$inputs.k", "gaussian"), inputs=({"type": "WorkflowParameter", "name": "k", "default_value": 5},))
+    assert check_sizes(spec, 40 * MP) == [] and check_sizes(_spec(blur(31)), 40 * MP) == []
+    assert "2001x2001" in check_sizes(spec, 40 * MP, {"k": 2001})[0]
+
+
+async def test_the_real_engine_refuses_a_huge_blur_before_it_runs(direct_backend, astronaut_jpeg):
+    with pytest.raises(BackendError, match="at most 31") as err:
+        await direct_backend.run_single(astronaut_jpeg, workflow_spec=_spec(blur(2001)))
+    assert "\n" not in str(err.value)
+
+
+def test_a_resize_given_one_side_is_refused_since_the_other_follows_the_images_shape():
+    """Given only a width, inference keeps the aspect ratio: from a 200x200000 image (40 MP, a small PNG) a width
+    of 2000 is 2000x2000000. The checker took the missing side as 640 and let it through."""
+    one_side = {"type": "roboflow_core/image_preprocessing@v1", "name": "wide", "image": "$inputs.image",
+                "task_type": "resize", "width": 2000}
+    [problem] = check_sizes(_spec(one_side), 40 * MP)
+    assert "'wide'" in problem and "give both width and height" in problem
+    assert check_sizes(_spec({**one_side, "width": None, "height": 300}), 40 * MP)
+    rotate = {"type": "roboflow_core/image_preprocessing@v1", "name": "turn", "image": "$inputs.image",
+              "task_type": "rotate", "rotation_degrees": 90}
+    assert check_sizes(_spec(rotate), 40 * MP) == [] and check_sizes(_spec(resize(640, 480)), 40 * MP) == []
+
+
+async def test_the_real_engine_refuses_a_one_sided_resize(direct_backend, astronaut_jpeg):
+    step = {"type": "roboflow_core/image_preprocessing@v1", "name": "wide", "image": "$inputs.image",
+            "task_type": "resize", "width": 20000}
+    with pytest.raises(BackendError, match="give both width and height"):
+        await direct_backend.run_single(astronaut_jpeg, workflow_spec=_spec(step))
+
+
+def test_a_rich_labels_font_size_is_a_sized_image_too():
+    """PIL renders each label as a mask of the font's size: a font of 8000 grew the bot by 146 MB on one image."""
+    label = {"type": "roboflow_core/rich_label_visualization@v1", "name": "big_text", "image": "$inputs.image",
+             "predictions": "$inputs.image", "text_size_mode": "Manual", "font_size": 8000}
+    [problem] = check_sizes(_spec(label), 40 * MP)
+    assert "'big_text'" in problem and "8000 pt font" in problem and "media.max_pixels" in problem
+    assert check_sizes(_spec({**label, "font_size": 48}), 40 * MP) == []

@@ -198,6 +198,23 @@ def test_bad_config_yaml_is_one_clear_line(workspace_dir: Path, yaml_text: str, 
     assert expected in str(exc.value) and "\n" not in str(exc.value)
 
 
+@pytest.mark.parametrize(("yaml_text", "env", "setting"), [
+    ("slack:\n  allowed_users: ${BOSSES}\n", {"BOSSES": " "}, "slack.allowed_users"),
+    ("slack:\n  allowed_users: ${BOSSES}\n", {"BOSSES": " , "}, "slack.allowed_users"),
+    ("slack:\n  allowed_users: ${BOSSES:-}\n", {}, "slack.allowed_users"),
+    ("slack:\n  allowed_channels: ['${ROOM}']\n", {"ROOM": "\t"}, "slack.allowed_channels"),
+    ("mcp:\n  token: ${MCP_T}\n", {"MCP_T": "  "}, "mcp.token"),
+    ("api:\n  token: ${API_T}\n", {"API_T": " "}, "api.token"),
+])
+def test_a_restriction_whose_variable_holds_only_blanks_stops_start_up(workspace_dir: Path, yaml_text: str,
+                                                                       env: dict[str, str], setting: str) -> None:
+    """A variable set to spaces or commas gives an allowlist of nobody, which reads as everyone: refused like unset."""
+    _yaml(workspace_dir, yaml_text)
+    with pytest.raises(SettingsError) as err:
+        load_settings({"VISION_AGENT_WORKSPACE": str(workspace_dir), **env})
+    assert setting in str(err.value) and "not set (or empty)" in str(err.value) and "\n" not in str(err.value)
+
+
 def test_secrets_never_appear_in_errors(workspace_dir: Path) -> None:
     _yaml(workspace_dir, "slack:\n  bot_token: [xoxb-secret-value]\n")
     with pytest.raises(SettingsError) as exc:

@@ -124,3 +124,19 @@ async def test_help_survives_a_percent_in_the_default_source(r: Rig, capsys: pyt
     with pytest.raises(SystemExit) as done:
         script.options(["--help"])
     assert done.value.code == 0 and "100%_full.mp4" in capsys.readouterr().out
+
+
+async def test_help_survives_a_description_that_names_prog_beside_a_percent(r: Rig,
+                                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """argparse %-formats a description that holds '%(prog)': any other '%' in it (or '%(x)s') then broke --help."""
+    r.recipes.record(SESSION, OPERATOR, [(ToolCall("t0", "start_pipeline", {
+        "video_reference": str(r.ws.root / "door.mp4"), "pipeline_name": "p0", "model_id": "builtin/faces"}),
+        ToolResult(text="started"))], "ok")
+    description = "alert at 80% full; %(prog)s --fps 5; %(secret)s %d"
+    r.recipes.save("busy", description, SESSION, OPERATOR)
+    reply = await run_command("recipe export busy", r.command(session=SESSION))
+    assert reply.ok, reply.text
+    script = load(r.ws.exports_dir / "busy.py")
+    with pytest.raises(SystemExit) as done:
+        script.options(["--help"])
+    assert done.value.code == 0 and description in " ".join(capsys.readouterr().out.split())

@@ -141,3 +141,14 @@ def test_one_odd_last_line_never_breaks_the_readers_or_repeats_an_id(tmp_path: P
     assert all(isinstance(e.get("camera"), str | None) and isinstance(e.get("counts", {}), dict) for e in events)
     json.dumps(events, allow_nan=False)  # what /api/events and MCP send stays valid JSON
     again.query(since=0, camera="door", event_type="line_crossed")
+
+
+@pytest.mark.parametrize("damage", ['{"pipelines": 5}', '{"pipelines": {"p1": {}}}', '{"pipelines": null, "version": 1}'])
+def test_active_state_of_the_wrong_shape_goes_on_from_the_last_good_copy(tmp_path: Path, damage: str) -> None:
+    """A number where the list of pipelines should be raised at start-up (restore failed with it)."""
+    path = tmp_path / "active_state.json"
+    save_state(path, [PipelineConfig("p1", "dock", "rtsp://10.0.0.5/s")])
+    save_state(path, [PipelineConfig("p1", "dock", "rtsp://10.0.0.5/s"), PipelineConfig("p2", "gate", "0")])
+    path.write_text(damage)
+    assert [c.name for c in load_state(path)] == ["dock"]
+    assert list(tmp_path.glob("active_state.json.corrupt-*"))

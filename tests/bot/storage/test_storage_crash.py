@@ -98,3 +98,25 @@ def test_a_sqlite_store_damaged_from_outside_is_kept_aside_and_starts_empty(
     assert again.table("mutes").all() == []
     again.table("mutes").upsert({"camera": "yard", "until": 3}, camera="yard")  # and it goes on working
     assert [r["camera"] for r in again.table("mutes").all()] == ["yard"]
+
+
+@pytest.mark.parametrize("damage", [
+    '{"mutes": []}', '{"mutes": {"1": "dock"}}', '{"mutes": 5}', '{"mutes": {"x": {"camera": "z"}}}',
+    '{"mutes": {"1": {"camera": "z"}}, "rules": null}', '{"mutes": {"1": ["camera", "z"]}}',
+])
+def test_a_store_that_is_json_but_not_a_store_is_damaged_too(tmp_path: Path, damage: str,
+                                                             caplog: pytest.LogCaptureFixture) -> None:
+    """Valid JSON of the wrong shape (a hand edit, a bad merge) failed every later read and write of every table,
+    so every alert; it is kept aside like a cut-short file and the last good copy goes on."""
+    path = tmp_path / "alerts.json"
+    store = TinyDBStorage(path)
+    store.table("mutes").upsert({"camera": "dock", "until": 1}, camera="dock")
+    store.table("mutes").upsert({"camera": "gate", "until": 2}, camera="gate")
+    store.close()
+    path.write_text(damage)
+    with caplog.at_level(logging.ERROR):
+        again = TinyDBStorage(path)
+        assert [r["camera"] for r in again.table("mutes").all()] == ["dock"]
+    assert "alerts.json was damaged" in caplog.text and list(tmp_path.glob("alerts.json.corrupt-*"))
+    again.table("rules").upsert({"id": "r1"}, id="r1")
+    assert again.table("rules").all() == [{"id": "r1"}]

@@ -11,6 +11,7 @@ import pytest
 from bot.monitoring.alerts import Alert
 from bot.pipelines.request import StartRequest
 from handlers.alerts.sink import FALSE_ALARM_ACTION, MUTE_ACTION, STOP_ACTION
+from handlers.transport.mrkdwn import MAX_MENTIONS
 from tests.fakes.anthropic_api import FakeAnthropic, text
 from tests.fakes.slack_api import SlackEmulator
 from tests.fixtures.slack import RunningBot, await_answers, start_bot, stop_bot
@@ -111,3 +112,20 @@ async def test_reply_under_an_alert_is_about_that_alert(
     assert await await_answers(slack_api, "C0GENERAL", ts) == ["Probably the cleaning crew."]
     history = json.dumps(anthropic_api.ok_requests[0].body["messages"])
     assert "2 people in the lobby after hours" in history and "who is that?" in history
+
+
+async def test_a_heartbeat_alert_written_from_a_frame_pages_only_a_few(
+    alert_bot: RunningBot, slack_api: SlackEmulator
+) -> None:
+    """The heartbeat's reply is model text about frames anyone can hold a sign up to: posted as an alert (line,
+    summary and notification text), it notifies a few people at most, like an answer in a thread."""
+    people = [f"U0SIGN{i:03d}" for i in range(12)]
+    reply = "Sign at the door says: " + " ".join(f"<@{u}>" for u in people) + " <!here> come now"
+    router = alert_bot.runtime.router
+    router.set_route("C0ALERTS", camera="lobby")
+    await router.dispatch(Alert("lobby", "heartbeat", reply, {}, summary=reply[:200]))
+    post = (await slack_api.await_for("chat.postMessage"))[0]
+    sent = json.dumps(post.params["blocks"]) + post.params["text"]
+    live = {u for u in people if f"<@{u}>" in sent}
+    assert len(live) <= MAX_MENTIONS and "<!here>" not in sent, sorted(live)
+    assert all(u in sent for u in people)  # still readable

@@ -222,3 +222,25 @@ async def test_a_reply_naming_dozens_of_people_notifies_only_a_few(
         assert len(live) <= MAX_MENTIONS and live == set(people[:len(live)]), (stream, sorted(live))
         assert all(u in reply for u in people)  # every name still readable
         slack_api.calls.clear()
+
+
+async def test_mentions_written_slowly_over_many_appends_still_notify_only_a_few(
+    slack_env: dict[str, str], slack_api: SlackEmulator, anthropic_api: FakeAnthropic
+) -> None:
+    """The limit holds for the whole answer, not for each piece a stream sends: a model writing its list of people
+    slowly would otherwise get a fresh few per append."""
+    people = [f"U0SLOW{i:03d}" for i in range(20)]
+    hostile = "Paging " + ", ".join(f"<@{u}>" for u in people) + " now."
+    anthropic_api.enqueue(text(hostile, pace=0.12))  # about 3.5 s of writing: several appends of a second each
+    running = await start_bot(slack_env, slack_api, slack={"stream_answers": True})
+    try:
+        ts, _ = slack_api.mention("page everyone, slowly")
+        [reply] = await await_answers(slack_api, "C0GENERAL", ts)
+    finally:
+        await stop_bot(running)
+    appends = slack_api.calls_to("chat.appendStream")
+    assert len(appends) >= 3  # it did stream in pieces
+    sent = " ".join(str(c.params) for c in slack_api.calls if c.method.startswith("chat."))
+    live = {u for u in people if f"<@{u}>" in sent}
+    assert len(live) <= MAX_MENTIONS, sorted(live)
+    assert all(u in reply for u in people)

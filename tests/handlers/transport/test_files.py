@@ -264,3 +264,63 @@ async def test_a_file_id_cannot_walk_out_of_the_uploads_folder(
     [saved] = list(uploads.iterdir())
     assert saved.resolve().parent == uploads.resolve() and ".." not in saved.name
     assert [p for p in slack_bot.settings.workspace.rglob("*escaped*") if p != saved] == []
+
+
+async def test_a_url_python_cannot_parse_is_skipped_with_a_line_and_the_other_file_still_arrives(
+    slack_bot: RunningBot, slack_api: SlackEmulator, anthropic_api: FakeAnthropic, listener: Listener
+) -> None:
+    """A remote file's url_private is whatever its creator wrote: a look-alike '#' (U+FF03) before '@files.slack.com'
+    makes urlsplit raise. That file is skipped with its line; the turn and the real upload beside it go on."""
+    anthropic_api.enqueue(text("A red square."))
+    forged = f"https://127.0.0.1:{listener.server_address[1]}\uff03@files.slack.com/files-pri/T1-F1/cam.jpg"
+    remote = {**slack_api.add_file("cam.jpg", jpeg()), "url_private": forged, "url_private_download": forged}
+    real = slack_api.add_file("square.jpg", jpeg())
+    ts, _ = slack_api.mention("look at these", files=[remote, real])
+    posts = await await_answers(slack_api, "C0GENERAL", ts, count=2)
+    assert "*cam.jpg* is stored outside Slack" in posts[0] and posts[1] == "A red square."
+    assert [d.params["file_id"] for d in slack_api.calls_to("files.download")] == [real["id"]]
+    assert listener.bodies == [] and len(image_blocks(anthropic_api.ok_requests[0].body)) == 1
+
+
+def test_look_alike_hosts_never_count_as_slack() -> None:
+    api = "https://slack.com/api/"
+    for url in ("https://slack.com@evil.example/a.jpg", "https://files.slack.com%2eevil.example/a.jpg",
+                "https://files.slack.com\u3002evil.example/a.jpg", "https://xn--slck-loa.com/a.jpg",
+                "https://files.slack.com\t.evil.example/a.jpg", "https://evil.example#@files.slack.com/a.jpg",
+                "https://evil.example\uff03@files.slack.com/a.jpg", "https://evil.example\\@files.slack.com/a.jpg",
+                "https://files.slack.com./a.jpg", "ftp://files.slack.com/a.jpg", "//files.slack.com/a.jpg"):
+        assert not slack_hosted(url, api), url
+
+
+async def test_a_file_name_full_of_mentions_pages_nobody(
+    slack_bot: RunningBot, slack_api: SlackEmulator, anthropic_api: FakeAnthropic
+) -> None:
+    """A file's name is its uploader's text: the refusal line that repeats it must not notify the people it names."""
+    people = [f"U0NAME{i:03d}" for i in range(8)]
+    name = "".join(f"<@{u}>" for u in people) + "<!subteam^S0TEAM|@staff>.pdf"
+    pdf = slack_api.add_file("report.pdf", b"%PDF-1.4 not an image", "application/pdf")
+    pdf["name"] = name
+    ts, _ = slack_api.mention("", files=[pdf])
+    note = (await slack_api.await_for("chat.postMessage", lambda c: c.params.get("thread_ts") == ts))[0]
+    said = note.params["text"]
+    assert "only look at images" in said
+    assert not [u for u in people if f"<@{u}>" in said] and "<!subteam" not in said, said
+    assert all(u in said for u in people)  # still readable
+
+
+async def test_odd_file_names_are_saved_inside_the_uploads_folder(
+    slack_bot: RunningBot, slack_api: SlackEmulator, anthropic_api: FakeAnthropic
+) -> None:
+    anthropic_api.enqueue(text("Three red squares."))
+    names = ["a\u2215..\u2215..\u2215evil.jpg", "nul\x00byte/../x.jpg", ("long" * 2000) + ".jpg"]
+    files = []
+    for n in names:
+        f = slack_api.add_file("plain.jpg", jpeg())
+        f["name"] = n
+        files.append(f)
+    ts, _ = slack_api.mention("what are these?", files=files)
+    assert await await_answers(slack_api, "C0GENERAL", ts) == ["Three red squares."]
+    uploads = (slack_bot.settings.workspace / "uploads" / "slack").resolve()
+    saved = list(uploads.iterdir())
+    assert len(saved) == 3 and all(p.resolve().parent == uploads and len(p.name) < 120 for p in saved), saved
+    assert len(image_blocks(anthropic_api.ok_requests[0].body)) == 3

@@ -140,8 +140,12 @@ def _iou(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def associate(video: _Video, boxes: np.ndarray, conf: np.ndarray, classes: np.ndarray, now: float,
-              activation: float, lost_seconds: float, min_overlap: float, max_speed: float) -> np.ndarray:
-    """Tracker ids for one frame's boxes (-1: left untracked: too unsure to start a track); tracks updated."""
+              activation: float, lost_seconds: float, min_overlap: float, max_speed: float,
+              frame: tuple[int, int] | None = None) -> np.ndarray:
+    """Tracker ids for one frame's boxes (-1: left untracked: too unsure to start a track); tracks updated.
+
+    frame (width, height): a track predicted to be out of it has left, and no one new in the frame takes its id.
+    """
     if video.clock is not None and now > video.clock:
         video.intervals.append(now - video.clock)
     video.clock = now if video.clock is None else max(video.clock, now)
@@ -153,6 +157,8 @@ def associate(video: _Video, boxes: np.ndarray, conf: np.ndarray, classes: np.nd
         height = max(t.box[3] - t.box[1], 1.0)
         predicted = _centre(t.box) + t.velocity * dt
         reach = SETTLE + max_speed * dt
+        if frame is not None and not (0 <= predicted[0] <= frame[0] and 0 <= predicted[1] <= frame[1]):
+            continue  # walked out of view: someone entering 2 s later across the frame is not them turning back
         for i, box in enumerate(boxes):
             if classes[i] != t.class_id:
                 continue
@@ -217,7 +223,8 @@ class TrackerBlockV1(WorkflowBlock):
         lost_seconds = max(float(lost_track_buffer), 1.0) / 30.0
         ids = associate(video, detections.xyxy.astype(np.float64), np.asarray(conf, dtype=np.float64),
                         np.asarray(classes), video_time(metadata), float(track_activation_threshold),
-                        lost_seconds, 1.0 - float(minimum_matching_threshold), max(float(max_speed), 0.0))
+                        lost_seconds, 1.0 - float(minimum_matching_threshold), max(float(max_speed), 0.0),
+                        (image.numpy_image.shape[1], image.numpy_image.shape[0]))
         # A file or stream's declared rate stands in for the real interval until two frames have come.
         shown = confirmed(video, ids, 1.0 / metadata.fps if metadata.fps else 0.0, max(float(min_seen_seconds), 0.0))
         tracked: Any = detections[shown]

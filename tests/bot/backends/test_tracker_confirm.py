@@ -1,4 +1,5 @@
-"""A track is shown once seen for a stretch of the stream, counted in its real frame interval, not in frames."""
+"""The tracker: a track is shown once seen for a stretch of the stream (its real frame interval, not a frame count),
+and a track that walked out of the frame gives its id to no one who comes in later."""
 
 from __future__ import annotations
 
@@ -47,3 +48,20 @@ def test_boxes_left_untracked_are_never_shown():
     ids = associate(video, np.array([[0.0, 0.0, 10.0, 30.0]]), np.array([0.1]), np.array([0]), 0.0, 0.25, 2.0,
                     0.01, 2.0)
     assert list(ids) == [-1] and not confirmed(video, ids, 0.5, MIN_SEEN).any()
+
+
+def test_someone_entering_after_a_walker_left_the_frame_gets_a_new_id():
+    """crossing.mp4 at 5 fps: a man leaves at the left edge; 2 s later another enters on the right, within the
+    reach a 2 s gap allows. Taking the first one's id made him 'cross back' and count in (the clip: 0 in, 3 out)."""
+    video = _Video()
+    for k, x in enumerate((90, 60, 30)):  # leaving leftwards, 75 px/s
+        associate(video, np.array([[x - 20.0, 100.0, x + 20.0, 205.0]]), np.array([0.9]), np.array([0]), k / 5.0,
+                  0.25, 2.0, 0.01, 2.0, (240, 300))
+    later = np.array([[199.0, 130.0, 239.0, 202.0]])
+    assert list(associate(video, later, np.array([0.9]), np.array([0]), 2.4, 0.25, 2.0, 0.01, 2.0, (240, 300))) == [2]
+    # Without the frame the prediction (far off the left edge) would still be within reach: the old id came back.
+    video = _Video()
+    for k, x in enumerate((90, 60, 30)):
+        associate(video, np.array([[x - 20.0, 100.0, x + 20.0, 205.0]]), np.array([0.9]), np.array([0]), k / 5.0,
+                  0.25, 2.0, 0.01, 2.0)
+    assert list(associate(video, later, np.array([0.9]), np.array([0]), 2.4, 0.25, 2.0, 0.01, 2.0)) == [1]

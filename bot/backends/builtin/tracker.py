@@ -5,8 +5,11 @@ once its second box overlaps its first. At 2-3 fps a walking person moves a box-
 overlap, so no one was ever tracked and nothing counted (8 of ~30 crossings on vtest.avi at 2 fps). Here each track
 predicts where it is now from its velocity and the real time since it was seen (video time: frame number / fps for
 files), and a box joins the nearest track whose prediction is within reach: the distance an object of its height
-can cover in that time (`max_speed`, in its own heights per second). Same inputs, settings and outputs as
-byte_tracker@v3, so counting, zones and alerts read it unchanged (block vision_agent/tracker@v1).
+can cover in that time (`max_speed`, in its own heights per second). A track is shown only once it has been seen
+for `min_seen_seconds` of the stream, each sighting counting the stream's real frame interval (a detector's false
+alarm on leaves or texture lasts a frame or two at 10 fps; a person is in view for seconds): 3 frames at 10 fps,
+2 at 5, the first one at 3 fps or less, where one frame already spans that long. Same inputs, settings and outputs
+as byte_tracker@v3, so counting, zones and alerts read it unchanged (block vision_agent/tracker@v1).
 """
 
 from __future__ import annotations
@@ -68,6 +71,10 @@ class TrackerManifest(WorkflowBlockManifest):
                                   "always may join it (besides the distance rule).")
     max_speed: float | Selector(kind=[FLOAT_KIND]) = Field(
         default=2.0, description="Fastest an object moves, in its own heights per second (a walker: ~1).")
+    min_seen_seconds: float | Selector(kind=[FLOAT_KIND]) = Field(
+        default=0.3, description="A track is output once seen in frames covering this much of the stream, each "
+                                 "frame counting the stream's real interval (3 frames at 10 fps, 1 at 3 fps); 0: "
+                                 "at once.")
 
     @classmethod
     def describe_outputs(cls) -> list[OutputDefinition]:
@@ -87,6 +94,7 @@ class _Track:
     velocity: np.ndarray  # px/s of the box's centre
     time: float
     class_id: int
+    seen: float = 0.0  # seconds of the stream it was seen in: each sighting counts one frame interval
 
 
 class _Video:
@@ -105,6 +113,20 @@ class _Video:
                 "reach_used": None if used is None else round(used, 2), "steps": len(self.used)}
 
 
+def confirmed(video: _Video, ids: np.ndarray, fallback_interval: float, min_seen: float) -> np.ndarray:
+    """Which of a frame's tracked boxes belong to tracks seen long enough to show; each sighting adds a frame."""
+    interval = float(np.median(video.intervals)) if video.intervals else fallback_interval
+    step = min(interval, min_seen) if interval > 0 else min_seen  # a stalled stream: one frame is no minute's proof
+    shown = np.zeros(len(ids), dtype=bool)
+    for i, key in enumerate(ids):
+        track = video.tracks.get(int(key)) if key >= 0 else None
+        if track is None:
+            continue
+        track.seen += step
+        shown[i] = track.seen >= min_seen - 1e-9
+    return shown
+
+
 def _centre(box: np.ndarray) -> np.ndarray:
     return np.array([(box[0] + box[2]) / 2, (box[1] + box[3]) / 2])
 
@@ -118,8 +140,12 @@ def _iou(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def associate(video: _Video, boxes: np.ndarray, conf: np.ndarray, classes: np.ndarray, now: float,
-              activation: float, lost_seconds: float, min_overlap: float, max_speed: float) -> np.ndarray:
-    """Tracker ids for one frame's boxes (-1: left untracked: too unsure to start a track); tracks updated."""
+              activation: float, lost_seconds: float, min_overlap: float, max_speed: float,
+              frame: tuple[int, int] | None = None) -> np.ndarray:
+    """Tracker ids for one frame's boxes (-1: left untracked: too unsure to start a track); tracks updated.
+
+    frame (width, height): a track predicted to be out of it has left, and no one new in the frame takes its id.
+    """
     if video.clock is not None and now > video.clock:
         video.intervals.append(now - video.clock)
     video.clock = now if video.clock is None else max(video.clock, now)
@@ -131,6 +157,8 @@ def associate(video: _Video, boxes: np.ndarray, conf: np.ndarray, classes: np.nd
         height = max(t.box[3] - t.box[1], 1.0)
         predicted = _centre(t.box) + t.velocity * dt
         reach = SETTLE + max_speed * dt
+        if frame is not None and not (0 <= predicted[0] <= frame[0] and 0 <= predicted[1] <= frame[1]):
+            continue  # walked out of view: someone entering 2 s later across the frame is not them turning back
         for i, box in enumerate(boxes):
             if classes[i] != t.class_id:
                 continue
@@ -180,7 +208,8 @@ class TrackerBlockV1(WorkflowBlock):
         return TrackerManifest
 
     def run(self, image: WorkflowImageData, detections: sv.Detections, track_activation_threshold: float,
-            lost_track_buffer: int, minimum_matching_threshold: float, max_speed: float) -> BlockResult:
+            lost_track_buffer: int, minimum_matching_threshold: float, max_speed: float,
+            min_seen_seconds: float = 0.3) -> BlockResult:
         metadata = image.video_metadata
         key = str(metadata.video_identifier)
         video = self._videos.pop(key, None) or _Video()
@@ -194,9 +223,12 @@ class TrackerBlockV1(WorkflowBlock):
         lost_seconds = max(float(lost_track_buffer), 1.0) / 30.0
         ids = associate(video, detections.xyxy.astype(np.float64), np.asarray(conf, dtype=np.float64),
                         np.asarray(classes), video_time(metadata), float(track_activation_threshold),
-                        lost_seconds, 1.0 - float(minimum_matching_threshold), max(float(max_speed), 0.0))
-        tracked: Any = detections[ids >= 0]
-        tracked.tracker_id = ids[ids >= 0]
+                        lost_seconds, 1.0 - float(minimum_matching_threshold), max(float(max_speed), 0.0),
+                        (image.numpy_image.shape[1], image.numpy_image.shape[0]))
+        # A file or stream's declared rate stands in for the real interval until two frames have come.
+        shown = confirmed(video, ids, 1.0 / metadata.fps if metadata.fps else 0.0, max(float(min_seen_seconds), 0.0))
+        tracked: Any = detections[shown]
+        tracked.tracker_id = ids[shown]
         seen = self._seen.setdefault(key, set())
         new = np.array([int(t) not in seen for t in tracked.tracker_id], dtype=bool)
         seen.intersection_update(video.tracks)  # forgotten tracks leave the set: it stays bounded

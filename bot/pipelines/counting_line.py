@@ -60,6 +60,9 @@ def check_on_frame(line: list[list[int]] | None, zone: list[list[int]] | None, f
            "size of the frame you read them off, e.g. @1920x1080")
     if line is not None:
         (x1, y1), (x2, y2) = line
+        if (x1, y1) == (x2, y2):  # a short line moved onto a much smaller frame: the pipeline would fail on it
+            raise ValueError(f"The line becomes the point ({x1},{y1}) on this stream's {width}x{height} frames: "
+                             "draw it longer.")
         if not cv2.clipLine((0, 0, width, height), (x1, y1), (x2, y2))[0]:
             raise ValueError(f"The line ({x1},{y1})→({x2},{y2}) lies outside this stream's {width}x{height} "
                              f"frames, so nothing could cross it: {fix}.")

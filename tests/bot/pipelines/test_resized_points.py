@@ -76,6 +76,8 @@ async def test_a_line_or_zone_outside_the_streams_frames_is_refused_with_what_to
         await compose("builtin/people", str(CLIP), "600,0,600,576", None, {})
     with pytest.raises(ValueError, match="zone .* lies outside this stream's 384x288 frames"):
         await compose("builtin/people", str(CLIP), None, "400,300,700,300,700,560", {})
+    with pytest.raises(ValueError, match=r"becomes the point \(0,0\) on this stream's 384x288 frames: draw it longer"):
+        await compose("builtin/people", str(CLIP), "1,0,2,0@1920x1080", None, {})  # it failed once running
     partly = await compose("builtin/people", str(CLIP), "300,0,300,576", "300,200,700,200,700,560", {})
     assert partly.line == [[300, 0], [300, 576]]  # a line or zone partly on the frame still counts there
 

@@ -22,8 +22,11 @@ from bot.media.cameras import cameras, named_zones
 from bot.media.redaction import redact
 from bot.monitoring.rules import ANY
 from bot.monitoring.since import parse_since
+from bot.pipelines.limits import cannot_count
+from bot.pipelines.manager import PipelineManager
 from bot.pipelines.request import from_options
 from bot.pipelines.start import start
+from bot.pipelines.status import status_line
 from bot.rights import CONTROLLED, LOCAL_CHANNEL, refusal
 from bot.services import need
 
@@ -65,8 +68,13 @@ def ok(status: int = 200, **data: Any) -> web.Response:
     return web.json_response({"status": "ok", **data}, status=status)
 
 
-def handle_dict(h: PipelineHandle) -> dict[str, Any]:
-    return asdict(h)  # video_reference is already credential-redacted in every handle
+def handle_dict(h: PipelineHandle, mgr: PipelineManager) -> dict[str, Any]:
+    """The handle (video_reference is already credential-redacted in every handle), what it counted so far, its
+    "cannot count reliably" line and the status line `/vision status` shows, as `/vision status` has them."""
+    latest, tally = mgr.latest(h.pipeline_id), mgr.tally(h.pipeline_id)
+    return {**asdict(h), "counted": asdict(tally) if tally is not None and tally.text() else None,
+            "cannot_count": cannot_count(latest.values) if latest is not None else None,
+            "summary": status_line(h, latest=latest, tally=tally)}
 
 
 # cameras and health -------------------------------------------------------
@@ -88,7 +96,7 @@ async def list_pipelines(request: web.Request) -> web.Response:
     mgr = need(_host(request).services.pipelines, "pipelines")
     with user_errors():
         handles = await mgr.list()
-    return ok(pipelines=[handle_dict(h) for h in handles])
+    return ok(pipelines=[handle_dict(h, mgr) for h in handles])
 
 
 async def start_pipeline(request: web.Request) -> web.Response:
@@ -101,14 +109,14 @@ async def start_pipeline(request: web.Request) -> web.Response:
     if handle.status == "error":
         raise UserError(f"{handle.name} could not start on {handle.video_reference}: "
                         f"{redact(handle.error or 'source failed')}")
-    return ok(201, pipeline=handle_dict(handle), runs=what.replace("`", ""))
+    return ok(201, pipeline=handle_dict(handle, ctx.manager()), runs=what.replace("`", ""))
 
 
 async def get_pipeline(request: web.Request) -> web.Response:
     mgr = need(_host(request).services.pipelines, "pipelines")
     with user_errors():
         handle = await mgr.status(request.match_info["id"])
-    return ok(pipeline=handle_dict(handle))
+    return ok(pipeline=handle_dict(handle, mgr))
 
 
 async def control_pipeline(request: web.Request) -> web.Response:
@@ -117,7 +125,7 @@ async def control_pipeline(request: web.Request) -> web.Response:
     _may_change(ctx)
     with user_errors():
         handle = await getattr(ctx.manager(), verb)(request.match_info["id"])
-    return ok(pipeline=handle_dict(handle))
+    return ok(pipeline=handle_dict(handle, ctx.manager()))
 
 
 # rules ------------------------------------------------------------------

@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from typing import Any
 
 from bot.backends.counting import parse_anchor
 from bot.backends.workflows import detection_workflow
-from bot.pipelines.counting_line import frame_size, middle_line, parse_line, rescale, split_size
+from bot.pipelines.counting_line import (
+    check_on_frame,
+    frame_size,
+    middle_line,
+    moved_note,
+    parse_line,
+    probe_size,
+    rescale,
+    split_size,
+)
 from bot.pipelines.zones import resolve_zone, resolve_zone_sized
 
 NEEDS_MODEL = ("line= and zone= work with a model (model=), not a saved workflow; add a line counter or "
@@ -74,13 +84,17 @@ async def compose(
         line_points = middle_line(*frame)
     elif line_size or zone_size:  # points measured on another size: moved onto the frames this source gives
         frame = await frame_size(source, "move points given @WIDTHxHEIGHT onto this stream")
+    elif line_points is not None or zone_points is not None:
+        # Points read off another frame size without @WxH can miss the picture entirely: check them on a frame
+        # (None when the source cannot be read now: the pipeline's start says why).
+        frame = await asyncio.to_thread(probe_size, source)
     if line_points is not None:
         line_points = rescale(line_points, line_size, frame)
     if zone_points is not None:
         zone_points = rescale(zone_points, zone_size, frame)
-    given = {s for s in (line_size, zone_size) if s is not None and s != frame}
-    moved = "".join(f" (given at {w}x{h}, moved onto this stream's {frame[0]}x{frame[1]} frames)"
-                    for w, h in sorted(given)) if frame else ""
+    if frame is not None:
+        check_on_frame(line_points, zone_points, frame)
+    moved = "".join(moved_note(s, frame) for s in sorted({s for s in (line_size, zone_size) if s is not None}))
     settings = {"min_height": min_height} if min_height is not None else None
     spec = detection_workflow(model_id, confidence=confidence, line=line_points, zone=zone_points, anchor=point,
                               settings=settings)

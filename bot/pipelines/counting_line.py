@@ -39,6 +39,40 @@ def rescale(points: list[list[int]], given: tuple[int, int] | None, frame: tuple
     return [[round(x * fx), round(y * fy)] for x, y in points]
 
 
+def moved_note(given: tuple[int, int], frame: tuple[int, int] | None) -> str:
+    """' (given at 768x576, moved onto this stream's 384x288 frames)'; a frame of another shape says so."""
+    if frame is None or given == frame:
+        return ""
+    (gw, gh), (fw, fh) = given, frame
+    if abs((gw / gh) / (fw / fh) - 1.0) <= 0.02:
+        return f" (given at {gw}x{gh}, moved onto this stream's {fw}x{fh} frames)"
+    # 4:3 points on a 16:9 sub-stream: the camera may have stretched, cropped or letterboxed it; only the user knows.
+    return (f" (given at {gw}x{gh}, stretched onto this stream's {fw}x{fh} frames, another shape: if its "
+            "sub-stream is cropped or letterboxed they land elsewhere, check them on /vision snapshot)")
+
+
+def check_on_frame(line: list[list[int]] | None, zone: list[list[int]] | None, frame: tuple[int, int]) -> None:
+    """ValueError (one line) for a line or zone wholly outside a width x height frame: it would never count."""
+    import cv2
+
+    width, height = frame
+    fix = (f"give points in this stream's own {width}x{height} pixels (/vision snapshot shows a frame), or add the "
+           "size of the frame you read them off, e.g. @1920x1080")
+    if line is not None:
+        (x1, y1), (x2, y2) = line
+        if (x1, y1) == (x2, y2):  # a short line moved onto a much smaller frame: the pipeline would fail on it
+            raise ValueError(f"The line becomes the point ({x1},{y1}) on this stream's {width}x{height} frames: "
+                             "draw it longer.")
+        if not cv2.clipLine((0, 0, width, height), (x1, y1), (x2, y2))[0]:
+            raise ValueError(f"The line ({x1},{y1})→({x2},{y2}) lies outside this stream's {width}x{height} "
+                             f"frames, so nothing could cross it: {fix}.")
+    if zone is not None:
+        xs, ys = [p[0] for p in zone], [p[1] for p in zone]
+        if max(xs) < 0 or max(ys) < 0 or min(xs) >= width or min(ys) >= height:
+            raise ValueError(f"The zone ({min(xs)},{min(ys)})–({max(xs)},{max(ys)}) lies outside this stream's "
+                             f"{width}x{height} frames, so nothing could enter it: {fix}.")
+
+
 def parse_line(raw: str) -> list[list[int]] | None:
     """Two [x, y] points from `X1,Y1,X2,Y2` (as given: any @WIDTHxHEIGHT is `split_size`'s); None for `middle`
     (placed once the frame size is known).

@@ -29,8 +29,10 @@ def cannot_count(values: Mapping[str, Any] | None) -> str | None:
     if not isinstance(values, Mapping):
         return None
     camera, tracking = _part(values, "camera"), _part(values, "tracking")
-    for why in (_too_small(camera), _too_slow(_num(tracking, "interval"), _num(tracking, "lost_seconds")),
-                _too_fast(tracking), _blind(camera)):
+    # Not seeing the people comes before the rate: a tracker fed stray hits looks "too fast", and raising fps would
+    # not help a detector that does not find them.
+    for why in (_too_small(camera), _blind(camera),
+                _too_slow(_num(tracking, "interval"), _num(tracking, "lost_seconds")), _too_fast(tracking)):
         if why:
             return HEAD + why
     return None
@@ -87,5 +89,5 @@ def _blind(camera: Mapping[str, Any]) -> str | None:
     seconds = _num(camera, "blind_seconds")
     if seconds is None or seconds < BLIND_SECONDS:
         return None
-    return (f"things shaped like people have moved for {seconds / 60:.0f} min with no one found — if people pass "
+    return (f"things shaped like people have moved for {seconds / 60:.0f} min with (almost) no one found — if people pass "
             "here, use a Roboflow model (builtin/people misses people far off, sitting or seen from above)")

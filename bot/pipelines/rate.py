@@ -30,4 +30,5 @@ class Rate:
         if self.source_fps and self.fps >= self.source_fps:
             return f", every frame of its {own}, in real time (fps={self.fps:g} is not below the file's rate)"
         step = f" (about 1 in {self.source_fps / self.fps:.3g} of its {own})" if self.source_fps else ""
-        return f", sampling {self.fps:g} frames per second of video{step}, in real time as a camera would give them"
+        frames = "frame" if self.fps == 1 else "frames"  # fps=1 read 'sampling 1 frames per second'
+        return f", sampling {self.fps:g} {frames} per second of video{step}, in real time as a camera would give them"

@@ -95,8 +95,10 @@ def check_detector(req: StartRequest) -> None:
         raise ValueError(f"confidence= is a number from 0 to 1 (e.g. confidence=0.4), not {req.confidence!r}.")
     if req.min_height is not None:
         if req.model_id != PEOPLE:
+            faces = " (it finds faces from about 24 px: for smaller ones use the main stream)" \
+                if req.model_id == "builtin/faces" else ""
             raise ValueError(f"min_height= is for model={PEOPLE} (the smallest person to find); "
-                             f"{req.model_id} does not take it.")
+                             f"{req.model_id} does not take it{faces}: drop min_height=.")
         low, high = MIN_HEIGHT
         if not low <= req.min_height <= high:
             raise ValueError(f"min_height= is how tall the smallest person is, {low} to {high} pixels "

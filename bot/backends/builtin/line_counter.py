@@ -92,7 +92,12 @@ class LineCounterBlockV1(WorkflowBlock):
     def run(self, detections: sv.Detections, image: WorkflowImageData, line_segment: list,
             triggering_anchor: str, memory_seconds: float, hysteresis: float) -> BlockResult:
         if detections.tracker_id is None:
-            raise ValueError("vision_agent/line_counter@v1 needs tracked detections: put a byte tracker before it")
+            if len(detections):
+                raise ValueError("vision_agent/line_counter@v1 needs tracked detections: put a byte tracker before it")
+            # Nothing to count. Steps between the tracker and the counter (time_in_zone) hand on a frame with no one
+            # in it as sv.Detections.empty(), whose tracker_id is None: a line beside a zone failed on such a frame.
+            detections = sv.Detections.empty()
+            detections.tracker_id = np.zeros(0, dtype=int)
         metadata = image.video_metadata
         counter = self._line(metadata.video_identifier, line_segment, memory_seconds)
         anchors = detections.get_anchors_coordinates(sv.Position(triggering_anchor))

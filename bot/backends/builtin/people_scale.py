@@ -27,6 +27,8 @@ SMALLEST_SHARE = 0.6  # find people down to this share of the typical height (pe
 FULL_FRAME_SHARE = 0.5  # regions covering more of the frame than this: scan the whole frame instead
 UPSCALE_CAP = 4.0  # beyond this HOG sees interpolation, not people; and the cost grows with its square
 _SPECKS = np.ones((3, 1), np.uint8)  # the mask opening: 3 px tall, 1 wide
+SHARE_SECONDS = 30.0  # the share of moments with person-shaped motion in which someone was found: over about this
+FOUND_SHARE = 0.25  # under this share a find is a stray hit (an upside-down camera: 1 frame in 12), not sight
 
 
 @dataclass
@@ -40,7 +42,8 @@ class CameraState:
     heights: deque[float] = field(default_factory=lambda: deque(maxlen=SAMPLES))
     last_boxes: np.ndarray = field(default_factory=lambda: np.zeros((0, 4), np.float32))
     person_shaped: bool = False  # this frame's motion had a blob shaped like a standing person
-    blind: float = 0.0  # seconds of video with person-shaped motion and no one found, since someone was last found
+    blind: float = 0.0  # seconds of video with person-shaped motion and no one found, since people were last seen
+    found_share: float = 1.0  # of recent moments with person-shaped motion, the share with someone found
 
     def settled(self) -> bool:
         """The height window is full: early blobs (people already in the first frame leave ghosts) have aged out."""
@@ -84,8 +87,11 @@ def observe(state: CameraState, frame: np.ndarray, dt: float) -> list[tuple[int,
 
 
 def account(state: CameraState, found: int, dt: float) -> None:
-    """After the detector ran: how long person-shaped things have moved with no one found (reset by a find)."""
-    if found:
+    """After the detector ran: how long person-shaped things have moved with no one found (reset by a find, unless
+    finds have become stray hits: a flipped camera's walkers gave one every few seconds and were never 'blind')."""
+    if state.person_shaped:
+        state.found_share += (float(bool(found)) - state.found_share) * min(1.0, dt / SHARE_SECONDS)
+    if found and state.found_share >= FOUND_SHARE:
         state.blind = 0.0
     elif state.person_shaped:
         state.blind += dt

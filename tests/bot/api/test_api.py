@@ -125,6 +125,25 @@ async def test_pipelines_start_list_frame_pause_resume_stop(api: Api, workspace_
     assert status == 404 and "no pipeline 'nope'" in body["error"]
 
 
+async def test_a_pipelines_counts_and_cannot_count_line_are_in_its_status_as_in_vision_status(
+    api: Api, workspace_dir: Path
+) -> None:
+    """Field test (issue 21): over REST a counting pipeline showed frames and fps only, never what it counted nor
+    that people were too small for it to count, which `/vision status` says."""
+    video = workspace_dir / "substream.mp4"
+    video.write_bytes(b"\x00\x00\x00\x18ftypmp42")
+    status, body = await api.call("POST", "/api/pipelines", json={"source": str(video), "name": "walk"})
+    assert status == 201 and body["pipeline"]["counted"] is None and body["pipeline"]["cannot_count"] is None
+    small = {"person_px": 15.0, "settled": True, "smallest_px": 24.0, "blind_seconds": 0.0}
+    api.backend.emit(body["pipeline"]["pipeline_id"], result({"person": 2}, count_in=3, count_out=2, camera=small))
+    for path in ("/api/pipelines/walk", "/api/pipelines"):
+        status, body = await api.call("GET", path)
+        [got] = [body["pipeline"]] if "pipeline" in body else body["pipelines"]
+        assert got["counted"]["count_in"] == 3 and got["counted"]["count_out"] == 2, got
+        assert got["cannot_count"].startswith("cannot count reliably: people here are about 15 px tall")
+        assert "counted in 3 / out 2" in got["summary"] and got["cannot_count"] in got["summary"]
+
+
 @pytest.mark.parametrize(("source", "why"), [
     ("http://10.0.0.9/video.mp4", "local/private address"),
     ("/etc/passwd", "outside the folders I may read"),

@@ -33,6 +33,7 @@ async def test_a_file_gives_n_frames_per_second_of_video(direct_backend, tmp_pat
 
 @pytest.mark.parametrize(("rate", "said"), [
     (Rate(5, "/v/a.mp4", 25.0), "sampling 5 frames per second of video (about 1 in 5 of its 25 fps), in real time"),
+    (Rate(1, "/v/a.mp4", 10.0), "sampling 1 frame per second of video (about 1 in 10 of its 10 fps), in real time"),
     (Rate(30, "/v/a.mp4", 7.0), "every frame of its 7 fps, in real time"),
     (Rate(None, "/v/a.mp4"), "every frame of the file as fast as the detector goes"),
     (Rate(5, "rtsp://cam/1"), "at up to 5 fps"),

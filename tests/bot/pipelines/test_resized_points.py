@@ -33,10 +33,12 @@ async def test_a_zone_and_a_named_zone_follow_the_size_they_were_given_in():
     named = await compose("builtin/people", str(CLIP), "0,0,1920,1080@1920x1080", "door",
                           {"door": "0,0,1280,0,1280,720@1280x720"})
     assert named.zone == [[0, 0], [384, 0], [384, 288]] and named.line == [[0, 0], [384, 288]]
-    assert named.describe().count("moved onto this stream's 384x288") == 2  # two sizes given, each said
+    assert named.describe().count("stretched onto this stream's 384x288") == 2  # two 16:9 sizes, each said
 
 
-async def test_points_without_a_size_are_the_streams_own_and_nothing_is_opened_for_them(tmp_path: Path):
+async def test_points_without_a_size_are_the_streams_own_and_an_unreadable_source_is_not_refused_for_them(
+    tmp_path: Path,
+):
     analytics = await compose("builtin/people", str(tmp_path / "no-such.mp4"), "10,20,30,40", "1,1,5,1,5,5", {})
     assert analytics.line == [[10, 20], [30, 40]] and analytics.zone == [[1, 1], [5, 1], [5, 5]]
     assert "given at" not in analytics.describe()
@@ -65,3 +67,24 @@ def test_the_size_suffix_is_read_in_the_forms_people_write_it(raw, points, size)
 def test_rescale_maps_each_axis_on_its_own():
     assert rescale([[640, 360]], (1280, 720), (704, 480)) == [[352, 240]]  # 16:9 main stream, 4:3-ish D1 sub-stream
     assert rescale([[5, 5]], None, (704, 480)) == [[5, 5]] and rescale([[5, 5]], (10, 10), None) == [[5, 5]]
+
+
+async def test_a_line_or_zone_outside_the_streams_frames_is_refused_with_what_to_do():
+    """Field test: x=600 read off the 768x576 main stream, typed without @768x576 for the 384x288 sub-stream, was
+    taken and counted 0 for the whole clip with nothing said."""
+    with pytest.raises(ValueError, match=r"line \(600,0\)→\(600,576\) lies outside this stream's 384x288 frames.*@"):
+        await compose("builtin/people", str(CLIP), "600,0,600,576", None, {})
+    with pytest.raises(ValueError, match="zone .* lies outside this stream's 384x288 frames"):
+        await compose("builtin/people", str(CLIP), None, "400,300,700,300,700,560", {})
+    with pytest.raises(ValueError, match=r"becomes the point \(0,0\) on this stream's 384x288 frames: draw it longer"):
+        await compose("builtin/people", str(CLIP), "1,0,2,0@1920x1080", None, {})  # it failed once running
+    partly = await compose("builtin/people", str(CLIP), "300,0,300,576", "300,200,700,200,700,560", {})
+    assert partly.line == [[300, 0], [300, 576]]  # a line or zone partly on the frame still counts there
+
+
+async def test_points_given_at_another_shape_say_they_were_stretched():
+    """4:3 main stream points on a 16:9 (or 704x480) sub-stream: the camera may crop or letterbox, the reply says so."""
+    analytics = await compose("builtin/people", str(CLIP), "520,0,520,576@1280x720", None, {})
+    assert analytics.line == [[156, 0], [156, 230]]
+    assert "given at 1280x720, stretched onto this stream's 384x288 frames, another shape" in analytics.describe()
+    assert "/vision snapshot" in analytics.describe()

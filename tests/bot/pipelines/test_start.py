@@ -64,7 +64,9 @@ async def _both(settings, services: Services, command: str, tool_input: dict[str
         ("start 0 min_height=2001", {"video_reference": "0", "model_id": "builtin/people", "min_height": 2001},
          "min_height= is how tall the smallest person is, 8 to 2000"),
         ("start 0 model=builtin/faces min_height=40",
-         {"video_reference": "0", "model_id": "builtin/faces", "min_height": 40}, "min_height= is for model=builtin/people"),
+         {"video_reference": "0", "model_id": "builtin/faces", "min_height": 40},
+         "min_height= is for model=builtin/people (the smallest person to find); builtin/faces does not take it (it "
+         "finds faces from about 24 px: for smaller ones use the main stream): drop min_height="),
         ("start 0 workflow=acme/count confidence=0.5",
          {"video_reference": "0", "workspace_name": "acme", "workflow_id": "count", "confidence": 0.5},
          "set a model's detector"),

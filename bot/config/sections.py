@@ -163,6 +163,9 @@ class MonitoringConfig(_Section):
     # model always sees them at <= 640 px (bot/agent/blocks.py RESULT_IMAGE_MAX).
     result_image_max_dimension: int | None = Field(None, ge=64)
     result_buffer_size: int = Field(64, ge=1)
+    # Decoded frames a direct pipeline may queue (decoder + results awaiting delivery), per camera; at least one a
+    # queue (bot/backends/direct/frames.py). InferencePipeline's own default queued 64 frames: +59 MB a VGA camera.
+    frame_buffer_bytes: int = Field(8 * 1024 * 1024, ge=64 * 1024)
     alert_cooldown_seconds: float = Field(300.0, ge=0)
     quiet_hours: str | None = None  # e.g. "22:00-06:00": alerts logged, not posted
     false_alarm_limit: int = Field(2, ge=0)  # this many False alarm clicks on a camera+rule tighten it; 0 = never

@@ -28,3 +28,15 @@ def file_fps(path: str) -> float | None:
     finally:
         cap.release()
     return fps if 0 < fps < 1000 else None
+
+
+def file_frame_size(path: str) -> tuple[int, int] | None:
+    """(width, height) of a video file's frames, or None if it cannot be read (blocking)."""
+    import cv2
+
+    cap = cv2.VideoCapture(str(path))
+    try:
+        size = (int(cap.get(cv2.CAP_PROP_FRAME_WIDTH)), int(cap.get(cv2.CAP_PROP_FRAME_HEIGHT))) if cap.isOpened() else (0, 0)
+    finally:
+        cap.release()
+    return size if size[0] > 0 and size[1] > 0 else None

@@ -12,6 +12,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from bot.backends.base import BackendError, WorkflowRef
+from bot.backends.direct.frames import return_freed_frames
 from bot.backends.environment import engine_flags
 from bot.backends.errors import OFFLINE_HINT
 from bot.backends.shared import fetch_saved_workflow, inline_spec, refuse_unsafe
@@ -44,6 +45,7 @@ class InferenceRuntime:
 
         self.settings = settings
         _require_engine_flags(settings)
+        return_freed_frames()
         key = settings.inference.api_key
         self.api_key = key.get_secret_value() if key else None
         registry = RoboflowModelRegistry(ROBOFLOW_MODEL_TYPES)

@@ -10,6 +10,7 @@ from typing import Any
 from bot.backends.base import LIVE, ResultListener
 from bot.backends.convert import from_workflow_output
 from bot.backends.direct.engine import InferenceRuntime, SpecSource
+from bot.backends.direct.frames import queue_depth
 from bot.backends.errors import translate
 from bot.backends.pipeline_base import PipelineBase
 from bot.config import Settings
@@ -90,6 +91,7 @@ class DirectPipeline(PipelineBase):
         pipeline_class, max_fps = InferencePipeline, self._max_fps
         if max_fps is not None and not is_live(self._reference):
             pipeline_class, max_fps = sampled_file(InferencePipeline, max_fps, file_fps(self._reference))
+        depth = queue_depth(self._settings.monitoring.frame_buffer_bytes, self._reference)
         try:
             self._pipeline = pipeline_class.init_with_workflow(
                 video_reference=capture_reference(self._reference),
@@ -101,6 +103,8 @@ class DirectPipeline(PipelineBase):
                 max_fps=max_fps,
                 status_update_handlers=[self._on_status],
                 model_manager=self._runtime.model_manager,
+                decoding_buffer_size=depth,
+                predictions_queue_size=depth,
             )
             try:
                 self._pipeline.start(use_main_thread=False)

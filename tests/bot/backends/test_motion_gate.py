@@ -10,8 +10,9 @@ import cv2
 import numpy as np
 import pytest
 
-from bot.backends.base import InferenceResult, PipelineHandle
+from bot.backends.base import InferenceResult, PipelineHandle, WorkflowRef
 from bot.backends.builtin.motion_gate import MotionGate, moved, shrink
+from bot.backends.shared import inline_spec
 from bot.backends.workflows import detection_workflow
 from bot.config import Settings
 from bot.monitoring.monitor import Monitor
@@ -54,6 +55,16 @@ def test_noise_is_not_motion_and_a_passer_by_is():
     noisy = np.clip(still + np.random.default_rng(1).normal(0, 2, still.shape), 0, 255).astype(np.uint8)
     assert not moved(shrink(crossing[0]), shrink(noisy))
     assert moved(shrink(crossing[0]), shrink(crossing[3]))  # people walked 0.6 s further
+
+
+def test_the_setting_off_turns_the_gate_off_in_every_builtin_detector_step_that_does_not_say():
+    spec, _ = inline_spec(WorkflowRef(model_id="builtin/faces"), video=True, motion_gate=False)
+    assert spec is not None and spec["steps"][0]["motion_gate"] is False
+    mine = detection_workflow("builtin/people", settings={"motion_gate": True})
+    spec, _ = inline_spec(WorkflowRef(workflow_spec=mine), video=True, motion_gate=False)
+    assert spec is not None and spec["steps"][0]["motion_gate"] is True  # the step's own word stands
+    spec, _ = inline_spec(WorkflowRef(model_id="builtin/motion"), video=True)
+    assert spec is not None and "motion_gate" not in spec["steps"][0]  # on: the blocks' default
 
 
 def _run_street(settings: Settings, direct_backend, tmp_path: Path):

@@ -41,10 +41,10 @@ def split(spec: dict[str, Any], image_input: str = "image") -> Split:
     """The spec without its drawing steps plus a spec of only those; the spec whole when they cannot be parted (a
     drawing step's output read by another kind of step or output, or nothing drawn)."""
     steps = [s for s in spec.get("steps") or [] if isinstance(s, dict)]
-    drawing = {str(s.get("name")) for s in steps if _is_drawing(s)}
+    drawing = {str(s.get("name")) for s in steps if is_drawing(s)}
     outputs = [o for o in spec.get("outputs") or [] if isinstance(o, dict)]
     drawn_outputs = [o for o in outputs if _step_of(o.get("selector")) in drawing]
-    if (not drawn_outputs or len(drawing) != sum(1 for s in steps if _is_drawing(s))
+    if (not drawn_outputs or len(drawing) != sum(1 for s in steps if is_drawing(s))
             or any(not str(o.get("selector")).endswith(".image") for o in drawn_outputs)):
         return Split(spec, None, image_input)  # nothing drawn, names taken twice, or a value read off a drawing
     kept = [s for s in steps if str(s.get("name")) not in drawing]
@@ -78,7 +78,8 @@ def prepare(spec: dict[str, Any], image_input: str, compile_spec: Callable[[dict
     return parts.analysis, Drawing(engine, image_input, parameters)
 
 
-def _is_drawing(step: dict[str, Any]) -> bool:
+def is_drawing(step: dict[str, Any]) -> bool:
+    """A step that only draws on a frame (a visualization block, our labels, line overlay or frame-scale block)."""
     kind = str(step.get("type", ""))
     return kind in _OURS or bool(_DRAWING.match(kind))
 

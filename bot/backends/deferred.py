@@ -89,13 +89,21 @@ def _step_of(selector: Any) -> str | None:
     return m[2] if m and m[1] == "steps" else None
 
 
-def _refs(step: dict[str, Any]) -> list[str]:
-    return [v for v in step.values() if isinstance(v, str) and _REF.match(v)]
+def _refs(value: Any) -> list[str]:
+    """Every selector in a step, nested lists and dicts included (a sink may name an image inside a dict)."""
+    if isinstance(value, str):
+        return [value] if _REF.match(value) else []
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else []
+    return [ref for item in items for ref in _refs(item)]
 
 
-def _rewire(step: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
+def _rewire(value: Any, names: dict[str, str]) -> Any:
     """The step reading the analysis values from the drawing spec's inputs instead of the steps that made them."""
-    return {k: f"$inputs.{names[v]}" if isinstance(v, str) and v in names else v for k, v in step.items()}
+    if isinstance(value, str):
+        return f"$inputs.{names[value]}" if value in names else value
+    if isinstance(value, dict):
+        return {k: _rewire(v, names) for k, v in value.items()}
+    return [_rewire(v, names) for v in value] if isinstance(value, list) else value
 
 
 def take_values(output: dict[str, Any]) -> dict[str, Any]:

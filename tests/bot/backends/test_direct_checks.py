@@ -19,8 +19,8 @@ import bot.backends.direct.backend as direct_backend_module
 import bot.backends.policy as policy
 import bot.backends.policy.check as policy_check
 import bot.backends.shared as shared
-from bot.backends import deferred
 from bot.agent.tools import ToolContext
+from bot.backends import deferred
 from bot.backends.base import BackendError, WorkflowRef
 from bot.backends.direct.engine import InferenceRuntime
 from bot.backends.provider import BackendProvider

@@ -34,6 +34,10 @@ def test_a_spec_whose_analysis_reads_a_drawing_is_kept_whole():
     spec = detection_workflow("builtin/people")
     spec["outputs"].append({"type": "JsonField", "name": "sizes", "selector": "$steps.sizes.thickness"})
     assert deferred.split(spec).drawing is None
+    spec = detection_workflow("builtin/people")
+    spec["steps"].append({"type": "roboflow_core/webhook_sink@v1", "name": "hook", "url": "http://127.0.0.1:9/",
+                          "json_payload": {"frame": ["$steps.labels.image"]}})
+    assert deferred.split(spec).drawing is None  # even a selector nested in a sink's payload
 
 
 @pytest.mark.slow

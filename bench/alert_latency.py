@@ -22,7 +22,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import Headline  # noqa: E402
 
-STREET = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "data" / "vtest_street_60f.mp4"
 FPS = 10.0
 EVENT_EVERY = 40  # frames: one event every 4 s (two people in view for 1 s, then none)
 EVENTS, QUICK_EVENTS = 30, 2
@@ -34,40 +33,27 @@ def pct(values: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))] if ordered else float("nan")
 
 
-def street_frames() -> list[bytes]:
-    import cv2
-
-    cap = cv2.VideoCapture(str(STREET))
-    out = []
-    while (got := cap.read())[0]:
-        out.append(cv2.imencode(".jpg", got[1])[1].tobytes())
-    cap.release()
-    return out
-
-
 def camera(running, frames: list[bytes], events: int, stop: threading.Event) -> None:
     """The pipeline thread: each frame's result to the clip ring, then the monitor (the PipelineManager's order)."""
-    from tests.bot.monitor_helpers import FakePipelines, result
+    from tests.fixtures.street import push, street_camera
 
-    handle = FakePipelines().add("street")
+    handle = street_camera()
     total = events * EVENT_EVERY + int(5 * FPS)  # and the seconds after the last event: its clip is cut
     start = time.monotonic()
     for i in range(total):
         if stop.is_set():
             return
         faces = 2 if i < events * EVENT_EVERY and i % EVENT_EVERY >= EVENT_EVERY - FPS else 0
-        res = result(faces=faces, frame=frames[i % len(frames)])
-        running.runtime.pipelines.clips.on_result(handle, res)
-        running.runtime.monitor.on_result(handle, res)
+        push(running, handle, faces, frames[i % len(frames)])
         time.sleep(max(0.0, start + (i + 1) / FPS - time.monotonic()))
 
 
 async def one_order(post_first: bool, events: int, frames: list[bytes]) -> tuple[list[float], list[float], int]:
     """Seconds from each event to its alert in Slack, to its clip in the thread, and how many never arrived."""
-    from bot.monitoring.rules import Rule
     from tests.fakes.anthropic_api import API_KEY, FakeAnthropic
     from tests.fakes.slack_api import SlackEmulator
     from tests.fixtures.slack import start_bot, stop_bot
+    from tests.fixtures.street import faces_rule
     from tests.tools.fake_backend import FakeBackend
 
     llm = FakeAnthropic().start()
@@ -83,8 +69,7 @@ async def one_order(post_first: bool, events: int, frames: list[bytes]) -> tuple
             sent.append(alert)
 
         running.runtime.router.add_sink(note)
-        running.runtime.monitor.add_rule(Rule("count_over", "street", class_name="face", threshold=1,
-                                              cooldown_seconds=0, clear_seconds=0))
+        running.runtime.monitor.add_rule(faces_rule(cooldown_seconds=0))
         stop = threading.Event()
         try:
             await asyncio.to_thread(camera, running, frames, events, stop)
@@ -105,6 +90,8 @@ async def one_order(post_first: bool, events: int, frames: list[bytes]) -> tuple
 
 
 def main(quick: bool = False) -> Headline:
+    from tests.fixtures.street import street_frames
+
     events = QUICK_EVENTS if quick else EVENTS
     frames = street_frames()
     before = asyncio.run(one_order(False, events, frames))

@@ -13,7 +13,7 @@ from pydantic import Field
 from bot.agent.registry import ToolRegistry
 from bot.agent.tools import ToolArgs, ToolContext, ToolResult
 from bot.monitoring.digest import crossing_moves
-from bot.monitoring.events_log import parse_since
+from bot.monitoring.since import parse_since
 from bot.services import need
 
 MAX_SCAN = 100_000  # the whole bounded log: crossings need each pipeline's totals before `since`

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from pathlib import Path
 
@@ -10,6 +9,7 @@ from bot.agent.quoting import author_of
 from bot.agent.sessions import SessionStore
 from bot.places import place_of
 from bot.rights import Requester
+from workspace.jsonl import read_jsonl
 
 
 def _in_place(key: str, who: Requester) -> bool:
@@ -22,23 +22,18 @@ def _in_place(key: str, who: Requester) -> bool:
 
 
 def _times(path: Path, who: Requester) -> list[float]:
-    try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
-        return []
     out = []
-    for line in lines:
+    for rec in read_jsonl(path):
         try:
-            rec = json.loads(line)
             if rec.get("type") != "user":
                 continue
-            content = rec.get("content")
+            content = rec["content"]  # no content: KeyError below, not a message
             texts = [content] if isinstance(content, str) else [b.get("text", "") for b in content
                                                                  if isinstance(b, dict)]
             if who.operator or any(author_of(t) == who.user_id for t in texts if isinstance(t, str)):
                 out.append(datetime.fromisoformat(str(rec["ts"]).replace("Z", "+00:00")).timestamp())
         except (ValueError, KeyError, TypeError, AttributeError):
-            continue  # a torn or foreign line is no message of this person's
+            continue  # a foreign record is no message of this person's
     return out
 
 

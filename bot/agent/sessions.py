@@ -15,6 +15,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from workspace.jsonl import numbered_records
+
 log = logging.getLogger(__name__)
 
 SUMMARY_PREFIX = "[Summary of the earlier conversation]"
@@ -198,14 +200,11 @@ def _read_jsonl(path: Path) -> _Session:
     if raw and not raw.endswith("\n"):  # torn by a crash: end it, so the next record is not glued onto it
         with path.open("a", encoding="utf-8") as f:
             f.write("\n")
-    for n, line in enumerate(raw.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except ValueError:
-            log.warning("%s line %d is not valid JSON (torn write after a crash?); skipped", path.name, n)
-            continue
+
+    def torn(n: int) -> None:
+        log.warning("%s line %d is not a JSON object (torn write after a crash?); skipped", path.name, n)
+
+    for n, rec in numbered_records(raw, torn):
         try:
             _apply(s, rec)
         except (AttributeError, KeyError, TypeError):  # JSON, but not a record of ours: one odd line is skipped

@@ -20,8 +20,8 @@ from bot.commands.context import CommandContext
 from bot.commands.rules import build_rule, resolve_camera
 from bot.media.cameras import cameras, named_zones
 from bot.media.redaction import redact
-from bot.monitoring.events_log import parse_since
 from bot.monitoring.rules import ANY
+from bot.monitoring.since import parse_since
 from bot.pipelines.request import from_options
 from bot.pipelines.start import start
 from bot.rights import CONTROLLED, LOCAL_CHANNEL, refusal

@@ -207,6 +207,10 @@ class AdoptingBackend(Protocol):
         """The URL of the server that runs it (it changes when its server stops answering); None if none does."""
         ...
 
+    def carried(self, pipeline_id: str) -> dict[str, float]:
+        """Line totals it counted on servers it left (added onto its own server's), to persist with it."""
+        ...
+
     async def adopt_pipeline(
         self,
         pipeline_id: str,
@@ -219,6 +223,7 @@ class AdoptingBackend(Protocol):
         server: str | None = None,
         max_fps: float | None = None,
         parameters: dict | None = None,
+        carried: dict[str, float] | None = None,
     ) -> PipelineHandle | None:
         """Consume again a pipeline the server still runs (no second copy is started); None if it is gone."""
         ...

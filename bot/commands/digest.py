@@ -13,7 +13,7 @@ from bot.config import Settings
 from bot.monitoring.digest import Digest
 from bot.monitoring.digest_log import from_log
 from bot.monitoring.digest_text import digest_text
-from bot.monitoring.events_log import SINCE_FORMS, parse_since, since_note
+from bot.monitoring.since import SINCE_FORMS, parse_since, since_note
 from bot.rights import Requester
 from bot.services import Services, need
 

@@ -146,7 +146,9 @@ async def add_watch(tokens: list[str], ctx: CommandContext) -> CommandReply:
     if len(args) < 2:
         return fail(WATCH_USAGE)
     watch, note = make_watch(args[0], args[1:], ctx, seconds, confirm, opts.get("about", ""))
-    where = "in this thread" if watch.thread_ts else "here" if watch.channel else "in the camera's alert channel"
+    # the terminal is its own alert channel: the answer prints there
+    here = watch.channel or ctx.local_files
+    where = "in this thread" if watch.thread_ts else "here" if here else "in the camera's alert channel"
     return CommandReply(f"Watching *{watch.camera}* for {span(watch.expires_at - watch.created_at)}: I'll say so "
                         f"{where} once {watch.condition.describe()}"
                         f"{', after the model confirms it on the frame' if confirm else ''}, then stop.{note} "

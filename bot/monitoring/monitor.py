@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Any
 from bot.backends.base import InferenceResult, PipelineHandle
 from bot.config import Settings
 from bot.monitoring.alerts import Alert, AlertRouter
+from bot.monitoring.health import PipelineHealth
 from bot.monitoring.held import HeldBook
 from bot.monitoring.news import MonitorEvent, News
-from bot.monitoring.rules import ANY, Rule, RuleState, Sightings, default_rules, evaluate
+from bot.monitoring.rule_book import RuleBook
+from bot.monitoring.rules import ANY, Rule, RuleState, Sightings, evaluate
 from bot.monitoring.timeline import Timeline
-from bot.pipelines.limits import cannot_count
-from bot.pipelines.status import health_problems
 from bot.storage import Storage, open_storage
 
 if TYPE_CHECKING:
@@ -29,13 +29,6 @@ if TYPE_CHECKING:
     from workspace.memory import MemoryStore
 
 log = logging.getLogger(__name__)
-KEPT_DEFAULTS = ("line_crossed", "time_in_zone")  # what a pipeline was started for (line=, zone=): kept beside rules
-GUESS_UNTIL_SURE = [Rule("class_appears")]  # the fallback guess: a later result may still show a line or a zone
-
-
-def _slot(rule: Rule) -> tuple[str | None, ...]:
-    """What a camera's own rule replaces of an every-camera one: the same kind on the same classes and camera."""
-    return rule.kind, rule.class_name, rule.other_class, rule.after_camera
 
 
 class Monitor:
@@ -56,20 +49,16 @@ class Monitor:
     ) -> None:
         self.router, self.pipelines, self.memory = router, pipelines, memory
         self.clips = clips  # the pipelines' recent frames: each rule alert gets the seconds around it
-        self.stall_seconds, self.min_fps = stall_seconds, min_fps
+        self.health = PipelineHealth(pipelines, stall_seconds, min_fps)  # each problem said once, on its way in
         self._clock = clock
         self._store = storage if storage is not None else open_storage(
             db_path or settings.workspace / ".state" / "monitor.json", settings.storage.backend)
-        self._table = self._store.table("rules")
-        self._lock = threading.RLock()  # results arrive on pipeline threads, rule edits on the loop
+        self.book = RuleBook(self._store.table("rules"))  # which rules run for each camera
+        self._lock = threading.RLock()  # results arrive on pipeline threads, health checks on the loop
         self._state: dict[tuple[str, str], RuleState] = {}
-        self._defaults: dict[str, list[Rule]] = {}
-        self._last_result: dict[str, float] = {}
-        self._health: dict[str, set[str]] = {}
         self.news = News()  # what the next heartbeat looks at (tier 2)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._inflight: set[Future[Any]] = set()
-        self._rules = [Rule.from_dict(r) for r in self._table.all()]  # cached: read on every frame
         self.timeline = Timeline(memory, clock) if memory is not None else None  # the day's log, in numbers
         self._ended: set[str] = set()  # pipelines whose timeline was completed
         self.held = HeldBook()  # what the cooldown held since each rule's last alert
@@ -86,37 +75,18 @@ class Monitor:
     # rules --------------------------------------------------------------
     def add_rule(self, rule: Rule) -> Rule:
         """Add or replace a rule for a camera ('*' = all); a camera with own rules drops the guessed defaults."""
-        with self._lock:
-            self._table.upsert({**rule.as_dict(), "id": rule.id}, camera=rule.camera, id=rule.id)
-            self._rules = [r for r in self._rules if (r.camera, r.id) != (rule.camera, rule.id)] + [rule]
-        return rule
+        return self.book.add(rule)
 
     def remove_rule(self, rule_id: str, camera: str = ANY) -> bool:
-        with self._lock:
-            removed = bool(self._table.remove(camera=camera, id=rule_id))
-            self._rules = [r for r in self._rules if (r.camera, r.id) != (camera, rule_id)]
-            return removed
+        return self.book.remove(rule_id, camera)
 
     def rules(self, camera: str | None = None) -> list[Rule]:
         """Configured rules (all, or those that apply to one camera including '*')."""
-        with self._lock:
-            out = list(self._rules)
-        return out if camera is None else [r for r in out if r.camera in (camera, ANY)]
+        return self.book.rules(camera)
 
     def effective_rules(self, camera: str) -> list[Rule]:
-        """Rules that run for a camera: its configured ones, plus the defaults guessed from its first result that
-        they do not replace (a line's crossings and a zone's stays stay on beside a count rule; the `appears`
-        guess only while the camera has no rule); a disabled rule of a kind turns that default off."""
-        every = self.rules(camera)
-        configured = [r for r in every if r.enabled]
-        # a camera's own rule of a kind and class replaces the every-camera one (a false alarm tightens one camera)
-        own = {_slot(r) for r in configured if r.camera == camera}
-        configured = [r for r in configured if r.camera == camera or _slot(r) not in own]
-        defaults = list(self._defaults.get(camera, []))
-        if not every:
-            return defaults
-        ruled = {r.kind for r in every}
-        return configured + [d for d in defaults if d.kind in KEPT_DEFAULTS and d.kind not in ruled]
+        """Rules that run for a camera: its configured ones and the guessed defaults they do not replace."""
+        return self.book.effective(camera)
 
     def seen_classes(self, camera: str) -> set[str]:
         """The classes this camera's results have shown in this process."""
@@ -130,11 +100,9 @@ class Monitor:
         camera = handle.name
         fired: list[MonitorEvent] = []
         with self._lock:
-            self._last_result[handle.pipeline_id] = now
-            if camera not in self._defaults or self._defaults[camera] == GUESS_UNTIL_SURE:
-                # an empty first frame of a zone pipeline looks like a plain detector: guess again until it shows
-                self._defaults[camera] = default_rules(result)
-            for rule in self.effective_rules(camera):
+            self.health.result_at(handle.pipeline_id, now)
+            self.book.guess(camera, result)
+            for rule in self.book.effective(camera):
                 state = self._state.setdefault((camera, rule.id), RuleState())
                 hit = evaluate(rule, state, result, now, self.sightings)
                 if hit is not None:
@@ -182,8 +150,8 @@ class Monitor:
         with self._lock:
             for h in handles:
                 events += self._finish_if_ended(h, now)
-                for rule, text in self._health_problems(h, now):
-                    ev = MonitorEvent(h.name, rule, text, now, {}, self._latest_frame(h), h.pipeline_id)
+                for rule, text in self.health.new_problems(h, now):
+                    ev = MonitorEvent(h.name, rule, text, now, {}, self.health.latest_frame(h), h.pipeline_id)
                     admitted = self._admit(ev, None)
                     if admitted is not None:
                         events.append(admitted)
@@ -213,25 +181,6 @@ class Monitor:
             else:
                 summaries.append(ev)
         return summaries
-
-    def _health_problems(self, h: PipelineHandle, now: float) -> list[tuple[str, str]]:
-        last = self._last_result.get(h.pipeline_id, 0.0)
-        current = health_problems(h, now, last, self.stall_seconds, self.min_fps)
-        if h.status == "running" and (note := cannot_count(getattr(self._latest(h), "values", None))):
-            current["cannot_count"] = f"{h.name}: {note}."  # said once, after the first frames measured the camera
-        before = self._health.get(h.pipeline_id, set())
-        self._health[h.pipeline_id] = set(current)
-        return [(rule, text) for rule, text in current.items() if rule not in before]  # only on the way in
-
-    def _latest(self, h: PipelineHandle) -> Any:
-        latest = getattr(self.pipelines, "latest", None)
-        try:
-            return latest(h.pipeline_id) if latest else None
-        except Exception:  # noqa: BLE001 - a frame or a limit is a nicety for a health alert
-            return None
-
-    def _latest_frame(self, h: PipelineHandle) -> bytes | None:
-        return getattr(self._latest(h), "frame", None)
 
     # output -------------------------------------------------------------
     def _emit_threadsafe(self, ev: MonitorEvent) -> None:

@@ -6,7 +6,7 @@ import threading
 from collections import deque
 from dataclasses import dataclass, field
 
-from bot.monitoring.alerts import Alert, new_alert_id
+from bot.monitoring.alert import Alert, new_alert_id
 
 NEWS_LIMIT = 200  # events kept for the next heartbeat; older ones already went out as tier-1 alerts
 

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MAX_WATCHES = 100  # at once, in all: each is checked on every frame of its camera
+MAX_PER_PERSON = 20  # at once, for one Slack person: one member cannot take every place (the operator may)
 MAX_LOOKS = 10  # model looks a `confirm` watch may ask for; then it ends, said (a flickering detector costs no more)
 FrameCheck = Callable[[bytes, str], Awaitable[bool | None]]  # (frame, question) -> yes / no / could not look
 
@@ -67,6 +68,10 @@ class WatchBook:
         with self._lock:
             if len(self._watches) >= MAX_WATCHES:
                 raise ValueError(f"{MAX_WATCHES} watches run already; remove one with `/vision unwatch ID` first.")
+            mine = [w for w in self._watches.values() if watch.user_id and w.user_id == watch.user_id]
+            if len(mine) >= MAX_PER_PERSON:
+                raise ValueError(f"you have {len(mine)} watches running, the most one person may: `/vision watches` "
+                                 "lists them, `/vision unwatch ID` ends one.")
             self._table.upsert(watch.record(), id=watch.id)
             self._watches[watch.id] = watch
         self._time(watch)
@@ -160,7 +165,7 @@ class WatchBook:
     async def _tell(self, w: Watch, text: str, rule: str, counts: dict[str, int], frame: bytes | None,
                     pipeline_id: str | None) -> None:
         alert = Alert(w.camera, rule, text, dict(counts), self._clock(), frame, pipeline_id, channel=w.channel,
-                      thread_ts=w.thread_ts)
+                      thread_ts=w.thread_ts, notify=w.user_id)
         await self.router.deliver(alert)
 
     # timing ---------------------------------------------------------------

@@ -160,11 +160,12 @@ class PipelineManager(PipelineTable):
     def _place(self, cfg: PipelineConfig) -> bool:
         """Record which server runs it (an inference server's pipelines outlive us); True if that changed."""
         backend = self.backends.of(cfg.pipeline_id)
-        where: tuple[str | None, str | None] = (None, None)
+        where: tuple[str | None, str | None, dict | None] = (None, None, None)
         if isinstance(backend, AdoptingBackend):
-            where = (backend.server_id(cfg.pipeline_id), backend.server_of(cfg.pipeline_id))
-        changed = where != (cfg.server_id, cfg.server)
-        cfg.server_id, cfg.server = where
+            pid = cfg.pipeline_id
+            where = (backend.server_id(pid), backend.server_of(pid), backend.carried(pid) or None)
+        changed = where != (cfg.server_id, cfg.server, cfg.carried)
+        cfg.server_id, cfg.server, cfg.carried = where
         return changed
 
     def _follow(self, handle: PipelineHandle, result: InferenceResult) -> None:

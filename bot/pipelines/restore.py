@@ -38,6 +38,7 @@ async def _adopt(mgr: PipelineManager, cfg: PipelineConfig) -> PipelineHandle | 
     handle = await backend.adopt_pipeline(
         cfg.pipeline_id, cfg.server_id, cfg.name, cfg.video_reference, ref=cfg.workflow(mgr.spec_of(cfg)),
         on_result=mgr.on_result, paused=cfg.paused, server=cfg.server, max_fps=cfg.max_fps, parameters=cfg.parameters,
+        carried=cfg.carried,
     )
     if handle is None:
         log.info("pipeline %s is no longer on the inference server; starting it again", cfg.name)

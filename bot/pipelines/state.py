@@ -40,6 +40,7 @@ class PipelineConfig:
     started_at: float | None = None
     server_id: str | None = None  # the inference server's own id (http backend): adopted again after a crash
     server: str | None = None  # the URL of the inference server that runs it (several servers: it may move)
+    carried: dict | None = None  # line totals counted on servers it left (failover): added onto its server's own
     restore_failures: int = 0  # consecutive start-ups whose restore failed (bot/pipelines/restore.py gives up)
     backend: str | None = None  # started with backend= on another backend than the configured one
     owner: str | None = None  # the Slack user who started it (None: the operator): bot/pipelines/caps.py

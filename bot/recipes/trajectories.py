@@ -13,6 +13,7 @@ from typing import Any
 
 from bot.media.redaction import redact
 from workspace.atomic import write_atomic
+from workspace.jsonl import read_jsonl
 
 log = logging.getLogger(__name__)
 KEEP = 50  # per session: a recipe is saved from a recent turn; older ones only make the file grow
@@ -66,16 +67,4 @@ class TrajectoryLog:
 
     @staticmethod
     def _read(path: Path) -> list[dict[str, Any]]:
-        try:
-            lines = path.read_text(encoding="utf-8").splitlines()
-        except OSError:
-            return []
-        out = []
-        for line in lines:
-            try:
-                rec = json.loads(line)
-            except ValueError:
-                continue  # a torn line after a crash
-            if isinstance(rec, dict) and isinstance(rec.get("calls"), list):
-                out.append(rec)
-        return out
+        return [rec for rec in read_jsonl(path) if isinstance(rec.get("calls"), list)]

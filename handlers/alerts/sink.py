@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ __all__ = ["FALSE_ALARM_ACTION", "MUTE_ACTION", "MUTE_SECONDS", "STOP_ACTION", "
 
 log = logging.getLogger(__name__)
 NOT_READY_WAIT = 1.0  # a file just uploaded may not be usable in a block for a moment: one retry after this
+REFUSED = ("not_in_channel", "channel_not_found", "is_archived")  # the channel will not take the app's post
 
 
 async def upload_clip(client: Any, channel: str, thread_ts: str, clip_path: str, camera: str) -> str | None:
@@ -80,7 +82,7 @@ class SlackAlertSink:
             posted = await self._post(alert, channel, file_id)
             if posted is None:
                 return
-            root = alert.thread_ts or posted.ts
+            root = posted.root
             if alert.clip_path:
                 await upload_clip(client, posted.channel, root, alert.clip_path, alert.camera)
         self.book.put(posted)
@@ -95,7 +97,7 @@ class SlackAlertSink:
         posted = self.book.get(alert.alert_id)
         if posted is None:
             return  # the alert was not posted (no channel, Slack refused it): nothing to add a clip to
-        root = alert.thread_ts or posted.ts
+        root = posted.root
         if alert.clip_path:
             error = await upload_clip(self.bot.client, posted.channel, root, alert.clip_path, alert.camera)
         else:
@@ -129,9 +131,24 @@ class SlackAlertSink:
                     log.info("alert image not accepted yet (%s); trying again", error)
                     continue
                 log.error("alert to %s failed: %s (invite the bot to the channel or fix the route)", channel, error)
+                if error in REFUSED and alert.notify:
+                    return await self._to_asker(alert, channel, str(error), file_id)
                 return None
             return PostedAlert.of(alert, resp["channel"], resp["ts"], file_id if with_image else None)
         return None
+
+    async def _to_asker(self, alert: Alert, channel: str, error: str, file_id: str | None) -> PostedAlert | None:
+        """A watch's answer the channel refused goes to its asker's DM with one line on why and what to do."""
+        try:
+            opened = await self.bot.client.conversations_open(users=alert.notify)
+            dm = opened["channel"]["id"]
+            await self.bot.client.chat_postMessage(channel=dm, text=(
+                f"I could not post in <#{channel}> ({error}): `/invite @Vision Agent` there to get answers in "
+                "the channel. Here is what you asked me to watch for:"))
+        except SlackApiError as exc:
+            log.error("alert for <@%s> not sent to their DM either: %s", alert.notify, exc.response.get("error"))
+            return None
+        return await self._post(replace(alert, channel=dm, thread_ts=None, notify=None), dm, file_id)
 
     async def _content(self, alert: Alert, draft: PostedAlert, with_image: bool) -> dict[str, Any]:
         """An alert's blocks and text; a scheduled digest's are its table and chart with the text as fallback."""

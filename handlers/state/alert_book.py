@@ -31,11 +31,17 @@ class PostedAlert:
     pipeline_id: str | None = None
     file_id: str | None = None  # the uploaded frame its image block shows
     summary: str | None = None  # the tier-2 summary added in place
+    thread_ts: str | None = None  # the thread it was posted into (a watch's); None: it is a thread's root
 
     @classmethod
     def of(cls, alert: Alert, channel: str, ts: str, file_id: str | None) -> PostedAlert:
         return cls(alert.alert_id, channel, ts, alert.camera, alert.rule, alert.text, dict(alert.counts), alert.time,
-                   alert.pipeline_id, file_id)
+                   alert.pipeline_id, file_id, thread_ts=alert.thread_ts)
+
+    @property
+    def root(self) -> str:
+        """The thread its clip and follow-ups go into."""
+        return self.thread_ts or self.ts
 
     def with_summary(self, summary: str) -> PostedAlert:
         return replace(self, summary=summary)

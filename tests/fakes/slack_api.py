@@ -53,6 +53,8 @@ class Channel:
     is_im: bool = False
     is_private: bool = False
     messages: list[dict[str, Any]] = field(default_factory=list)
+    bot_member: bool = True  # False: a channel the app was never invited to (posts there answer not_in_channel)
+    user: str = ""  # an IM's other member (conversations.open)
 
 
 class SlackEmulator(WebApiMethods, DirectoryMethods, StreamMethods, EventInjection, SocketModeMixin, FaultInjection):
@@ -82,7 +84,7 @@ class SlackEmulator(WebApiMethods, DirectoryMethods, StreamMethods, EventInjecti
         self._runner: web.AppRunner | None = None
         for cid, name in (("C0GENERAL", "general"), ("C0ALERTS", "alerts"), ("C0OTHER", "random")):
             self.add_channel(cid, name)
-        self.add_channel("D0HUMAN", "", is_im=True)
+        self.add_channel("D0HUMAN", "", is_im=True).user = HUMAN
         self.add_channel("G0PRIVATE", "secret", is_private=True)
         self.add_user(HUMAN, "human", "Human Person")
         self.add_user(BOT_USER_ID, "Vision Agent", is_bot=True)
@@ -183,9 +185,18 @@ class SlackEmulator(WebApiMethods, DirectoryMethods, StreamMethods, EventInjecti
             self._ids += 1
             return f"{prefix}{self._ids:08d}"
 
-    def add_channel(self, cid: str, name: str, *, is_im: bool = False, is_private: bool = False) -> Channel:
-        self.channels[cid] = Channel(cid, name, is_im=is_im, is_private=is_private)
+    def add_channel(self, cid: str, name: str, *, is_im: bool = False, is_private: bool = False,
+                    bot_member: bool = True) -> Channel:
+        self.channels[cid] = Channel(cid, name, is_im=is_im, is_private=is_private, bot_member=bot_member)
         return self.channels[cid]
+
+    def postable(self, channel: str) -> Channel:
+        """The channel a bot message goes to; one the app is not in answers not_in_channel (docs.slack.dev
+        chat.postMessage: "Cannot post user messages to a channel they are not in")."""
+        ch = self.channel(channel)
+        if not ch.bot_member and not ch.is_im:
+            raise SlackError("not_in_channel")
+        return ch
 
     def channel(self, ref: str) -> Channel:
         name = ref.lstrip("#")

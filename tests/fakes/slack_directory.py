@@ -68,4 +68,17 @@ class DirectoryMethods:
         _require(params, "channel")
         ch = self.channel(params["channel"])
         return {"channel": {"id": ch.id, "name": ch.name, "is_im": ch.is_im, "is_private": ch.is_private,
-                            "is_channel": not ch.is_im and not ch.is_private, "is_member": True}}
+                            "is_channel": not ch.is_im and not ch.is_private, "is_member": ch.bot_member}}
+
+    def api_conversations_open(self, params: dict[str, Any]) -> dict[str, Any]:
+        """docs.slack.dev conversations.open: `users` (one id here) -> the app's IM with them, the same one each time."""
+        _require(params, "users")
+        uid = str(params["users"]).split(",")[0].strip()
+        if uid not in self.users:
+            raise SlackError("user_not_found")
+        for ch in self.channels.values():
+            if ch.is_im and ch.user == uid:
+                return {"channel": {"id": ch.id}, "already_open": True}
+        ch = self.add_channel(self.next_id("D"), "", is_im=True)
+        ch.user = uid
+        return {"channel": {"id": ch.id}}

@@ -141,7 +141,7 @@ class WebApiMethods:
     # chat --------------------------------------------------------------------
     def api_chat_postMessage(self, params: dict[str, Any]) -> dict[str, Any]:
         _require(params, "channel")
-        ch = self.channel(params["channel"])
+        ch = self.postable(params["channel"])
         _check_message(params)
         self._check_files(params)
         self._thread_exists(ch.id, params.get("thread_ts"))
@@ -238,7 +238,7 @@ class WebApiMethods:
             self.completed.add(item["id"])  # usable in image blocks now, shared in a channel or not
             shared.append(dict(info))
         if params.get("channel_id"):
-            ch = self.channel(params["channel_id"])
+            ch = self.postable(params["channel_id"])
             self._thread_exists(ch.id, params.get("thread_ts"))
             msg = self._bot_message({"text": params.get("initial_comment") or "", "thread_ts": params.get("thread_ts")})
             msg.update(files=shared, subtype="file_share", upload=True)

@@ -27,6 +27,7 @@ METHOD_SCOPES = {
     "files_info": "files:read",
     "users_info": "users:read",  # display names, so the model reads who wrote what (handlers/transport/people.py)
     "conversations_replies": "channels:history",  # a thread's earlier messages (groups:/im:history elsewhere)
+    "conversations_open": "im:write",  # a watch's answer to its asker's DM when the channel refuses the post
     "auth_test": None,  # no scope
     "chat_getPermalink": None,  # a digest's links to the alert messages: docs.slack.dev, no scope required
     "apps_connections_open": None,  # the app-level token's connections:write, not a bot scope

@@ -148,9 +148,13 @@ class FakeServerBackend(FakeBackend):
     def server_of(self, pipeline_id: str) -> str | None:
         return "http://fake-server" if pipeline_id in self.server_ids else None
 
+    def carried(self, pipeline_id: str) -> dict[str, float]:
+        return {}
+
     async def adopt_pipeline(
         self, pipeline_id: str, server_id: str, name: str, video_reference: str, ref: WorkflowRef, on_result=None,
         paused: bool = False, server: str | None = None, max_fps: float | None = None, parameters: dict | None = None,
+        carried: dict[str, float] | None = None,
     ) -> PipelineHandle | None:
         kw = {"workflow_spec": ref.workflow_spec, "workspace_name": ref.workspace_name, "workflow_id": ref.workflow_id}
         self.calls.append(("adopt_pipeline", {"pipeline_id": pipeline_id, "server_id": server_id, "paused": paused, **kw}))

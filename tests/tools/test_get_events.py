@@ -13,7 +13,8 @@ import pytest
 from bot.agent.tools import ToolContext
 from bot.config import Settings, load_settings
 from bot.monitoring.alerts import Alert, AlertRouter
-from bot.monitoring.events_log import EventLog, parse_since
+from bot.monitoring.events_log import EventLog
+from bot.monitoring.since import parse_since
 from bot.services import Services
 from tools import build_registry
 

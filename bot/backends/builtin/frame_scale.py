@@ -15,24 +15,17 @@ from inference.core.workflows.execution_engine.entities.types import FLOAT_KIND,
 from inference.core.workflows.prototypes.block import BlockResult, WorkflowBlock, WorkflowBlockManifest
 from pydantic import ConfigDict, Field
 
-from bot.backends.builtin.common import _EE_COMPAT
+from bot.backends.builtin.drawing_block import VisualizationManifest, visualization_card
 from bot.backends.builtin.label_drawing import drawing_sizes
 
 
-class FrameScaleManifest(WorkflowBlockManifest):
+class FrameScaleManifest(VisualizationManifest):
     type: Literal["vision_agent/frame_scale@v1"]
-    model_config = ConfigDict(json_schema_extra={
-        "name": "Frame-sized drawing",
-        "version": "v1",
-        "short_description": "Text scale, text thickness, padding and box thickness from the frame's width.",
-        "long_description": (
-            "Outputs text_scale (width/1600, at least 0.35), text_thickness, text_padding and thickness (box "
-            "lines, width/400) for label and bounding box visualizations, so labels read the same on a 320 px "
-            "sub-stream and a 1920 px main stream."),
-        "license": "Apache-2.0",
-        "block_type": "visualization",
-        "ui_manifest": {"section": "visualization", "icon": "far fa-text-size"},
-    })
+    model_config = ConfigDict(json_schema_extra=visualization_card(
+        "Frame-sized drawing", "Text scale, text thickness, padding and box thickness from the frame's width.",
+        "Outputs text_scale (width/1600, at least 0.35), text_thickness, text_padding and thickness (box "
+        "lines, width/400) for label and bounding box visualizations, so labels read the same on a 320 px "
+        "sub-stream and a 1920 px main stream.", "far fa-text-size"))
     image: Selector(kind=[IMAGE_KIND]) = Field(description="The frame to be drawn on.", examples=["$inputs.image"])
 
     @classmethod
@@ -41,10 +34,6 @@ class FrameScaleManifest(WorkflowBlockManifest):
                 OutputDefinition(name="text_thickness", kind=[INTEGER_KIND]),
                 OutputDefinition(name="text_padding", kind=[INTEGER_KIND]),
                 OutputDefinition(name="thickness", kind=[INTEGER_KIND])]
-
-    @classmethod
-    def get_execution_engine_compatibility(cls) -> str | None:
-        return _EE_COMPAT
 
 
 class FrameScaleBlockV1(WorkflowBlock):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import supervision as sv
-from inference.core.workflows.execution_engine.entities.base import OutputDefinition, WorkflowImageData
+from inference.core.workflows.execution_engine.entities.base import WorkflowImageData
 from inference.core.workflows.execution_engine.entities.types import (
     IMAGE_KIND,
     INSTANCE_SEGMENTATION_PREDICTION_KIND,
@@ -23,37 +23,22 @@ from inference.core.workflows.prototypes.block import BlockResult, WorkflowBlock
 from pydantic import ConfigDict, Field
 from supervision.config import CLASS_NAME_DATA_FIELD
 
-from bot.backends.builtin.common import _EE_COMPAT
+from bot.backends.builtin.drawing_block import DrawingManifest, drawn, visualization_card
 from bot.backends.builtin.label_drawing import draw_labels, label_text
 
 
-class LabelsManifest(WorkflowBlockManifest):
+class LabelsManifest(DrawingManifest):
     type: Literal["vision_agent/labels@v1"]
-    model_config = ConfigDict(json_schema_extra={
-        "name": "Labels inside the frame",
-        "version": "v1",
-        "short_description": "Label each box 'class confidence #id', kept whole inside the frame.",
-        "long_description": (
-            "Draws one label per detection (class, confidence, and the tracker id when there is one) above its box, "
-            "moved inside the frame when the box touches an edge and spread apart where labels would overlap "
-            "(unlike label_visualization, whose labels are cut off at the frame's edges); text sized from the "
-            "frame's width, as frame_scale gives it."),
-        "license": "Apache-2.0",
-        "block_type": "visualization",
-        "ui_manifest": {"section": "visualization", "icon": "far fa-tag"},
-    })
+    model_config = ConfigDict(json_schema_extra=visualization_card(
+        "Labels inside the frame", "Label each box 'class confidence #id', kept whole inside the frame.",
+        "Draws one label per detection (class, confidence, and the tracker id when there is one) above its box, "
+        "moved inside the frame when the box touches an edge and spread apart where labels would overlap "
+        "(unlike label_visualization, whose labels are cut off at the frame's edges); text sized from the "
+        "frame's width, as frame_scale gives it.", "far fa-tag"))
     image: Selector(kind=[IMAGE_KIND]) = Field(description="The frame to draw on.", examples=["$steps.boxes.image"])
     predictions: Selector(kind=[OBJECT_DETECTION_PREDICTION_KIND, INSTANCE_SEGMENTATION_PREDICTION_KIND,
                                 KEYPOINT_DETECTION_PREDICTION_KIND]) = Field(
         description="The detections to label.", examples=["$steps.tracker.tracked_detections"])
-
-    @classmethod
-    def describe_outputs(cls) -> list[OutputDefinition]:
-        return [OutputDefinition(name="image", kind=[IMAGE_KIND])]
-
-    @classmethod
-    def get_execution_engine_compatibility(cls) -> str | None:
-        return _EE_COMPAT
 
 
 class LabelsBlockV1(WorkflowBlock):
@@ -67,8 +52,7 @@ class LabelsBlockV1(WorkflowBlock):
         LabelsBlockV1.runs += 1  # one engine runs its steps one frame at a time; a lost count is only a count
         names = predictions.data.get(CLASS_NAME_DATA_FIELD, [None] * len(predictions))
         texts = [label_text(name, conf, tid) for name, conf, tid in _rows(predictions, names)]
-        drawn = draw_labels(image.numpy_image.copy(), predictions, texts)
-        return {"image": WorkflowImageData.copy_and_replace(origin_image_data=image, numpy_image=drawn)}
+        return drawn(image, draw_labels(image.numpy_image.copy(), predictions, texts))
 
 
 def _rows(detections: sv.Detections, names: Any) -> list[tuple[Any, Any, Any]]:

@@ -12,7 +12,7 @@ from typing import Literal
 
 import cv2
 import numpy as np
-from inference.core.workflows.execution_engine.entities.base import OutputDefinition, WorkflowImageData
+from inference.core.workflows.execution_engine.entities.base import WorkflowImageData
 from inference.core.workflows.execution_engine.entities.types import (
     IMAGE_KIND,
     INTEGER_KIND,
@@ -22,7 +22,7 @@ from inference.core.workflows.execution_engine.entities.types import (
 from inference.core.workflows.prototypes.block import BlockResult, WorkflowBlock, WorkflowBlockManifest
 from pydantic import ConfigDict, Field
 
-from bot.backends.builtin.common import _EE_COMPAT
+from bot.backends.builtin.drawing_block import DrawingManifest, drawn, visualization_card
 from bot.backends.builtin.line_counter import _points
 
 LINE_BGR, OUTLINE_BGR = (255, 0, 255), (0, 0, 0)  # magenta on black: one of the two contrasts with any pixel
@@ -32,20 +32,14 @@ TEXT_HEIGHT_SHARE = 1 / 25  # of the frame's width: readable in a Slack preview 
 BOX_WIDTH_SHARE = 1 / 3  # of the frame's width at most, so the box never hides the scene
 
 
-class LineOverlayManifest(WorkflowBlockManifest):
+class LineOverlayManifest(DrawingManifest):
     type: Literal["vision_agent/line_overlay@v1"]
-    model_config = ConfigDict(json_schema_extra={
-        "name": "Line Overlay (high contrast)",
-        "version": "v1",
-        "short_description": "Draw a counting line and its in/out counts, visible on any background.",
-        "long_description": (
-            "Paints the line bright over a dark outline (opaque, unlike line_counter_visualization's blend, which "
-            "fades on white) and the in/out counts in a dark box whose size follows the frame's width (text about "
-            "1/25 of it, the box at most 1/3), kept inside the frame near the line's first point."),
-        "license": "Apache-2.0",
-        "block_type": "visualization",
-        "ui_manifest": {"section": "visualization", "icon": "far fa-arrow-down-up-across-line"},
-    })
+    model_config = ConfigDict(json_schema_extra=visualization_card(
+        "Line Overlay (high contrast)", "Draw a counting line and its in/out counts, visible on any background.",
+        "Paints the line bright over a dark outline (opaque, unlike line_counter_visualization's blend, which "
+        "fades on white) and the in/out counts in a dark box whose size follows the frame's width (text about "
+        "1/25 of it, the box at most 1/3), kept inside the frame near the line's first point.",
+        "far fa-arrow-down-up-across-line"))
     image: Selector(kind=[IMAGE_KIND]) = Field(description="The frame to draw on.", examples=["$inputs.image"])
     line_segment: list | Selector(kind=[LIST_OF_VALUES_KIND]) = Field(
         description="Two [x, y] points in pixels, the counted line.", examples=[[[320, 0], [320, 480]]])
@@ -54,14 +48,6 @@ class LineOverlayManifest(WorkflowBlockManifest):
     count_out: int | Selector(kind=[INTEGER_KIND]) = Field(
         default=0, description="Objects counted out.", examples=["$steps.line_counter.count_out"])
 
-    @classmethod
-    def describe_outputs(cls) -> list[OutputDefinition]:
-        return [OutputDefinition(name="image", kind=[IMAGE_KIND])]
-
-    @classmethod
-    def get_execution_engine_compatibility(cls) -> str | None:
-        return _EE_COMPAT
-
 
 class LineOverlayBlockV1(WorkflowBlock):
     @classmethod
@@ -69,8 +55,8 @@ class LineOverlayBlockV1(WorkflowBlock):
         return LineOverlayManifest
 
     def run(self, image: WorkflowImageData, line_segment: list, count_in: int, count_out: int) -> BlockResult:
-        drawn = draw_line_overlay(image.numpy_image.copy(), _points(line_segment), int(count_in), int(count_out))
-        return {"image": WorkflowImageData.copy_and_replace(origin_image_data=image, numpy_image=drawn)}
+        scene = image.numpy_image.copy()
+        return drawn(image, draw_line_overlay(scene, _points(line_segment), int(count_in), int(count_out)))
 
 
 def line_width(frame_width: int) -> int:

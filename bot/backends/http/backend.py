@@ -10,7 +10,7 @@ from urllib.parse import quote, urlparse
 from bot.backends.base import BackendError, InferenceResult, PipelineHandle, ResultListener, WorkflowRef
 from bot.backends.convert import from_model_response, from_serialized_output
 from bot.backends.errors import OFFLINE_HINT, problems_from_block_errors, shorten_problem
-from bot.backends.http.failover import unreachable
+from bot.backends.http.failover import CONSUME_TIMEOUT, ServerSilent, unreachable
 from bot.backends.http.pipeline import HostedPipeline
 from bot.backends.http.servers import ServerPool
 from bot.backends.policy import check_spec
@@ -48,21 +48,43 @@ class HttpBackend(BackendBase):
         client.configure(InferenceConfiguration(api_key_transport="header"))
         return client
 
-    def unreachable(self) -> BackendError:
+    def unreachable(self, url: str | None = None) -> BackendError:
         return BackendError(
-            f"inference server at {self.url} is not reachable: start it with `vision-agent inference-server` "
+            f"inference server at {url or self.url} is not reachable: start it with `vision-agent inference-server` "
             "or set INFERENCE_SERVER_URL"
         )
 
-    def translate(self, exc: BaseException, what: str) -> BackendError:
-        """SDK / requests exceptions → a BackendError a user can act on."""
+    def consume(self, url: str, pipeline_id: str) -> dict[str, Any]:
+        """The server-side pipeline's next results (the SDK's consume call has no timeout: a server that accepts
+        and never answers would hold the poller for good; here that is ServerSilent, which moves the pipeline)."""
+        import requests
+        from inference_sdk.http.errors import HTTPCallErrorError
+
+        headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
+        try:
+            resp = requests.get(f"{url}/inference_pipelines/{pipeline_id}/consume", json={"excluded_fields": []},
+                                headers=headers, timeout=min(self._timeout, CONSUME_TIMEOUT))
+        except requests.Timeout as exc:
+            raise ServerSilent(f"{url} accepted the connection but sent no results within "
+                               f"{min(self._timeout, CONSUME_TIMEOUT):.0f}s") from exc
+        if resp.status_code >= 400:
+            try:
+                message = str(resp.json().get("message") or resp.text[:300])
+            except ValueError:
+                message = resp.text[:300]
+            raise HTTPCallErrorError(description=message, status_code=resp.status_code, api_message=message)
+        body: dict[str, Any] = resp.json()
+        return body
+
+    def translate(self, exc: BaseException, what: str, url: str | None = None) -> BackendError:
+        """SDK / requests exceptions → a BackendError a user can act on (`url`: the server it was about)."""
         if isinstance(exc, BackendError):
             return exc
         names = {c.__name__ for c in type(exc).__mro__}
         if unreachable(exc):
-            return self.unreachable()
+            return self.unreachable(url)
         if names & {"ReadTimeout", "TimeoutError"}:
-            return BackendError(f"inference server at {self.url} did not answer within {self._timeout:.0f}s: retry later")
+            return BackendError(f"inference server at {url or self.url} did not answer within {self._timeout:.0f}s: retry later")
         message = str(getattr(exc, "api_message", None) or exc)
         if "Could not connect to Roboflow API" in message or "Roboflow API" in message and "connect" in message:
             return BackendError(f"could not reach Roboflow to load {what}: {OFFLINE_HINT}")
@@ -214,6 +236,10 @@ class HttpBackend(BackendBase):
         pipe = self._pipelines.get(pipeline_id)
         return (pipe.url or None) if pipe is not None else None
 
+    def carried(self, pipeline_id: str) -> dict[str, float]:
+        pipe = self._pipelines.get(pipeline_id)
+        return pipe.carried() if pipe is not None else {}
+
     async def adopt_pipeline(
         self,
         pipeline_id: str,
@@ -226,6 +252,7 @@ class HttpBackend(BackendBase):
         server: str | None = None,
         max_fps: float | None = None,
         parameters: dict | None = None,
+        carried: dict[str, float] | None = None,
     ) -> PipelineHandle | None:
         """Resume consuming a pipeline the server kept running while we were down; None if the server lost it, or
         no longer answers, or is no longer configured (it is started again then, wherever the load says)."""
@@ -245,6 +272,7 @@ class HttpBackend(BackendBase):
             pipe.place(url, self._launch_args(video_reference, named["specification"], parameters, max_fps))
         else:
             pipe.place(url, None)
+        pipe.carry_on(carried or {})
         pipe.start(server_id, paused=paused)
         return pipe.handle()
 

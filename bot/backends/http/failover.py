@@ -11,7 +11,12 @@ from bot.backends.counting import count_side
 log = logging.getLogger(__name__)
 GIVE_UP = 120.0  # seconds without any server to run it on, after which the pipeline ends as `error`
 RETRY = 2.0  # seconds between tries while no other server takes it
-UNREACHABLE = frozenset({"HTTPServerConnectionError", "ConnectionError", "ConnectTimeout"})
+UNREACHABLE = frozenset({"HTTPServerConnectionError", "ConnectionError", "ConnectTimeout", "ServerSilent"})
+CONSUME_TIMEOUT = 10.0  # seconds a server has to hand over results (it has them at once); longer: it is not answering
+
+
+class ServerSilent(Exception):
+    """A server took the connection but did not answer in time (hung, stopped, or its network half gone)."""
 
 
 class Movable(Protocol):

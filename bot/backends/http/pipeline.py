@@ -82,6 +82,15 @@ class HostedPipeline(PipelineBase):
     def stopping(self) -> bool:
         return self._stop.is_set()
 
+    def carried(self) -> dict[str, float]:
+        with self._lock:
+            return dict(self._carry)
+
+    def carry_on(self, totals: dict[str, float]) -> None:
+        """Totals counted before a bot restart on servers it left (saved with it): added onto this server's."""
+        with self._lock:
+            self._carry = {k: float(v) for k, v in totals.items() if isinstance(v, int | float)}
+
     def pause_for(self, seconds: float) -> None:
         self._stop.wait(seconds)
 
@@ -112,12 +121,9 @@ class HostedPipeline(PipelineBase):
     # --- results -------------------------------------------------------------------------------------------------
 
     def _poll(self) -> None:
-        client, url = self.backend.client(self.url), self.url
         while not self._stop.is_set():
-            if url != self.url:  # moved to another server
-                client, url = self.backend.client(self.url), self.url
             try:
-                response = client.consume_inference_pipeline_result(self.server_id)
+                response = self.backend.consume(self.url, self.server_id)
             except Exception as exc:  # noqa: BLE001 - ends the poller with a status, unless another server takes it
                 if move(self, exc):
                     continue
@@ -155,7 +161,7 @@ class HostedPipeline(PipelineBase):
                 "on the server's machine and the workflow loads"
             )
         else:
-            self.fail(str(self.backend.translate(exc, f"pipeline {self.name}")))
+            self.fail(str(self.backend.translate(exc, f"pipeline {self.name}", self.url)))
 
     def _set(self, status: str) -> None:
         with self._lock:

@@ -102,5 +102,8 @@ class WebRtcBackend(HttpBackend):
     def server_of(self, pipeline_id: str) -> str | None:
         return None
 
+    def carried(self, pipeline_id: str) -> dict[str, float]:
+        return {}
+
     async def adopt_pipeline(self, *args: Any, **kwargs: Any) -> PipelineHandle | None:
         return None

@@ -11,6 +11,7 @@ from dataclasses import replace
 
 from bot.backends.base import Detection, InferenceResult
 from bot.monitoring.kinds.base import Firing, Rule, RuleKindBase, RuleState, Sightings, held_edge
+from bot.monitoring.wording import plural
 
 DEFAULT_GAP = 0.5
 
@@ -42,7 +43,7 @@ class Near(RuleKindBase):
         return f"near:{rule.class_name}+{rule.other_class}<={rule.threshold:g}"
 
     def describe(self, rule: Rule) -> str:
-        pair = f"{rule.class_name} and {rule.other_class}"
+        pair = _pair(rule)
         if rule.threshold <= 0:
             return f"{pair} touch or overlap"
         return f"{pair} are less than {rule.threshold:g}× the smaller one's size apart"
@@ -58,10 +59,19 @@ class Near(RuleKindBase):
         if not held_edge(rule, state, g is not None and g <= rule.threshold, now) or g is None:
             return None
         how = "boxes overlap" if g == 0 else f"{g:.2g}× the smaller one's size apart, within {rule.threshold:g}"
-        return Firing(f"{rule.class_name} near {rule.other_class} ({how})", result.counts())
+        near = f"{plural(rule.class_name, 2)} near each other" if rule.class_name == rule.other_class else \
+            f"{rule.class_name} near {rule.other_class}"
+        return Firing(f"{near} ({how})", result.counts())
 
     def tightened(self, rule: Rule, default_cooldown: float) -> tuple[Rule, str]:
         if rule.threshold <= 0:  # already "touching only": wait longer between alerts instead
             return super().tightened(rule, default_cooldown)
         new = replace(rule, threshold=round(rule.threshold / 2, 2))
         return new, f"now alerts only when they are within {new.threshold:g}× the smaller one's size"
+
+
+def _pair(rule: Rule) -> str:
+    """'person and car', or '2 people' when both classes are one (people close to each other)."""
+    if rule.class_name == rule.other_class:
+        return plural(rule.class_name or "", 2)
+    return f"{rule.class_name} and {rule.other_class}"

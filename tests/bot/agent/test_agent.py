@@ -16,9 +16,9 @@ from bot.agent.sessions import SUMMARY_PREFIX, SessionStore
 from bot.agent.tools import Attachment, ToolArgs, ToolContext, ToolResult
 from bot.config import Settings, ThinkingConfig
 from bot.events import AgentEvent, EventType
-from bot.llm.client import LLMClient
 from bot.services import Services
 from tests.fakes.anthropic_api import Reply, text, tool_use, with_thinking
+from tests.fixtures.llm_clients import close_llm_clients, fast_client  # noqa: F401 - closes the clients
 from tools import build_registry
 from workspace import Workspace
 from workspace.memory import MemoryStore
@@ -37,19 +37,8 @@ def ws(llm_settings: Settings) -> Workspace:
     return w
 
 
-_OPEN: list[LLMClient] = []
-
-
-@pytest.fixture(autouse=True)
-async def _close_clients():
-    yield
-    while _OPEN:
-        await _OPEN.pop().aclose()
-
-
 def make_agent(settings: Settings, ws: Workspace, registry=None) -> Agent:
-    llm = LLMClient(settings, ws.state_dir / "usage.json", retry_base_delay=0.001)
-    _OPEN.append(llm)
+    llm = fast_client(settings, ws.state_dir / "usage.json")
     return Agent(llm=llm, tools=registry or build_registry(), sessions=SessionStore(ws.sessions_dir),
                  settings=settings, workspace=ws, services=Services(memory=MemoryStore(ws.root, use_embeddings=False)))
 
@@ -180,8 +169,7 @@ async def test_turn_context_carries_time_pipelines_and_matched_skill_into_the_hi
     from datetime import UTC, datetime
 
     times = iter([datetime(2026, 2, 11, 10, n, tzinfo=UTC) for n in (0, 9, 15)])
-    llm = LLMClient(llm_settings, ws.state_dir / "usage.json", retry_base_delay=0.001)
-    _OPEN.append(llm)
+    llm = fast_client(llm_settings, ws.state_dir / "usage.json")
     agent = Agent(llm=llm, tools=build_registry(), sessions=SessionStore(ws.sessions_dir), settings=llm_settings,
                   workspace=ws, pipelines_text=lambda: "pipe_3 'lot' running 2 fps", clock=lambda: next(times))
     anthropic_api.enqueue(text("Hi."), text("Two cars."))

@@ -16,33 +16,22 @@ from bot.agent.sessions import SessionStore
 from bot.agent.tools import ToolArgs, ToolContext, ToolResult
 from bot.config import Settings, load_settings
 from bot.events import AgentEvent, EventType
-from bot.llm.client import LLMClient
 from bot.llm.usage import cost_of
 from bot.services import Services
 from tests.fakes.anthropic_api import FakeAnthropic, Reply, error, hang, text, tool_use
 from tests.fakes.anthropic_checks import prompt_tokens
+from tests.fixtures.llm_clients import close_llm_clients, fast_client  # noqa: F401 - closes the clients
 from tools import build_registry
 from workspace import Workspace
 from workspace.memory import MemoryStore
 
 E = EventType
-_OPEN: list[LLMClient] = []
-
-
-@pytest.fixture(autouse=True)
-async def _close_clients():
-    yield
-    while _OPEN:
-        await _OPEN.pop().aclose()
-
-
 def make_agent(settings: Settings, workspace: Path | None = None, registry=None, **llm: object) -> Agent:
     settings = settings.model_copy(update={"llm": settings.llm.model_copy(update=llm),
                                            "workspace": workspace or settings.workspace})
     ws = Workspace(settings.workspace)
     ws.init()
-    client = LLMClient(settings, ws.state_dir / "usage.json", retry_base_delay=0.001)
-    _OPEN.append(client)
+    client = fast_client(settings, ws.state_dir / "usage.json")
     return Agent(llm=client, tools=registry or build_registry(), sessions=SessionStore(ws.sessions_dir), settings=settings,
                  workspace=ws, services=Services(memory=MemoryStore(ws.root, use_embeddings=False)))
 

@@ -6,6 +6,7 @@ from bot.agent.steps import label, outcome
 from bot.events import EventType
 from tests.bot.agent.test_agent import collect, make_agent, ws  # noqa: F401 - the workspace fixture
 from tests.fakes.anthropic_api import text, tool_use
+from tests.fixtures.llm_clients import close_llm_clients  # noqa: F401 - closes the clients
 
 
 async def test_text_deltas_add_up_to_the_answer_and_come_before_it(anthropic_api, llm_settings, ws):  # noqa: F811 - the imported fixture

@@ -11,8 +11,9 @@ import pytest
 
 from bot.agent import blocks
 from bot.agent.tools import Attachment
-from tests.bot.agent.test_agent import _close_clients, collect, jpeg, make_agent  # noqa: F401 (closes clients)
+from tests.bot.agent.test_agent import collect, jpeg, make_agent
 from tests.fakes.anthropic_api import text, tool_use
+from tests.fixtures.llm_clients import close_llm_clients  # noqa: F401 - closes the clients
 from workspace import Workspace
 from workspace.memory import SITE
 

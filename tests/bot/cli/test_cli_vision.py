@@ -14,6 +14,7 @@ import struct
 import subprocess
 import termios
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -86,6 +87,18 @@ def terminal(base_env: dict[str, str], tmp_path: Path):
         t.close()
 
 
+def start_crossing(terminal: Callable[[Path], Terminal], tmp_path: Path) -> Terminal:
+    """A terminal in a folder holding the crossing clip, typing the start of `street` on it with the clip's line."""
+    street = tmp_path / "footage"
+    street.mkdir()
+    shutil.copy(FOOTAGE / "crossing.mp4", street / "crossing.mp4")  # three men cross right to left, 5 fps
+    line = ",".join(str(v) for point in json.loads((FOOTAGE / "crossing.json").read_text())["line"] for v in point)
+    term = terminal(street)
+    term.wait_for(r"you> ")
+    term.type(f"/vision start {street / 'crossing.mp4'} name=street line={line}")
+    return term
+
+
 def test_one_shot_vision_needs_no_key_and_answers_in_commands(base_env: dict[str, str]) -> None:
     out = _run(["chat", "-m", "/vision status"], _env(base_env))
     assert out.returncode == 0, out.stderr
@@ -131,13 +144,7 @@ def test_the_terminal_starts_a_file_outside_the_workspace_and_says_what_it_runs(
 def test_the_terminal_holds_crossings_says_them_and_keeps_rules_to_the_models_classes(
     terminal, tmp_path: Path
 ) -> None:
-    street = tmp_path / "footage"
-    street.mkdir()
-    shutil.copy(FOOTAGE / "crossing.mp4", street / "crossing.mp4")  # three men cross right to left, 5 fps
-    line = ",".join(str(v) for point in json.loads((FOOTAGE / "crossing.json").read_text())["line"] for v in point)
-    term = terminal(street)
-    term.wait_for(r"you> ")
-    term.type(f"/vision start {street / 'crossing.mp4'} name=street line={line}")
+    term = start_crossing(terminal, tmp_path)
     term.wait_for(r"Started street [^\n]*every frame of the file as fast as the detector goes", seconds=120)
     first = term.wait_for(r"ALERT [\d:]+ street \[line_crossed\]: line crossed \(([^)]*)\)", seconds=120)
     summary = term.wait_for(r"pipeline finished, \+(\d+) crossed since the last alert: in (\d+) / out (\d+) "

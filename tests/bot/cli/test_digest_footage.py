@@ -3,15 +3,13 @@
 
 from __future__ import annotations
 
-import json
-import shutil
 from pathlib import Path
 
 import pytest
 
 from bot.monitoring.digest import crossing_moves
 from bot.monitoring.events_log import EventLog
-from tests.bot.cli.test_cli_vision import FOOTAGE, terminal  # noqa: F401 - the pty fixture
+from tests.bot.cli.test_cli_vision import start_crossing, terminal  # noqa: F401 - the pty fixture
 
 pytestmark = pytest.mark.slow
 
@@ -19,13 +17,7 @@ pytestmark = pytest.mark.slow
 def test_the_digest_of_a_real_run_matches_its_event_log_and_totals(
     terminal, tmp_path: Path, workspace_dir: Path  # noqa: F811 - the fixture imported above
 ) -> None:
-    street = tmp_path / "footage"
-    street.mkdir()
-    shutil.copy(FOOTAGE / "crossing.mp4", street / "crossing.mp4")  # three men cross right to left, 5 fps
-    line = ",".join(str(v) for point in json.loads((FOOTAGE / "crossing.json").read_text())["line"] for v in point)
-    term = terminal(street)
-    term.wait_for(r"you> ")
-    term.type(f"/vision start {street / 'crossing.mp4'} name=street line={line}")
+    term = start_crossing(terminal, tmp_path)
     done = term.wait_for(r"pipeline finished, [^\n]*totals in (\d+) / out (\d+)", seconds=180)
     term.type("/vision digest 1h")
     row = term.wait_for(r"\n\s*street +(\d+) +(\d+) +(\d+) +(\d+) +(\d+) +(\d+)", seconds=60)

@@ -26,7 +26,7 @@ def services(settings: Settings, workspace_dir: Path, tmp_path: Path) -> Service
     return Services(workspace=Workspace(workspace_dir), router=router, watches=book)
 
 
-async def say(services: Services, settings: Settings, line: str, user: str = "U1", channel: str = "C1",
+async def say(services: Services, settings: Settings, line: str, user: str | None = "U1", channel: str = "C1",
               operator: bool = False) -> tuple[bool, str]:
     reply = await run_command(line, CommandContext(settings, services, user, channel, operator=operator))
     return reply.ok, reply.text
@@ -74,3 +74,24 @@ async def test_a_watch_asked_in_a_dm_is_listed_to_its_asker_and_the_operator_onl
     assert (watch.channel, watch.thread_ts, watch.user_id) == ("D1", None, "U1")
     ok, text = await say(services, settings, f"unwatch {watch.id}", user="U1", channel="D1")
     assert ok and text == f"Stopped watch `{watch.id}` on *dock* (car appears)."
+
+
+async def test_where_the_answer_goes_is_said_as_the_asker_will_find_it(services: Services, settings: Settings) -> None:
+    """The terminal prints its alerts itself; REST and MCP callers have no place of their own: the alert channel."""
+    at_terminal = CommandContext(settings, services, None, None, operator=True, local_files=True)
+    text = (await run_command("watch dock appears person for 10m", at_terminal)).text
+    assert text.startswith("Watching *dock* for 10 min: I'll say so here once")
+    over_api = CommandContext(settings, services, None, None, operator=True)
+    text = (await run_command("watch dock appears person for 10m", over_api)).text
+    assert text.startswith("Watching *dock* for 10 min: I'll say so in the camera's alert channel once")
+
+
+async def test_one_person_cannot_take_every_watch_place(services: Services, settings: Settings) -> None:
+    from bot.monitoring.watches import MAX_PER_PERSON
+
+    for _ in range(MAX_PER_PERSON):
+        assert (await say(services, settings, "watch dock appears person for 1h", user="U1"))[0]
+    ok, text = await say(services, settings, "watch dock appears person for 1h", user="U1")
+    assert not ok and f"you have {MAX_PER_PERSON} watches running, the most one person may" in text
+    assert (await say(services, settings, "watch dock appears person for 1h", user="U2"))[0]
+    assert (await say(services, settings, "watch dock appears person for 1h", user=None, operator=True))[0]

@@ -12,6 +12,7 @@ from bot.llm.client import THINKING_BETA, LLMBudgetExceeded, LLMClient, LLMError
 from bot.llm.usage import cost_of, price_for
 from tests.fakes.anthropic_api import FakeAnthropic, error, hang, stalled, text, tool_use, with_thinking
 from tests.fixtures.common import free_port
+from tests.fixtures.llm_clients import close_llm_clients, fast_client  # noqa: F401 - closes the clients
 
 TOOLS = [
     {"name": "think", "description": "scratchpad", "input_schema": {"type": "object", "properties": {}}},
@@ -25,21 +26,9 @@ def tuned(settings: Settings, **llm: object) -> Settings:
     return settings.model_copy(update={"llm": settings.llm.model_copy(update=llm)})
 
 
-_OPEN: list[LLMClient] = []
-
-
-@pytest.fixture(autouse=True)
-async def _close_clients():
-    yield
-    while _OPEN:
-        await _OPEN.pop().aclose()
-
-
 def client(settings: Settings, tmp_path=None, **kw) -> LLMClient:
     usage = tmp_path / "usage.json" if tmp_path is not None else None
-    llm = LLMClient(settings, usage, retry_base_delay=0.001, **kw)
-    _OPEN.append(llm)
-    return llm
+    return fast_client(settings, usage, **kw)
 
 
 async def test_cache_control_only_on_last_tool_and_caller_tools_untouched(anthropic_api, llm_settings):

@@ -51,7 +51,7 @@ async def test_near_fires_when_two_faces_pass_within_its_gap_and_not_beyond(
     near = [a for a in sink.alerts if a.rule == f"near:face+face<={within:g}"]
     if fires:
         [alert] = near  # once, not on every frame they are close
-        assert alert.text.startswith("face near face (") and f"within {within:g})" in alert.text
+        assert alert.text.startswith("2 faces near each other (") and f"within {within:g})" in alert.text
         assert alert.frame and alert.frame.startswith(b"\xff\xd8\xff")
     else:
         assert near == []
@@ -81,4 +81,4 @@ async def test_near_fires_once_on_cctv_where_people_walk_together(
     apart = [g for g in gaps if g is not None]
     assert apart and max(apart) > 1.0 and min(apart) <= 0.3, apart  # two people apart at first, then together
     [alert] = [a for a in sink.alerts if a.rule == "near:person+person<=0.3"]
-    assert alert.camera == "street" and alert.text.startswith("person near person (")
+    assert alert.camera == "street" and alert.text.startswith("2 people near each other (")

@@ -8,52 +8,29 @@ import contextlib
 import json
 import time
 from collections.abc import AsyncIterator
-from pathlib import Path
 
-import cv2
-
-from bot.backends.base import PipelineHandle
 from bot.monitoring.alerts import Alert
-from bot.monitoring.rules import Rule
 from handlers.alerts.sink import no_clip_line
 from handlers.state.threads import session_key
-from tests.bot.monitor_helpers import FakePipelines, result
+from tests.bot.monitor_helpers import result
 from tests.fakes.slack_api import ApiCall, SlackEmulator
 from tests.fixtures.slack import RunningBot, start_bot, stop_bot
+from tests.fixtures.street import faces_rule, push, street_camera, street_frames
 from tests.tools.fake_backend import FakeBackend
 
-STREET = Path(__file__).resolve().parents[2] / "fixtures" / "data" / "vtest_street_60f.mp4"  # 6 s at 10 fps
 EVENT_AT = 15  # the frame where two people are "seen": the rule fires on it
-
-
-def street_frames() -> list[bytes]:
-    """The real CCTV clip's frames as the pipeline hands them over (JPEG)."""
-    cap = cv2.VideoCapture(str(STREET))
-    out = []
-    while (got := cap.read())[0]:
-        out.append(cv2.imencode(".jpg", got[1])[1].tobytes())
-    cap.release()
-    assert len(out) == 60
-    return out
 
 
 @contextlib.asynccontextmanager
 async def clip_bot(slack_env: dict[str, str], slack_api: SlackEmulator, **clips: float) -> AsyncIterator[RunningBot]:
     running = await start_bot({**slack_env, "VISION_AGENT_ALERT_CHANNEL": "C0ALERTS"}, slack_api,
                               backend=FakeBackend(), clips={"fps": 5.0, **clips})
-    running.runtime.monitor.add_rule(Rule("count_over", "street", class_name="face", threshold=1, clear_seconds=0))
+    running.runtime.monitor.add_rule(faces_rule())
     try:
         yield running
     finally:
         await running.runtime.monitor.flush()
         await stop_bot(running)
-
-
-def push(running: RunningBot, handle: PipelineHandle, faces: int, frame: bytes) -> None:
-    """One pipeline result, as the PipelineManager hands it to its listeners (the clip ring first, then the monitor)."""
-    res = result(faces=faces, frame=frame)
-    running.runtime.pipelines.clips.on_result(handle, res)
-    running.runtime.monitor.on_result(handle, res)
 
 
 def top_level(slack_api: SlackEmulator) -> list[dict]:
@@ -69,7 +46,7 @@ async def test_the_alert_is_posted_before_its_clip_is_cut_and_the_clip_lands_in_
 ) -> None:
     async with clip_bot(slack_env, slack_api, seconds_before=1.0, seconds_after=3.0) as running:
         clips_dir = running.settings.workspace / "clips"
-        handle, frames = FakePipelines().add("street"), street_frames()
+        handle, frames = street_camera(), street_frames()
 
         def camera() -> None:  # the street camera at its 10 fps, on its own thread
             for i, frame in enumerate(frames):
@@ -100,7 +77,7 @@ async def test_a_summary_ready_before_its_alert_was_posted_lands_in_that_alert(
     slack_env: dict[str, str], slack_api: SlackEmulator
 ) -> None:
     async with clip_bot(slack_env, slack_api, seconds_before=1.0, seconds_after=0.5) as running:
-        handle, frames = FakePipelines().add("street"), street_frames()
+        handle, frames = street_camera(), street_frames()
         push(running, handle, 2, frames[EVENT_AT])  # decided here; its delivery waits for the loop
         [ev] = running.runtime.monitor.news.pending()
         assert not slack_api.calls_to("chat.postMessage", is_alert)
@@ -121,7 +98,7 @@ async def test_a_clip_that_cannot_be_cut_is_one_line_in_the_alert_thread(
     slack_env: dict[str, str], slack_api: SlackEmulator
 ) -> None:
     async with clip_bot(slack_env, slack_api, seconds_before=1.0, seconds_after=0.2) as running:
-        handle = FakePipelines().add("street")
+        handle = street_camera()
         running.runtime.monitor.on_result(handle, result(faces=2, frame=street_frames()[EVENT_AT]))  # no frames kept
         await running.runtime.monitor.flush()
         [post] = await slack_api.await_for("chat.postMessage", is_alert)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
@@ -11,24 +10,9 @@ from bot.pipelines.request import StartRequest
 from handlers.listeners import commands
 from tests.fakes.slack_api import SlackEmulator
 from tests.fixtures.slack import RunningBot, start_bot, stop_bot
+from tests.fixtures.slow_start import SlowStartBackend
 from tests.handlers.transport.test_files import jpeg
-from tests.tools.fake_backend import FakeBackend, result
-
-
-class SlowStartBackend(FakeBackend):
-    """Starting takes until the test says so (`release`), or `hold` seconds: the ack must not wait for it, however
-    slow the machine."""
-
-    def __init__(self, hold: float = 60.0) -> None:
-        super().__init__()
-        self.release, self.hold = asyncio.Event(), hold
-
-    async def start_pipeline(self, *args, **kw):
-        try:
-            await asyncio.wait_for(self.release.wait(), timeout=self.hold)
-        except TimeoutError:
-            pass
-        return await super().start_pipeline(*args, **kw)
+from tests.tools.fake_backend import result
 
 
 @pytest.fixture

@@ -4,36 +4,13 @@ the model's classes, what the cooldown holds reaches the channel, and a file out
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
 from typing import Any
-
-import pytest
 
 from bot.pipelines.request import StartRequest
 from tests.fakes.slack_api import SlackEmulator
-from tests.fixtures.slack import RunningBot, start_bot, stop_bot
-from tests.handlers.listeners.test_commands import SlowStartBackend
+from tests.fixtures.slack import RunningBot
+from tests.fixtures.slow_start import SlowStartBackend, say, slow_start_backend, slow_start_bot  # noqa: F401 - fixtures
 from tests.tools.fake_backend import result
-
-
-@pytest.fixture
-def backend() -> SlowStartBackend:
-    return SlowStartBackend()
-
-
-@pytest.fixture
-async def bot(slack_env: dict[str, str], slack_api: SlackEmulator, backend: SlowStartBackend
-              ) -> AsyncIterator[RunningBot]:
-    env = {**slack_env, "VISION_AGENT_ALERT_CHANNEL": "C0ALERTS"}
-    running = await start_bot(env, slack_api, backend=backend, clips={"enabled": False})
-    try:
-        yield running
-    finally:
-        await stop_bot(running)
-
-
-async def say(slack_api: SlackEmulator, text: str) -> str:
-    return str((await slack_api.await_ack(slack_api.slash(text))).ack_payload["text"])
 
 
 async def door(bot: RunningBot, backend: SlowStartBackend, line_totals: bool = True) -> str:

@@ -13,7 +13,7 @@ from handlers.listeners import commands
 from tests.fakes.anthropic_api import API_KEY, FakeAnthropic, text, tool_use
 from tests.fakes.slack_api import SlackEmulator
 from tests.fixtures.slack import RunningBot, answers, start_bot, stop_bot
-from tests.handlers.listeners.test_commands import SlowStartBackend
+from tests.fixtures.slow_start import SlowStartBackend
 
 SECRET = "S3cret"
 URL = f"rtsp://admin:{SECRET}@10.0.0.5/stream"

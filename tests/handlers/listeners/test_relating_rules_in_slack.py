@@ -4,35 +4,14 @@ plain words with set_alert_rule."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
-import pytest
-
 from bot.backends.base import Detection, InferenceResult
 from bot.monitoring.rules import Rule
 from bot.pipelines.request import StartRequest
 from tests.fakes.anthropic_api import FakeAnthropic, text, tool_use
 from tests.fakes.slack_api import ApiCall, SlackEmulator
-from tests.fixtures.slack import RunningBot, start_bot, stop_bot
-from tests.handlers.listeners.test_commands import SlowStartBackend
-from tests.handlers.listeners.test_commands_first_hour import say
+from tests.fixtures.slack import RunningBot
+from tests.fixtures.slow_start import SlowStartBackend, say, slow_start_backend, slow_start_bot  # noqa: F401 - fixtures
 from tests.handlers.listeners.test_rights import result_text, tool_results
-
-
-@pytest.fixture
-def backend() -> SlowStartBackend:
-    return SlowStartBackend()
-
-
-@pytest.fixture
-async def bot(slack_env: dict[str, str], slack_api: SlackEmulator, backend: SlowStartBackend
-              ) -> AsyncIterator[RunningBot]:
-    env = {**slack_env, "VISION_AGENT_ALERT_CHANNEL": "C0ALERTS"}
-    running = await start_bot(env, slack_api, backend=backend, clips={"enabled": False})
-    try:
-        yield running
-    finally:
-        await stop_bot(running)
 
 
 async def camera(bot: RunningBot, backend: SlowStartBackend, name: str) -> str:
@@ -68,7 +47,7 @@ async def test_near_and_then_set_in_slack_check_classes_read_well_and_alert(
     assert "needs two different cameras" in await say(slack_api, "rule cam1 then cam1 person")
     assert "two named cameras" in await say(slack_api, "rule * then cam2 person")
     listed = await say(slack_api, "rules cam2")
-    assert "(alerts when person and person are less than 0.3× the smaller one's size apart;" in listed
+    assert "(alerts when 2 people are less than 0.3× the smaller one's size apart;" in listed
 
     backend.emit(first, people(20))  # someone passes cam1 ...
     backend.emit(second, people(20))  # ... and reaches cam2, alone
@@ -76,7 +55,7 @@ async def test_near_and_then_set_in_slack_check_classes_read_well_and_alert(
     posts: list[ApiCall] = await slack_api.await_for("chat.postMessage", alert_to("cam2"), count=2)
     said = sorted(p.params["text"] for p in posts)
     assert "person here 0 s after cam1 saw it (within 60 s)" in said[0] + said[1]
-    assert any("person near person (0.11× the smaller one's size apart, within 0.3)" in s for s in said)
+    assert any("2 people near each other (0.11× the smaller one's size apart, within 0.3)" in s for s in said)
 
 
 async def test_asked_in_plain_words_the_agent_sets_them_with_set_alert_rule(

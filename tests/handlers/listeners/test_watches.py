@@ -84,6 +84,30 @@ async def test_a_watch_that_runs_out_says_so_to_its_asker_where_it_was_asked(
         await stop_bot(running)
 
 
+async def test_a_watch_asked_where_the_bot_is_not_a_member_answers_in_the_askers_dm(
+    slack_env: dict[str, str], slack_api: SlackEmulator
+) -> None:
+    slack_api.add_channel("C0LOBBY", "lobby", bot_member=False)  # a slash command works there; a post does not
+    running = await start_bot(slack_env, slack_api)
+    try:
+        _street(running.settings.workspace)
+        reply = await _slash_in(slack_api, "watch street count person>3 for 5s", "C0LOBBY")
+        [watch_id] = re.findall(r"unwatch (w[0-9a-f]{6})", reply)
+        await slack_api.await_for("chat.postMessage", lambda c: c.params.get("channel") == "D0HUMAN", count=2,
+                                  timeout=30)
+        why, answer = answers(slack_api, "D0HUMAN")[-2:]
+        assert why.startswith("I could not post in <#C0LOBBY> (not_in_channel): `/invite @Vision Agent` there")
+        assert f"Watch `{watch_id}` on street ended" in answer
+        assert not slack_api.messages("C0LOBBY")
+    finally:
+        await stop_bot(running)
+
+
+async def _slash_in(slack_api: SlackEmulator, line: str, channel: str) -> str:
+    env = await slack_api.await_ack(slack_api.slash(line, channel=channel))
+    return str(env.ack_payload["text"])
+
+
 async def test_watches_survive_a_restart_and_only_the_allowed_may_cancel_one(
     slack_env: dict[str, str], slack_api: SlackEmulator
 ) -> None:

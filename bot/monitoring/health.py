@@ -1,0 +1,48 @@
+"""Pipeline health as tier 1 sees it: the problems each pipeline newly shows (errored, source dropped, stalled, slow,
+cannot count reliably), each said once on its way in."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from bot.backends.base import PipelineHandle
+from bot.pipelines.limits import cannot_count
+from bot.pipelines.status import health_problems
+
+if TYPE_CHECKING:
+    from bot.pipelines.manager import PipelineManager
+
+
+class PipelineHealth:
+    """When each pipeline last gave a result, and which problems it had at the last check."""
+
+    def __init__(self, pipelines: PipelineManager | None, stall_seconds: float, min_fps: float) -> None:
+        self.pipelines = pipelines
+        self.stall_seconds, self.min_fps = stall_seconds, min_fps
+        self._last_result: dict[str, float] = {}
+        self._health: dict[str, set[str]] = {}
+
+    def result_at(self, pipeline_id: str, now: float) -> None:
+        """A result arrived (a stalled pipeline is one whose last result is too old)."""
+        self._last_result[pipeline_id] = now
+
+    def new_problems(self, h: PipelineHandle, now: float) -> list[tuple[str, str]]:
+        """(rule, text) for each problem the pipeline shows now and did not at the last check."""
+        last = self._last_result.get(h.pipeline_id, 0.0)
+        current = health_problems(h, now, last, self.stall_seconds, self.min_fps)
+        if h.status == "running" and (note := cannot_count(getattr(self.latest(h), "values", None))):
+            current["cannot_count"] = f"{h.name}: {note}."  # said once, after the first frames measured the camera
+        before = self._health.get(h.pipeline_id, set())
+        self._health[h.pipeline_id] = set(current)
+        return [(rule, text) for rule, text in current.items() if rule not in before]  # only on the way in
+
+    def latest(self, h: PipelineHandle) -> Any:
+        """The pipeline's latest result, or None."""
+        latest = getattr(self.pipelines, "latest", None)
+        try:
+            return latest(h.pipeline_id) if latest else None
+        except Exception:  # noqa: BLE001 - a frame or a limit is a nicety for a health alert
+            return None
+
+    def latest_frame(self, h: PipelineHandle) -> bytes | None:
+        return getattr(self.latest(h), "frame", None)

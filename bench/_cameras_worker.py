@@ -76,19 +76,23 @@ class Tally:
             return dict(self.counts)
 
 
-async def measure(model: str, cameras: int, seconds: float, busy: str, quiet: str, fps: float) -> dict:
+async def measure(model: str, cameras: int, seconds: float, busy: str, quiet: str, fps: float,
+                  motion_gate: bool = True, scene: str = "mixed") -> dict:
     from bot.backends.base import WorkflowRef
     from bot.backends.direct.backend import DirectBackend
     from bot.config import load_settings
 
     with tempfile.TemporaryDirectory() as tmp:
-        backend = DirectBackend(load_settings({"VISION_AGENT_WORKSPACE": tmp, "VISION_AGENT_HEARTBEAT_MINUTES": "0"}))
+        # motion_gate is set only when off: an older bot/ (the "before" rows) has no such setting
+        off = {} if motion_gate else {"inference": {"motion_gate": False}}
+        backend = DirectBackend(load_settings({"VISION_AGENT_WORKSPACE": tmp, "VISION_AGENT_HEARTBEAT_MINUTES": "0"},
+                                              **off))
         idle = _status_mb("VmRSS")
         tally = Tally()
         try:
-            for i in range(cameras):  # every other camera watches the quiet street
-                name = f"cam{i}"
-                await backend.start_pipeline(name, name, busy if i % 2 == 0 else quiet, WorkflowRef(model_id=model),
+            for i in range(cameras):  # mixed: every other camera watches the quiet street
+                name, clip = f"cam{i}", {"busy": busy, "quiet": quiet}.get(scene, busy if i % 2 == 0 else quiet)
+                await backend.start_pipeline(name, name, clip, WorkflowRef(model_id=model),
                                              max_fps=fps, on_result=tally.listener(name))
             deadline = time.monotonic() + WARM_TIMEOUT
             while time.monotonic() < deadline and not (len(c := tally.snapshot()) == cameras and min(c.values()) >= 2):
@@ -105,7 +109,7 @@ async def measure(model: str, cameras: int, seconds: float, busy: str, quiet: st
     per_camera = [(last.get(c, 0) - first.get(c, 0)) / window for c in (f"cam{i}" for i in range(cameras))]
     lag = tally.lags() or [float("nan")]
     return {
-        "model": model, "cameras": cameras, "idle_mb": idle, "rss_mb": rss, "peak_mb": _status_mb("VmHWM"),
+        "model": model, "cameras": cameras, "scene": scene, "idle_mb": idle, "rss_mb": rss, "peak_mb": _status_mb("VmHWM"),
         "cpu_per_camera": (cpu1 - cpu0) / window / cameras, "fps_min": min(per_camera),
         "fps_mean": statistics.mean(per_camera), "lag_ms_p50": 1000 * lag[len(lag) // 2],
         "lag_ms_p95": 1000 * lag[min(len(lag) - 1, int(len(lag) * 0.95))],
@@ -122,8 +126,11 @@ def main() -> None:
     parser.add_argument("busy")
     parser.add_argument("quiet")
     parser.add_argument("--fps", type=float, default=5.0)
+    parser.add_argument("--no-motion-gate", action="store_true", help="inference.motion_gate: false")
+    parser.add_argument("--scene", choices=("mixed", "busy", "quiet"), default="mixed")
     args = parser.parse_args()
-    figures = asyncio.run(measure(args.model, args.cameras, args.seconds, args.busy, args.quiet, args.fps))
+    figures = asyncio.run(measure(args.model, args.cameras, args.seconds, args.busy, args.quiet, args.fps,
+                                  motion_gate=not args.no_motion_gate, scene=args.scene))
     print("RESULT " + json.dumps(figures), flush=True)
 
 

@@ -2,8 +2,9 @@
 
 Each row is a fresh process (bench/_cameras_worker.py) running N cameras at 5 fps on looped real footage scaled to
 640x480: even cameras watch a busy street (opencv-doc vtest.avi), odd ones a quiet one (a still frame of it with
-sensor noise). "before" runs the same worker against bot/ as it was at BEFORE_COMMIT (unpacked with `git archive`),
-"after" against this tree, alternating so load drift on a shared machine hits both alike.
+sensor noise). "before" runs the same worker against bot/ as it was at BEFORE_COMMIT (or `--before COMMIT`; unpacked with `git
+archive`), "no gate" against this tree with `inference.motion_gate: false` (with `--gate-off`), "after" against this
+tree, alternating so load drift on a shared machine hits all alike.
 Quick mode: one camera of builtin/people for a few seconds, this tree only, on the committed 5 fps clip.
 """
 
@@ -78,25 +79,26 @@ def footage(folder: Path, quick: bool) -> tuple[Path, Path] | None:
     return busy, quiet
 
 
-def before_tree(folder: Path) -> Path | None:
-    """bot/ as it was at BEFORE_COMMIT, unpacked into folder; None (after a line) when git cannot give it."""
+def before_tree(folder: Path, commit: str = BEFORE_COMMIT) -> Path | None:
+    """bot/ as it was at commit, unpacked into folder; None (after a line) when git cannot give it."""
     target = folder / "before"
     target.mkdir()
     try:
-        archive = subprocess.run(["git", "-C", str(ROOT), "archive", BEFORE_COMMIT, "bot"], capture_output=True,
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", commit, "bot"], capture_output=True,
                                  check=True).stdout
         subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
     except (OSError, subprocess.CalledProcessError) as exc:
-        print(f"no 'before' rows: git cannot unpack {BEFORE_COMMIT} here ({exc})")
+        print(f"no 'before' rows: git cannot unpack {commit} here ({exc})")
         return None
     return target
 
 
-def run_worker(tree: Path, model: str, cameras: int, seconds: float, clips: tuple[Path, Path], fps: float) -> dict:
+def run_worker(tree: Path, model: str, cameras: int, seconds: float, clips: tuple[Path, Path], fps: float,
+               motion_gate: bool = True, scene: str = "mixed") -> dict:
     env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
     env["PYTHONPATH"] = str(tree)  # only bot/ from the tree under test: the worker imports nothing from bench
     cmd = [sys.executable, str(WORKER), model, str(cameras), str(seconds), str(clips[0]), str(clips[1]),
-           "--fps", str(fps)]
+           "--fps", str(fps), "--scene", scene] + ([] if motion_gate else ["--no-motion-gate"])
     done = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tree, timeout=900)
     line = next((x for x in done.stdout.splitlines() if x.startswith("RESULT ")), None)
     if line is None:
@@ -106,9 +108,14 @@ def run_worker(tree: Path, model: str, cameras: int, seconds: float, clips: tupl
 
 def row(label: str, r: dict) -> str:
     heavy = "+".join(m for m in ("torch", "transformers") if r[m]) or "-"
-    return (f"{label:<7} {r['model']:<15} {r['cameras']:>4} {r['idle_mb']:>7} {r['rss_mb']:>7} {r['peak_mb']:>7} "
-            f"{100 * r['cpu_per_camera']:>8.0f}% {r['fps_mean']:>7.2f} {r['fps_min']:>7.2f} "
+    return (f"{label:<7} {r['model']:<15} {r.get('scene', 'mixed'):<6} {r['cameras']:>4} {r['idle_mb']:>7} {r['rss_mb']:>7} {r['peak_mb']:>7} "
+            f"{100 * r['cpu_per_camera']:>8.0f}% {_ms_per_frame(r):>7} {r['fps_mean']:>7.2f} {r['fps_min']:>7.2f} "
             f"{r['lag_ms_p50']:>8.0f} {r['lag_ms_p95']:>8.0f} {_jpegs(r):>13}  {heavy}")
+
+
+def _ms_per_frame(r: dict) -> str:
+    """CPU per delivered frame: on a loaded machine a slow camera delivers fewer frames, so CPU/cam alone flatters it."""
+    return f"{1000 * r['cpu_per_camera'] / r['fps_mean']:.0f}" if r["fps_mean"] else "-"
 
 
 def _jpegs(r: dict) -> str:
@@ -116,12 +123,14 @@ def _jpegs(r: dict) -> str:
     return f"{made}/{r['results']}"
 
 
-HEADER = (f"{'code':<7} {'model':<15} {'cams':>4} {'idle MB':>7} {'RSS MB':>7} {'peak MB':>7} {'CPU/cam':>9} "
+HEADER = (f"{'code':<7} {'model':<15} {'scene':<6} {'cams':>4} {'idle MB':>7} {'RSS MB':>7} {'peak MB':>7} "
+          f"{'CPU/cam':>9} {'ms/frame':>7} "
           f"{'fps/cam':>7} {'min fps':>7} {'lag p50':>8} {'lag p95':>8} {'JPEGs/results':>13}  heavy imports")
 
 
 def main(quick: bool = False, cameras: tuple[int, ...] | None = None, models: tuple[str, ...] | None = None,
-         before: bool = True) -> Headline:
+         before: bool = True, before_commit: str = BEFORE_COMMIT, gate_off: bool = False,
+         scenes: tuple[str, ...] = ("mixed",)) -> Headline:
     counts = cameras or (QUICK_CAMERAS if quick else CAMERAS)
     models = models or (MODELS[:1] if quick else MODELS)
     seconds, fps = (QUICK_SECONDS, 5.0) if quick else (SECONDS, 5.0)
@@ -129,19 +138,23 @@ def main(quick: bool = False, cameras: tuple[int, ...] | None = None, models: tu
         clips = footage(Path(tmp), quick)
         if clips is None:
             return Headline("skipped: no vtest.avi", GOAL, None)
-        trees = {"after": ROOT}
-        old = before_tree(Path(tmp)) if before and not quick else None
+        trees: dict[str, tuple[Path, bool]] = {"after": (ROOT, True)}  # label -> (tree, motion gate)
+        old = before_tree(Path(tmp), before_commit) if before and not quick else None
+        if gate_off:
+            trees = {"no gate": (ROOT, False), **trees}
         if old is not None:
-            trees = {"before": old, "after": ROOT}
+            trees = {"before": (old, True), **trees}
         print(f"{len(counts)} camera counts x {len(models)} models, {fps:g} fps, {seconds:g} s window, "
               f"clips {SIZE[0]}x{SIZE[1]}; CPU is % of one core per camera; lag (ms) = how far a result trails its camera's best")
         print(HEADER)
         results: dict[tuple[str, str, int], dict] = {}
         for model in models:
-            for n in counts:
-                for label, tree in trees.items():
-                    results[(label, model, n)] = r = run_worker(tree, model, n, seconds, clips, fps)
-                    print(row(label, r), flush=True)
+            for scene in scenes:
+                for n in counts:
+                    for label, (tree, gate) in trees.items():
+                        r = run_worker(tree, model, n, seconds, clips, fps, gate, scene)
+                        results.setdefault((label, model, n), r)  # the headline: the first scene's
+                        print(row(label, r), flush=True)
     first = results[("after", models[0], counts[0])]
     extra = ""
     if len(counts) > 1:
@@ -158,5 +171,10 @@ if __name__ == "__main__":  # `python bench/cameras.py [--quick] [--cameras 1,2,
     parser.add_argument("--cameras", type=lambda v: tuple(int(x) for x in v.split(",")))
     parser.add_argument("--models", type=lambda v: tuple(v.split(",")))
     parser.add_argument("--no-before", action="store_true", help="this tree only")
+    parser.add_argument("--before", default=BEFORE_COMMIT, help=f"the commit of the 'before' rows ({BEFORE_COMMIT})")
+    parser.add_argument("--gate-off", action="store_true", help="also rows with inference.motion_gate: false")
+    parser.add_argument("--scenes", type=lambda v: tuple(v.split(",")), default=("mixed",),
+                        help="mixed (every other camera quiet), busy, quiet: e.g. quiet,busy")
     args = parser.parse_args()
-    print(main(args.quick, args.cameras, args.models, before=not args.no_before))
+    print(main(args.quick, args.cameras, args.models, before=not args.no_before, before_commit=args.before,
+               gate_off=args.gate_off, scenes=args.scenes))

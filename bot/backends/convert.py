@@ -119,9 +119,11 @@ def _server_image(b64: str) -> Any:
 
 
 def from_workflow_output(output: dict[str, Any], source_image: Any = None, frame_id: int | None = None,
-                         timestamp: float | None = None, max_dimension: int | None = None) -> InferenceResult:
-    """One in-process workflow output dict (sv.Detections, WorkflowImageData, plain values) → InferenceResult."""
-    return _convert(output, _read_in_process, source_image, frame_id, timestamp, max_dimension)
+                         timestamp: float | None = None, max_dimension: int | None = None,
+                         draw: Callable[[], Any] | None = None) -> InferenceResult:
+    """One in-process workflow output dict (sv.Detections, WorkflowImageData, plain values) → InferenceResult.
+    draw: the workflow's drawing steps taken out of it (bot/backends/deferred.py), run if the frame is read."""
+    return _convert(output, _read_in_process, source_image, frame_id, timestamp, max_dimension, draw)
 
 
 def from_serialized_output(output: dict[str, Any], source_image: Any = None, frame_id: int | None = None,
@@ -132,7 +134,7 @@ def from_serialized_output(output: dict[str, Any], source_image: Any = None, fra
 
 def _convert(
     output: dict[str, Any], read: Callable[[Any], tuple[str, Any]], source_image: Any, frame_id: int | None,
-    timestamp: float | None, max_dimension: int | None,
+    timestamp: float | None, max_dimension: int | None, draw: Callable[[], Any] | None = None,
 ) -> InferenceResult:
     """`read` says what each output value is (detections, image, value) and how to load it.
 
@@ -152,7 +154,7 @@ def _convert(
             plain = _plain_value(value)
             if plain is not None:
                 values[name] = plain
-    return _assemble(detections, values, frame_img, source_image, frame_id, timestamp, max_dimension)
+    return _assemble(detections, values, frame_img, source_image, frame_id, timestamp, max_dimension, draw)
 
 
 def _with_dwell(main: tuple[Detection, ...], other: tuple[Detection, ...]) -> tuple[Detection, ...]:
@@ -169,8 +171,12 @@ def _with_dwell(main: tuple[Detection, ...], other: tuple[Detection, ...]) -> tu
     )
 
 
-def _lazy_frame(frame_img: Any, source_image: Any, main: tuple[Detection, ...], max_dimension: int | None) -> LazyJpeg | None:
-    """The workflow's own annotated image, else the source with `main` drawn on it: drawn and encoded when read."""
+def _lazy_frame(frame_img: Any, source_image: Any, main: tuple[Detection, ...], max_dimension: int | None,
+                draw: Callable[[], Any] | None = None) -> LazyJpeg | None:
+    """The workflow's own annotated image (drawn now by `draw` when its drawing steps were deferred), else the source
+    with `main` drawn on it: drawn and encoded when read."""
+    if draw is not None:
+        return LazyJpeg(lambda: encode_jpeg(draw(), max_dimension))
     if frame_img is not None:
         return LazyJpeg(lambda: encode_jpeg(frame_img, max_dimension))
     if source_image is not None:
@@ -192,6 +198,7 @@ def _assemble(
     frame_id: int | None,
     timestamp: float | None,
     max_dimension: int | None,
+    draw: Callable[[], Any] | None = None,
 ) -> InferenceResult:
     # "predictions" is the main detection output; other detection outputs (e.g. line crossings) become counts.
     main_key = "predictions" if "predictions" in detections else next(iter(detections), None)
@@ -205,7 +212,7 @@ def _assemble(
     return InferenceResult(
         detections=main,
         values=values,
-        frame=_lazy_frame(frame_img, source_image, main, max_dimension),
+        frame=_lazy_frame(frame_img, source_image, main, max_dimension, draw),
         frame_id=frame_id,
         timestamp=timestamp if timestamp is not None else time.time(),
         image_size=size,

@@ -13,7 +13,7 @@ from bot.backends.errors import translate
 from bot.backends.imaging import decode_image
 from bot.backends.policy import check_spec
 from bot.backends.policy.sizes import check_sizes
-from bot.backends.workflows import detection_workflow
+from bot.backends.workflows import BUILTIN_MODELS, detection_workflow
 from bot.config import Settings
 from bot.media.decode import off_loop
 from bot.media.sniff import ImageRejected
@@ -21,15 +21,28 @@ from bot.media.sniff import ImageRejected
 log = logging.getLogger(__name__)
 
 
-def inline_spec(ref: WorkflowRef, video: bool) -> tuple[dict | None, str]:
-    """(spec, how errors name it); spec is None for a saved workflow, which the runner fetches itself."""
+def inline_spec(ref: WorkflowRef, video: bool, motion_gate: bool = True) -> tuple[dict | None, str]:
+    """(spec, how errors name it); spec is None for a saved workflow, which the runner fetches itself.
+    motion_gate: `inference.motion_gate` (off: the builtin detectors run on every frame, unless a step says)."""
     if ref.workflow_spec is not None:  # a composed spec counts like line= does, unless it says otherwise
-        return with_counting_defaults(ref.workflow_spec), "the workflow"
+        return gated(with_counting_defaults(ref.workflow_spec), motion_gate), "the workflow"
     if ref.workspace_name and ref.workflow_id:
         return None, f"workflow {ref.workspace_name}/{ref.workflow_id}"
     if ref.model_id:
-        return detection_workflow(ref.model_id, confidence=ref.confidence, track=video), f"model {ref.model_id}"
+        spec = detection_workflow(ref.model_id, confidence=ref.confidence, track=video)
+        return gated(spec, motion_gate), f"model {ref.model_id}"
     raise BackendError("nothing to run: give a model_id (e.g. builtin/faces), a workflow spec, or workspace + workflow id")
+
+
+def gated(spec: Any, motion_gate: bool) -> Any:
+    """spec as is with the gate on (the blocks' default); off, a copy whose builtin detectors say `motion_gate: false`
+    where they set nothing."""
+    steps = spec.get("steps") if isinstance(spec, dict) else None
+    if motion_gate or not isinstance(steps, list):
+        return spec
+    builtin = set(BUILTIN_MODELS.values())
+    return {**spec, "steps": [{**s, "motion_gate": False} if isinstance(s, dict) and s.get("type") in builtin
+                              and "motion_gate" not in s else s for s in steps]}
 
 
 def refuse_unsafe(spec: dict, settings: Settings, parameters: dict | None = None) -> None:
@@ -55,7 +68,7 @@ def fetch_saved_workflow(settings: Settings, workspace_name: str, workflow_id: s
     except Exception as exc:  # noqa: BLE001 - one line the user can act on
         raise translate(exc, what) from exc
     refuse_unsafe(spec, settings)
-    return with_counting_defaults(spec)
+    return gated(with_counting_defaults(spec), settings.inference.motion_gate)
 
 
 class BackendBase:

@@ -87,6 +87,10 @@ class InferenceConfig(_Section):
     # Foundation models (Florence-2, Qwen-VL, SAM, CLIP, OCR, ...) in this process: each imports transformers and
     # friends (~235 MB). None: on when an API key is set (their weights come from Roboflow), off otherwise.
     foundation_models: bool | None = None
+    # The builtin detectors skip frames where nothing moved since they last ran, repeating what they found then, and
+    # still run at least every 4 s of video (bot/backends/builtin/motion_gate.py): a quiet camera costs a fraction.
+    # Something that appears without moving waits up to 4 s. False: every frame runs the detector.
+    motion_gate: bool = True
 
     @field_validator("media_dirs", mode="before")
     @classmethod

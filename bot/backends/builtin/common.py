@@ -19,6 +19,7 @@ from inference.core.workflows.execution_engine.constants import (
 )
 from inference.core.workflows.execution_engine.entities.base import OutputDefinition, WorkflowImageData
 from inference.core.workflows.execution_engine.entities.types import (
+    BOOLEAN_KIND,
     FLOAT_ZERO_TO_ONE_KIND,
     IMAGE_KIND,
     OBJECT_DETECTION_PREDICTION_KIND,
@@ -92,6 +93,10 @@ def _xywh_to_xyxy(rects: Any) -> np.ndarray:
 class _DetectorManifest(WorkflowBlockManifest):
     images: Selector(kind=[IMAGE_KIND]) = _image_field()
     confidence: Selector(kind=[FLOAT_ZERO_TO_ONE_KIND]) | FloatZeroToOne = _confidence_field(0.0)
+    motion_gate: Selector(kind=[BOOLEAN_KIND]) | bool = Field(
+        default=True, description="In video: on frames where nothing moved since the detector last ran (under 4 s "
+                                  "of video ago) repeat what it found then instead of running it (a quiet camera "
+                                  "costs a fraction); something appearing without moving waits up to 4 s.")
 
     @classmethod
     def describe_outputs(cls) -> list[OutputDefinition]:

@@ -22,6 +22,7 @@ from bot.backends.builtin.common import (
     _xywh_to_xyxy,
     to_detections,
 )
+from bot.backends.builtin.motion_gate import Gates
 
 
 class HaarFaceManifest(_DetectorManifest):
@@ -64,6 +65,7 @@ class HaarFaceDetectorBlockV1(WorkflowBlock):
         # One cascade per block instance: detectMultiScale on a shared instance is not safe across threads.
         self._cascade = cv2.CascadeClassifier(cv2.data.haarcascades + "haarcascade_frontalface_default.xml")
         self._lock = threading.Lock()
+        self._gates = Gates()
 
     @classmethod
     def get_manifest(cls) -> type[WorkflowBlockManifest]:
@@ -71,8 +73,11 @@ class HaarFaceDetectorBlockV1(WorkflowBlock):
 
     def run(
         self, images: WorkflowImageData, confidence: float, scale_factor: float, min_neighbors: int, min_size: int,
-        max_side: int, upscale_side: int = 1280,
+        max_side: int, upscale_side: int = 1280, motion_gate: bool = True,
     ) -> BlockResult:
+        repeated = self._gates.repeat(images) if motion_gate else None
+        if repeated is not None:  # nothing moved since the last run: the same faces
+            return {"predictions": to_detections(images, repeated[0], repeated[1], "face")}
         gray = cv2.cvtColor(images.numpy_image, cv2.COLOR_BGR2GRAY)
         scale = face_scale(max(gray.shape[:2]), min_size, max_side, upscale_side)
         if scale != 1.0:
@@ -87,7 +92,11 @@ class HaarFaceDetectorBlockV1(WorkflowBlock):
         hits = np.asarray(neighbours, dtype=np.float32).reshape(-1)
         # Map neighbour count to (0, 1): min_neighbors hits -> ~0.33, 4x that -> ~0.8.
         conf = hits / (hits + 2.0 * max(int(min_neighbors), 1))
-        return {"predictions": to_detections(images, _xywh_to_xyxy(rects) / scale, conf, "face", confidence)}
+        boxes = _xywh_to_xyxy(rects) / scale
+        keep = conf >= confidence
+        if motion_gate:
+            self._gates.found(images, (boxes[keep], conf[keep]))
+        return {"predictions": to_detections(images, boxes, conf, "face", confidence)}
 
 
 def face_scale(longest: int, min_size: int, max_side: int, upscale_side: int) -> float:

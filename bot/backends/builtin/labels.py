@@ -42,11 +42,14 @@ class LabelsManifest(DrawingManifest):
 
 
 class LabelsBlockV1(WorkflowBlock):
+    runs = 0  # frames labelled in this process: tests count that a frame nobody reads is never drawn
+
     @classmethod
     def get_manifest(cls) -> type[WorkflowBlockManifest]:
         return LabelsManifest
 
     def run(self, image: WorkflowImageData, predictions: sv.Detections) -> BlockResult:
+        LabelsBlockV1.runs += 1  # one engine runs its steps one frame at a time; a lost count is only a count
         names = predictions.data.get(CLASS_NAME_DATA_FIELD, [None] * len(predictions))
         texts = [label_text(name, conf, tid) for name, conf, tid in _rows(predictions, names)]
         return drawn(image, draw_labels(image.numpy_image.copy(), predictions, texts))

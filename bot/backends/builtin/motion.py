@@ -26,6 +26,7 @@ from bot.backends.builtin.common import (
     _xywh_to_xyxy,
     to_detections,
 )
+from bot.backends.builtin.motion_gate import Gates
 
 
 class MotionManifest(_DetectorManifest):
@@ -64,6 +65,7 @@ class MotionDetectorBlockV1(WorkflowBlock):
     def __init__(self) -> None:
         self._subtractors: OrderedDict[str, list[Any]] = OrderedDict()  # video id -> [MOG2, frames seen]
         self._kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (5, 5))
+        self._gates = Gates()
 
     @classmethod
     def get_manifest(cls) -> type[WorkflowBlockManifest]:
@@ -80,6 +82,19 @@ class MotionDetectorBlockV1(WorkflowBlock):
         return sub
 
     def run(
+        self, images: WorkflowImageData, confidence: float, min_area: int, history: int, threshold: int,
+        warmup_frames: int, motion_gate: bool = True,
+    ) -> BlockResult:
+        # Gated only while quiet: a frame like the last one, when that one showed no motion, shows none either.
+        if motion_gate and self._gates.repeat(images) is not None:
+            return {"predictions": empty_detections_with_image_metadata(image=images), "motion": False}
+        result = self._detect(images, confidence, min_area, history, threshold, warmup_frames)
+        if motion_gate:  # still learning the background (warm-up) or moving: nothing to repeat
+            seen = self._subtractors.get(images.video_metadata.video_identifier, [None, 0])[1]
+            self._gates.found(images, True if seen > warmup_frames and not result["motion"] else None)
+        return result
+
+    def _detect(
         self, images: WorkflowImageData, confidence: float, min_area: int, history: int, threshold: int, warmup_frames: int
     ) -> BlockResult:
         subtractor, seen = self._subtractor(images.video_metadata.video_identifier, history, threshold)

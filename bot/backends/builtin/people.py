@@ -8,6 +8,7 @@ from typing import Literal
 
 import cv2
 import numpy as np
+import supervision as sv
 from inference.core.workflows.execution_engine.entities.base import OutputDefinition, WorkflowImageData
 from inference.core.workflows.execution_engine.entities.types import (
     BOOLEAN_KIND,
@@ -30,6 +31,7 @@ from bot.backends.builtin.common import (
     to_detections,
 )
 from bot.backends.builtin.line_counter import video_time
+from bot.backends.builtin.motion_gate import Gates
 from bot.backends.builtin.people_scale import UPSCALE_CAP, CameraState, account, conditions, observe, plan
 
 
@@ -44,7 +46,8 @@ class HogPeopleManifest(_DetectorManifest):
             "mostly unoccluded people; misses people sitting, lying, cut off by the frame edge or seen from "
             "above. In video (`adaptive`) it measures how tall people are in this camera from the moving blobs "
             "shaped like a person, upscales to that, and scans where things move (the whole frame every few "
-            "seconds); on a still image, or before it has measured, it finds people from `min_height` px tall "
+            "seconds; with `motion_gate`, a frame where nothing moved repeats the last findings, the whole frame "
+            "scanned at least every 4 s); on a still image, or before it has measured, it finds people from `min_height` px tall "
             "(the frame is upscaled so they fill the detector's window, capped at `max_side`).",
         )
     )
@@ -80,12 +83,19 @@ _HOG_TRIM = (0.18, 0.07)  # share of window width/height trimmed per side, measu
 MAX_VIDEOS = 16  # cameras measured at once per block (a background model is a few MB); least recently seen goes
 
 
+def _confidences(detections: sv.Detections) -> np.ndarray:
+    if detections.confidence is None:
+        return np.ones(len(detections), np.float32)
+    return np.asarray(detections.confidence, np.float32).copy()
+
+
 class HogPeopleDetectorBlockV1(WorkflowBlock):
     def __init__(self) -> None:
         self._hog = cv2.HOGDescriptor()
         self._hog.setSVMDetector(cv2.HOGDescriptor_getDefaultPeopleDetector())
         self._lock = threading.Lock()
         self._cameras: OrderedDict[str, CameraState] = OrderedDict()
+        self._gates = Gates()
 
     @classmethod
     def get_manifest(cls) -> type[WorkflowBlockManifest]:
@@ -93,18 +103,22 @@ class HogPeopleDetectorBlockV1(WorkflowBlock):
 
     def run(
         self, images: WorkflowImageData, confidence: float, min_height: int, max_side: int, scale_step: float,
-        iou_threshold: float, adaptive: bool = True,
+        iou_threshold: float, adaptive: bool = True, motion_gate: bool = True,
     ) -> BlockResult:
+        state = self._camera(images) if adaptive else None
+        dt = 0.0 if state is None else self._dt(state, images)
+        repeated = self._gates.repeat(images) if motion_gate else None
+        if repeated is not None:  # nothing moved since the last run: the same people, where they were
+            if state is not None:
+                state.since_full += dt  # the full pass keeps its period
+            return self._output(images, state, to_detections(images, repeated[0], repeated[1], "person"), min_height)
         frame = images.numpy_image
         # Specs are untrusted: min_height 0 or max_side 10^6 must not make a 12× image (memory, minutes per frame).
         side = min(max(float(max_side), 128.0), float(_HOG_MAX_SIDE))
         default_scale = _HOG_PERSON_PX / max(int(min_height), 8)
-        state = self._camera(images) if adaptive else None
-        dt = 0.0
         if state is None:
             scale, crops = default_scale, [(0, 0, frame.shape[1], frame.shape[0])]
         else:
-            dt = self._dt(state, images)
             regions = observe(state, frame, dt)
             scale, crops = plan(state, frame.shape, regions, default_scale, _HOG_WINDOW, _HOG_PERSON_PX)
         found = [self._scan(frame, crop, min(scale, side / max(crop[2] - crop[0], crop[3] - crop[1])), scale_step)
@@ -117,10 +131,18 @@ class HogPeopleDetectorBlockV1(WorkflowBlock):
         detections = to_detections(images, boxes, conf.astype(np.float32), "person", confidence)
         if len(detections) > 1:
             detections = detections.with_nms(threshold=iou_threshold)
+        if motion_gate:
+            self._gates.found(images, (detections.xyxy.copy(), _confidences(detections)))
+        if state is not None:
+            state.last_boxes = detections.xyxy.copy()
+            account(state, len(detections), dt)
+        return self._output(images, state, detections, min_height)
+
+    @staticmethod
+    def _output(images: WorkflowImageData, state: CameraState | None, detections: sv.Detections,
+                min_height: int) -> BlockResult:
         if state is None:  # a still (or adaptive off): nothing measured; it finds people from min_height
             return {"predictions": detections, "camera": conditions(CameraState(), max(int(min_height), 8))}
-        state.last_boxes = detections.xyxy.copy()
-        account(state, len(detections), dt)
         return {"predictions": detections, "camera": conditions(state, _HOG_PERSON_PX / UPSCALE_CAP)}
 
     def _scan(self, frame: np.ndarray, crop: tuple[int, int, int, int], scale: float,

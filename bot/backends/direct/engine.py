@@ -161,7 +161,7 @@ def resolve_spec(
     The direct backend's block-policy check of every spec it runs (inline, composed or a model's); `vetted(spec)`
     is the backend's word that this very spec already passed it there (validate_workflow), so it is not run twice.
     """
-    spec, what = inline_spec(ref, video)
+    spec, what = inline_spec(ref, video, settings.inference.motion_gate)
     if spec is None:
         if not (ref.workspace_name and ref.workflow_id):
             raise BackendError("give model_id, workflow_spec, or workspace_name + workflow_id.")

@@ -9,6 +9,7 @@ from typing import Any
 
 from bot.backends.base import LIVE, ResultListener
 from bot.backends.convert import from_workflow_output
+from bot.backends.deferred import Drawing, prepare, take_values
 from bot.backends.direct.engine import InferenceRuntime, SpecSource
 from bot.backends.direct.frames import queue_depth
 from bot.backends.errors import translate
@@ -75,6 +76,7 @@ class DirectPipeline(PipelineBase):
         self._ended = threading.Event()  # all pipeline threads joined (or never started)
         self._launched = threading.Event()  # InferencePipeline.start() returned (or raised): its dispatcher exists
         self._pipeline: Any = None
+        self._drawing: Drawing | None = None  # the workflow's drawing steps, run only for frames someone reads
 
     # --- lifecycle -----------------------------------------------------------------------------------------------
 
@@ -89,13 +91,15 @@ class DirectPipeline(PipelineBase):
         _quiet_source_errors()
 
         pipeline_class, max_fps = InferencePipeline, self._max_fps
+        spec, self._drawing = prepare(self.source.spec, self.source.image_input, self._runtime.compile,
+                                      self._parameters)
         if max_fps is not None and not is_live(self._reference):
             pipeline_class, max_fps = sampled_file(InferencePipeline, max_fps, file_fps(self._reference))
         depth = queue_depth(self._settings.monitoring.frame_buffer_bytes, self._reference)
         try:
             self._pipeline = pipeline_class.init_with_workflow(
                 video_reference=capture_reference(self._reference),
-                workflow_specification=self.source.spec,
+                workflow_specification=spec,
                 api_key=self._runtime.api_key,
                 image_input_name=self.source.image_input,
                 workflows_parameters=self._parameters,
@@ -168,9 +172,11 @@ class DirectPipeline(PipelineBase):
             predictions, video_frame = predictions[0], video_frame[0]
         if predictions is None or self.status == "paused":
             return  # frames decoded before the pause still flow through; a paused pipeline reports nothing
+        drawing, values = self._drawing, take_values(predictions)
         result = from_workflow_output(
             predictions,
             source_image=video_frame.image,
+            draw=None if drawing is None else lambda: drawing.draw(video_frame.image, values),
             frame_id=video_frame.frame_id,
             timestamp=video_frame.frame_timestamp.timestamp(),
             max_dimension=self._settings.monitoring.result_image_max_dimension,

@@ -116,7 +116,7 @@ class HttpBackend(BackendBase):
 
     def resolve(self, ref: WorkflowRef, video: bool) -> tuple[dict[str, Any], str]:
         """(kwargs naming the workflow for the SDK, what-for-errors); safety-checks inline specs."""
-        spec, what = inline_spec(ref, video)
+        spec, what = inline_spec(ref, video, self._settings.inference.motion_gate)
         if spec is None:
             return {"workspace_name": ref.workspace_name, "workflow_id": ref.workflow_id}, what
         refuse_unsafe(spec, self._settings)

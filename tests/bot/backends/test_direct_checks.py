@@ -2,7 +2,8 @@
 
 Counted by wrapping our own functions: every binding of `check_spec` (the policy, refuse_unsafe's, the direct
 backend's) and `InferenceRuntime.compile`. inference's own compile inside InferencePipeline.init_with_workflow is
-not ours and is not counted.
+not ours and is not counted; nor is the compile of a pipeline's drawing-only workflow (bot/backends/deferred.py), a
+spec of its own (`drawings`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import bot.backends.policy as policy
 import bot.backends.policy.check as policy_check
 import bot.backends.shared as shared
 from bot.agent.tools import ToolContext
+from bot.backends import deferred
 from bot.backends.base import BackendError, WorkflowRef
 from bot.backends.direct.engine import InferenceRuntime
 from bot.backends.provider import BackendProvider
@@ -37,6 +39,7 @@ class Counts:
     def __init__(self) -> None:
         self.checks = 0
         self.compiles = 0
+        self.drawings = 0
 
 
 @pytest.fixture
@@ -49,7 +52,10 @@ def counts(monkeypatch: pytest.MonkeyPatch) -> Counts:
         return real_check(spec, inference, *args)
 
     def compile_(self: InferenceRuntime, spec: dict[str, Any]) -> Any:
-        seen.compiles += 1
+        if spec.get("steps") and all(deferred.is_drawing(s) for s in spec["steps"]):
+            seen.drawings += 1
+        else:
+            seen.compiles += 1
         return real_compile(self, spec)
 
     for module in (policy_check, policy, shared, direct_backend_module):
@@ -77,7 +83,7 @@ async def test_manager_start_from_an_inline_spec_checks_once_and_compiles_once(m
     handle = await manager.start(StartRequest(str(face_video), "door", workflow_spec=fresh_spec(0.4311)))
     try:
         assert handle.status in ("running", "finished")
-        assert (counts.checks, counts.compiles) == (1, 1)
+        assert (counts.checks, counts.compiles, counts.drawings) == (1, 1, 1)  # drawings: its drawing steps
     finally:
         await manager.stop("door")
 
@@ -92,7 +98,7 @@ async def test_tool_start_with_a_line_composes_a_spec_checked_once_and_compiled_
                            "line": "317,0,319,480"}, ctx)
     try:
         assert not res.is_error, res.text
-        assert (counts.checks, counts.compiles) == (1, 1)
+        assert (counts.checks, counts.compiles, counts.drawings) == (1, 1, 1)  # drawings: its drawing steps
     finally:
         await manager.stop("door")
 
@@ -100,7 +106,7 @@ async def test_tool_start_with_a_line_composes_a_spec_checked_once_and_compiled_
 async def test_backend_start_without_the_manager_still_checks_and_compiles_once(direct_backend, counts, face_video):
     await direct_backend.start_pipeline("checks-1", "door", str(face_video), WorkflowRef(workflow_spec=fresh_spec(0.4312)))
     try:
-        assert (counts.checks, counts.compiles) == (1, 1)
+        assert (counts.checks, counts.compiles, counts.drawings) == (1, 1, 1)  # drawings: its drawing steps
     finally:
         await direct_backend.stop_pipeline("checks-1")
 

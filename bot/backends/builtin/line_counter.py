@@ -7,7 +7,6 @@ bot/backends/builtin/crossings.py (why: a person lost for a moment at the line w
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from typing import Literal
 
 import numpy as np
@@ -32,6 +31,7 @@ from pydantic import ConfigDict, Field
 
 from bot.backends.builtin.common import _EE_COMPAT
 from bot.backends.builtin.crossings import LineCrossings
+from bot.backends.builtin.recent import Recent
 
 MAX_VIDEOS = 64  # lines kept per block (one per video): the oldest goes first, so memory stays bounded
 _DETECTIONS = [OBJECT_DETECTION_PREDICTION_KIND, INSTANCE_SEGMENTATION_PREDICTION_KIND]
@@ -83,7 +83,7 @@ class LineCounterManifest(WorkflowBlockManifest):
 
 class LineCounterBlockV1(WorkflowBlock):
     def __init__(self) -> None:
-        self._lines: OrderedDict[tuple[str, str], LineCrossings] = OrderedDict()
+        self._lines: Recent[tuple[str, str], LineCrossings] = Recent(MAX_VIDEOS)
 
     @classmethod
     def get_manifest(cls) -> type[WorkflowBlockManifest]:
@@ -111,11 +111,7 @@ class LineCounterBlockV1(WorkflowBlock):
         """This video's counter; a spec whose line changed gets a fresh one."""
         start, end = _points(segment)
         key = (str(video), repr((start, end)))
-        counter = self._lines.pop(key, None) or LineCrossings(start, end, memory_seconds=memory_seconds)
-        self._lines[key] = counter
-        while len(self._lines) > MAX_VIDEOS:
-            self._lines.popitem(last=False)
-        return counter
+        return self._lines.get(key, lambda: LineCrossings(start, end, memory_seconds=memory_seconds))
 
 
 def video_time(metadata: VideoMetadata) -> float:

@@ -12,7 +12,6 @@ per detector step with `motion_gate: false`.
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from typing import Any
 
 import cv2
@@ -20,6 +19,7 @@ import numpy as np
 from inference.core.workflows.execution_engine.entities.base import WorkflowImageData
 
 from bot.backends.builtin.line_counter import video_time
+from bot.backends.builtin.recent import Recent
 
 GATE_WIDTH = 160  # px: the compared copy (a 640 px frame in 4x4 blocks: a 10 px wide passer-by still shows)
 CHANGE_LEVEL = 12  # grey levels a block must change (sensor noise and re-encoding move a still street's by <= 6)
@@ -77,8 +77,7 @@ class Gates:
     """The gates of the videos one block sees, by video id (thread-safe; bounded)."""
 
     def __init__(self) -> None:
-        self._gates: OrderedDict[str, MotionGate] = OrderedDict()
-        self._lock = threading.Lock()
+        self._gates: Recent[str, MotionGate] = Recent(MAX_VIDEOS)
 
     def repeat(self, image: WorkflowImageData) -> Any:
         """What the detector found when it last ran on this video, if it may skip this frame; None: run it (and
@@ -96,9 +95,4 @@ class Gates:
             self._of(clock[0]).last = findings
 
     def _of(self, video_id: str) -> MotionGate:
-        with self._lock:
-            gate = self._gates.pop(video_id, None) or MotionGate()
-            self._gates[video_id] = gate
-            while len(self._gates) > MAX_VIDEOS:
-                self._gates.popitem(last=False)
-            return gate
+        return self._gates.get(video_id, MotionGate)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from typing import Literal
 
 import cv2
@@ -33,6 +32,7 @@ from bot.backends.builtin.common import (
 from bot.backends.builtin.line_counter import video_time
 from bot.backends.builtin.motion_gate import Gates
 from bot.backends.builtin.people_scale import UPSCALE_CAP, CameraState, account, conditions, observe, plan
+from bot.backends.builtin.recent import Recent
 
 
 class HogPeopleManifest(_DetectorManifest):
@@ -94,7 +94,7 @@ class HogPeopleDetectorBlockV1(WorkflowBlock):
         self._hog = cv2.HOGDescriptor()
         self._hog.setSVMDetector(cv2.HOGDescriptor_getDefaultPeopleDetector())
         self._lock = threading.Lock()
-        self._cameras: OrderedDict[str, CameraState] = OrderedDict()
+        self._cameras: Recent[str, CameraState] = Recent(MAX_VIDEOS)
         self._gates = Gates()
 
     @classmethod
@@ -169,13 +169,7 @@ class HogPeopleDetectorBlockV1(WorkflowBlock):
         # The property makes up metadata for an image that came without any: only real video frames are measured.
         if getattr(images, "_video_metadata", None) is None:
             return None
-        key = str(images.video_metadata.video_identifier)
-        with self._lock:
-            state = self._cameras.pop(key, None) or CameraState()
-            self._cameras[key] = state
-            while len(self._cameras) > MAX_VIDEOS:
-                self._cameras.popitem(last=False)
-        return state
+        return self._cameras.get(str(images.video_metadata.video_identifier), CameraState)
 
     @staticmethod
     def _dt(state: CameraState, images: WorkflowImageData) -> float:

@@ -123,6 +123,31 @@ def _jpegs(r: dict) -> str:
     return f"{made}/{r['results']}"
 
 
+def capacity(rows: list[dict], fps: float) -> tuple[int, int | None]:
+    """(most cameras measured that all kept >= 90 % of fps, cameras the cores would hold at that CPU per camera).
+
+    The second is an estimate from the largest row that held: the machine's cores over one camera's CPU share, so a
+    run that stopped at 16 cameras still says whether 30 would fit; None when no row held."""
+    held = [r for r in rows if r["fps_mean"] >= 0.9 * fps and r["fps_min"] >= 0.8 * fps]
+    if not held:
+        return 0, None
+    best = max(held, key=lambda r: r["cameras"])
+    share = best["cpu_per_camera"] * fps / best["fps_mean"]  # CPU a camera needs for the full rate
+    return best["cameras"], int((os.cpu_count() or 1) * 0.9 / share) if share > 0 else None
+
+
+def print_capacity(every: list[tuple[str, dict]], fps: float) -> None:
+    """How many cameras of each kind this machine holds at fps: measured, and estimated from CPU per camera."""
+    kinds = sorted({(label, r["model"], r.get("scene", "mixed")) for label, r in every})
+    print(f"\ncameras this {os.cpu_count()}-core machine holds at {fps:g} fps (every camera >= 90 % of the rate; "
+          f"estimate = 90 % of the cores over one camera's CPU at that rate)")
+    print(f"{'code':<7} {'model':<15} {'scene':<6} {'held':>5} {'estimate':>9}")
+    for label, model, scene in kinds:
+        rows = [r for lab, r in every if (lab, r["model"], r.get("scene", "mixed")) == (label, model, scene)]
+        held, estimate = capacity(rows, fps)
+        print(f"{label:<7} {model:<15} {scene:<6} {held:>5} {'-' if estimate is None else estimate:>9}")
+
+
 HEADER = (f"{'code':<7} {'model':<15} {'scene':<6} {'cams':>4} {'idle MB':>7} {'RSS MB':>7} {'peak MB':>7} "
           f"{'CPU/cam':>9} {'ms/frame':>7} "
           f"{'fps/cam':>7} {'min fps':>7} {'lag p50':>8} {'lag p95':>8} {'JPEGs/results':>13}  heavy imports")
@@ -148,13 +173,16 @@ def main(quick: bool = False, cameras: tuple[int, ...] | None = None, models: tu
               f"clips {SIZE[0]}x{SIZE[1]}; CPU is % of one core per camera; lag (ms) = how far a result trails its camera's best")
         print(HEADER)
         results: dict[tuple[str, str, int], dict] = {}
+        every: list[tuple[str, dict]] = []
         for model in models:
             for scene in scenes:
                 for n in counts:
                     for label, (tree, gate) in trees.items():
                         r = run_worker(tree, model, n, seconds, clips, fps, gate, scene)
                         results.setdefault((label, model, n), r)  # the headline: the first scene's
+                        every.append((label, r))
                         print(row(label, r), flush=True)
+        print_capacity(every, fps)
     first = results[("after", models[0], counts[0])]
     extra = ""
     if len(counts) > 1:

@@ -9,6 +9,7 @@ import cv2
 import numpy as np
 from inference.core.workflows.execution_engine.entities.base import WorkflowImageData
 from inference.core.workflows.execution_engine.entities.types import (
+    BOOLEAN_KIND,
     FLOAT_KIND,
     INTEGER_KIND,
     Selector,
@@ -36,7 +37,9 @@ class HaarFaceManifest(_DetectorManifest):
             "hits (neighbours). Good for frontal faces in decent light; misses profiles. The cascade itself finds "
             "faces from about 24-32 px. With `min_size` under 24 (a sub-stream's faces: 12-14) it upscales the "
             "frame, at most to `upscale_side` px, so a small frame costs about what a main stream does and a big "
-            "one is not upscaled; upscaled detailed photos also give more false faces, so that is not the default.",
+            "one is not upscaled. In video (`adaptive`) a frame smaller than `upscale_side` is a sub-stream and is "
+            "searched for faces down to 12 px that way; a still image keeps `min_size` (upscaled detailed photos "
+            "give more false faces).",
         )
     )
     scale_factor: Selector(kind=[FLOAT_KIND]) | float = Field(default=1.1, description="Image pyramid step (>1).")
@@ -50,6 +53,9 @@ class HaarFaceManifest(_DetectorManifest):
     max_side: Selector(kind=[INTEGER_KIND]) | int = Field(
         default=2048, description="Downscale the longer side to this first (min_size counts in the downscaled image)."
     )
+    adaptive: Selector(kind=[BOOLEAN_KIND]) | bool = Field(
+        default=True, description="In video: a frame smaller than upscale_side (a sub-stream) is searched for faces "
+                                  "down to 12 px, upscaled at most to upscale_side.")
 
 
 # The cascade's own 24 px window finds few faces that small. On scikit-image's LFW faces tiled into a 384x288 street
@@ -58,6 +64,9 @@ class HaarFaceManifest(_DetectorManifest):
 # 20, and at most one hit on LFW's non-faces. So a face of min_size px (when under the window) is upscaled to this.
 RELIABLE_FACE_PX = 32.0
 CASCADE_WINDOW = 24  # px: haarcascade_frontalface_default's window; no smaller minSize means anything
+# A camera's sub-stream shows the main stream's faces a half to a quarter as big: 24 px faces become 6-12 px. In
+# video the smallest face sought on a frame under upscale_side is this (what upscaling still finds, see above).
+SUBSTREAM_FACE_PX = 12
 
 
 class HaarFaceDetectorBlockV1(WorkflowBlock):
@@ -73,12 +82,15 @@ class HaarFaceDetectorBlockV1(WorkflowBlock):
 
     def run(
         self, images: WorkflowImageData, confidence: float, scale_factor: float, min_neighbors: int, min_size: int,
-        max_side: int, upscale_side: int = 1280, motion_gate: bool = True,
+        max_side: int, upscale_side: int = 1280, motion_gate: bool = True, adaptive: bool = True,
     ) -> BlockResult:
         repeated = self._gates.repeat(images) if motion_gate else None
         if repeated is not None:  # nothing moved since the last run: the same faces
             return {"predictions": to_detections(images, repeated[0], repeated[1], "face")}
         gray = cv2.cvtColor(images.numpy_image, cv2.COLOR_BGR2GRAY)
+        # The property makes up metadata for an image that came without any: only real video frames adapt.
+        if adaptive and getattr(images, "_video_metadata", None) is not None:
+            min_size = video_min_size(max(gray.shape[:2]), min_size, upscale_side)
         scale = face_scale(max(gray.shape[:2]), min_size, max_side, upscale_side)
         if scale != 1.0:
             interp = cv2.INTER_AREA if scale < 1.0 else cv2.INTER_LINEAR
@@ -97,6 +109,14 @@ class HaarFaceDetectorBlockV1(WorkflowBlock):
         if motion_gate:
             self._gates.found(images, (boxes[keep], conf[keep]))
         return {"predictions": to_detections(images, boxes, conf, "face", confidence)}
+
+
+def video_min_size(longest: int, min_size: int, upscale_side: int) -> int:
+    """The smallest face to seek in a video frame: SUBSTREAM_FACE_PX on a frame smaller than upscale_side (a
+    sub-stream, whose faces are small), else min_size; never larger than what was asked."""
+    if longest >= min(max(int(upscale_side), 64), 8192):
+        return int(min_size)
+    return min(int(min_size), SUBSTREAM_FACE_PX)
 
 
 def face_scale(longest: int, min_size: int, max_side: int, upscale_side: int) -> float:

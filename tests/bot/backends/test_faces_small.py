@@ -7,14 +7,19 @@ leaves big frames alone.
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 
 import cv2
 import numpy as np
 import pytest
-from inference.core.workflows.execution_engine.entities.base import ImageParentMetadata, WorkflowImageData
+from inference.core.workflows.execution_engine.entities.base import (
+    ImageParentMetadata,
+    VideoMetadata,
+    WorkflowImageData,
+)
 
-from bot.backends.builtin.faces import HaarFaceDetectorBlockV1, face_scale
+from bot.backends.builtin.faces import HaarFaceDetectorBlockV1, face_scale, video_min_size
 
 STREET = Path(__file__).resolve().parents[2] / "fixtures" / "data" / "street.jpg"
 
@@ -35,8 +40,11 @@ def tiled(faces: bool, size: int) -> tuple[np.ndarray, list[tuple[int, int, int,
     return frame, boxes
 
 
-def detect(frame: np.ndarray, **settings) -> np.ndarray:
-    image = WorkflowImageData(parent_metadata=ImageParentMetadata(parent_id="f"), numpy_image=frame)
+def detect(frame: np.ndarray, video: bool = False, **settings) -> np.ndarray:
+    meta = VideoMetadata(video_identifier="cam", frame_number=0, frame_timestamp=datetime(2026, 1, 1), fps=5.0,
+                         comes_from_video_file=False) if video else None
+    image = WorkflowImageData(parent_metadata=ImageParentMetadata(parent_id="f"), numpy_image=frame,
+                              video_metadata=meta)
     args = {"confidence": 0.0, "scale_factor": 1.1, "min_neighbors": 5, "min_size": 24, "max_side": 2048,
             "upscale_side": 1280, **settings}
     return HaarFaceDetectorBlockV1().run(images=image, **args)["predictions"].xyxy
@@ -56,6 +64,27 @@ def test_faces_at_substream_sizes_are_found_with_a_small_min_size_and_not_by_the
     adapted, alone = found(boxes, detect(frame, min_size=12)), found(boxes, detect(frame))
     assert adapted >= 0.5 * len(boxes), (adapted, len(boxes))
     assert alone <= 0.1 * len(boxes), (alone, len(boxes))  # what builtin/faces found before on this frame
+
+
+@pytest.mark.parametrize("size", [14, 16])
+def test_a_sub_stream_video_finds_its_small_faces_without_settings_and_a_photo_is_left_as_it_was(size):
+    frame, boxes = tiled(True, size)
+    in_video, as_photo = found(boxes, detect(frame, video=True)), found(boxes, detect(frame))
+    assert in_video >= 0.5 * len(boxes), (in_video, len(boxes))
+    assert as_photo <= 0.1 * len(boxes), (as_photo, len(boxes))
+    assert found(boxes, detect(frame, video=True, adaptive=False)) == as_photo  # the switch turns it off
+
+
+def test_a_sub_stream_video_of_non_faces_gets_no_faces():
+    frame, boxes = tiled(False, 16)
+    hits = detect(frame, video=True)
+    assert found(boxes, hits) <= 2 and len(hits) <= 3, hits
+
+
+@pytest.mark.parametrize(("longest", "asked", "sought"), [(352, 24, 12), (640, 24, 12), (1279, 24, 12), (1280, 24, 24),
+                                                         (1920, 24, 24), (640, 8, 8), (640, 48, 12)])
+def test_video_seeks_small_faces_only_on_frames_smaller_than_the_upscale_budget(longest, asked, sought):
+    assert video_min_size(longest, asked, 1280) == sought
 
 
 def test_upscaling_adds_no_faces_where_there_are_none():
@@ -79,4 +108,5 @@ def test_untrusted_settings_cannot_blow_up_the_frame():
 def test_the_model_list_states_the_limit():
     from bot.backends.workflows import BUILTIN_DESCRIPTIONS
 
-    assert "24-32 px" in BUILTIN_DESCRIPTIONS["builtin/faces"] and "main stream" in BUILTIN_DESCRIPTIONS["builtin/faces"]
+    text = BUILTIN_DESCRIPTIONS["builtin/faces"]
+    assert "24-32 px" in text and "12-16 px" in text and "sub-stream" in text and "main stream" in text

@@ -124,23 +124,24 @@ def _jpegs(r: dict) -> str:
 
 
 def capacity(rows: list[dict], fps: float) -> tuple[int, int | None]:
-    """(most cameras measured that all kept >= 90 % of fps, cameras the cores would hold at that CPU per camera).
+    """(most cameras measured that all kept >= 90 % of fps, cameras the cores would hold at fps).
 
-    The second is an estimate from the largest row that held: the machine's cores over one camera's CPU share, so a
-    run that stopped at 16 cameras still says whether 30 would fit; None when no row held."""
-    held = [r for r in rows if r["fps_mean"] >= 0.9 * fps and r["fps_min"] >= 0.8 * fps]
-    if not held:
-        return 0, None
-    best = max(held, key=lambda r: r["cameras"])
-    share = best["cpu_per_camera"] * fps / best["fps_mean"]  # CPU a camera needs for the full rate
-    return best["cameras"], int((os.cpu_count() or 1) * 0.9 / share) if share > 0 else None
+    The second is an estimate from CPU per delivered frame (the median over the rows: a saturated row delivers
+    fewer frames, so its CPU per camera flatters it), so a run that stopped at 16 cameras still says whether 30 would
+    fit; None when no frame was delivered."""
+    held = [r["cameras"] for r in rows if r["fps_mean"] >= 0.9 * fps and r["fps_min"] >= 0.8 * fps]
+    per_frame = sorted(r["cpu_per_camera"] / r["fps_mean"] for r in rows if r["fps_mean"] > 0)
+    if not per_frame:
+        return max(held, default=0), None
+    share = per_frame[len(per_frame) // 2] * fps  # of one core, for one camera at the full rate
+    return max(held, default=0), int((os.cpu_count() or 1) * 0.9 / share) if share > 0 else None
 
 
 def print_capacity(every: list[tuple[str, dict]], fps: float) -> None:
     """How many cameras of each kind this machine holds at fps: measured, and estimated from CPU per camera."""
     kinds = sorted({(label, r["model"], r.get("scene", "mixed")) for label, r in every})
     print(f"\ncameras this {os.cpu_count()}-core machine holds at {fps:g} fps (every camera >= 90 % of the rate; "
-          f"estimate = 90 % of the cores over one camera's CPU at that rate)")
+          f"estimate = 90 % of the cores over one camera's CPU per frame x the rate)")
     print(f"{'code':<7} {'model':<15} {'scene':<6} {'held':>5} {'estimate':>9}")
     for label, model, scene in kinds:
         rows = [r for lab, r in every if (lab, r["model"], r.get("scene", "mixed")) == (label, model, scene)]

@@ -41,6 +41,7 @@ MAX_VIDEOS = 64  # videos tracked at once per block; the least recently seen goe
 MAX_TRACKS = 1_000  # live tracks per video, whatever a detector outputs
 SETTLE = 0.3  # reach (in heights) even with no time between frames: a box jitters around a still person
 WINDOW = 100  # recent frame intervals and matched steps kept per video, for the `tracking` output
+CONSISTENT = 0.5  # a step is motion when it lands within this share of its length of where its track was going
 _FAR = 1e6
 _KINDS = [OBJECT_DETECTION_PREDICTION_KIND]
 
@@ -151,11 +152,13 @@ def associate(video: _Video, boxes: np.ndarray, conf: np.ndarray, classes: np.nd
     video.clock = now if video.clock is None else max(video.clock, now)
     keys = list(video.tracks)
     cost = np.full((len(boxes), len(keys)), _FAR)
+    predictions = []
     for j, key in enumerate(keys):
         t = video.tracks[key]
         dt = max(now - t.time, 0.0)
         height = max(t.box[3] - t.box[1], 1.0)
         predicted = _centre(t.box) + t.velocity * dt
+        predictions.append(predicted)
         reach = SETTLE + max_speed * dt
         if frame is not None and not (0 <= predicted[0] <= frame[0] and 0 <= predicted[1] <= frame[1]):
             continue  # walked out of view: someone entering 2 s later across the frame is not them turning back
@@ -177,8 +180,13 @@ def associate(video: _Video, boxes: np.ndarray, conf: np.ndarray, classes: np.nd
             key = keys[j]
             t = video.tracks.pop(key)
             dt = now - t.time
-            moved = float(np.hypot(*(_centre(boxes[i]) - _centre(t.box)))) / max(t.box[3] - t.box[1], 1.0)
-            if dt > 0 and moved > SETTLE:  # a moving object: how much of the reach its move took
+            height = max(t.box[3] - t.box[1], 1.0)
+            moved = float(np.hypot(*(_centre(boxes[i]) - _centre(t.box)))) / height
+            missed = float(np.hypot(*(_centre(boxes[i]) - predictions[j]))) / height
+            # A moving object: how much of the reach its move took. Only a move its track predicted (off by under
+            # half of it) is motion: a box that jumps off a standing or slow person (HOG's boxes switch scales, a
+            # pair merges) is the detector, and at 10 fps such jumps alone filled the reach ("raise fps" at 10 fps).
+            if dt > 0 and moved > SETTLE and missed < CONSISTENT * moved:
                 video.used.append(moved / (SETTLE + max_speed * dt))
             if dt > 0:  # smoothed: one jittery box must not fling the prediction
                 t.velocity = 0.5 * t.velocity + 0.5 * (_centre(boxes[i]) - _centre(t.box)) / dt

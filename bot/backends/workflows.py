@@ -164,7 +164,7 @@ def _annotation_steps(
                       "zone": zone})
         image = "$steps.zone_area.image"
     if line is not None:  # under the boxes and labels, so the line never hides what they say
-        steps += _line_steps(line, image)
+        steps += _line_steps(line, image, predictions)
         image = "$steps.line.image"
     # Box lines from the frame's width: one fixed thickness was a hairline at 1920 px and heavy at 320 px.
     # Labels by our block: sized the same way, and kept whole inside the frame (label_visualization cuts them off).
@@ -178,14 +178,16 @@ def _annotation_steps(
     return steps
 
 
-def _line_steps(line: list[list[int]], image: str) -> list[dict[str, Any]]:
+def _line_steps(line: list[list[int]], image: str, predictions: str) -> list[dict[str, Any]]:
     """The counting line and its in/out counts, drawn by our block so they stand out on any frame.
 
     roboflow_core/line_counter_visualization blends its colour onto the picture (faint on white, nothing on
-    black) and draws a fixed-size label centred on the line's first point, half off a line from the edge.
+    black) and draws a fixed-size label centred on the line's first point, half off a line from the edge. Ours
+    puts the in/out box where it hides least of the line and of the detections (`predictions`).
     """
     return [{"type": LINE_OVERLAY_BLOCK, "name": "line", "image": image, "line_segment": line,
-             "count_in": "$steps.line_counter.count_in", "count_out": "$steps.line_counter.count_out"}]
+             "count_in": "$steps.line_counter.count_in", "count_out": "$steps.line_counter.count_out",
+             "predictions": predictions}]
 
 
 def spec_hash(spec: dict[str, Any]) -> str:

@@ -58,9 +58,10 @@ async def start(tokens: list[str], ctx: CommandContext) -> CommandReply:
 
 
 def starting(req: StartRequest, loaded: bool) -> str:
-    """The line shown while a start runs: the first in a process loads inference and the detector (~10 s)."""
+    """The line shown while a start runs, once its checks passed: the first in a process loads inference and the
+    detector (~10 s). Worded as an attempt: the source can still fail to open, and the reply then says so."""
     what = f"model `{req.model_id}`" if req.model_id else f"workflow {req.workspace_name}/{req.workflow_id}"
-    wait = "…" if loaded else " — loading the detector, the first start takes 10-15 s…"
+    wait = "…" if loaded else ": opening the source and loading the detector, the first start takes 10-15 s…"
     return f"Starting {redact(req.source)} with {what}{wait}"
 
 

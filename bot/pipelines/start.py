@@ -49,7 +49,8 @@ async def start(req: StartRequest, mgr: PipelineManager, caller: MediaScope, who
     line/zone workflow and start it on `mgr`, counted against `who`'s share (bot/pipelines/caps.py).
 
     Raises ValueError / MediaError / BackendError with one line a user or the model can act on; nothing is opened
-    before the request's own checks pass. `starting` is awaited once they have, before the slow part.
+    before the request's own checks pass. `starting` is awaited once they have (the line and zone checked on a frame
+    too), before the slow part; the source may still fail to open after it.
     """
     zones = named_zones(caller.workspace, caller.settings)
     check(req, zones)
@@ -59,9 +60,11 @@ async def start(req: StartRequest, mgr: PipelineManager, caller: MediaScope, who
     mgr.backends.check(req.backend)  # an unknown backend is refused before the source is probed
     # Off the event loop: an http(s) source is fetched once and every stream host is looked up (DNS) here.
     source = await asyncio.to_thread(resolve_video, req.source, caller)
-    if starting is not None:  # checked and found: what is left (reading a frame, loading the detector) takes seconds
-        await starting()
+    # A line or zone is checked on a frame of the source (a line off its frames is refused) before anyone is told
+    # the start goes ahead: "loading the detector" then "the line lies outside" contradicted itself.
     extra = await compose(req.model_id, source, req.line, req.zone, zones, req.anchor, req.confidence, req.min_height)
+    if starting is not None:  # checked and found: what is left (opening the source, loading the detector) takes seconds
+        await starting()
     name = (req.name or "").strip()
     if not name:
         # The camera's own name, also when the model passed a URL: a pipeline's name is shown where URLs are not.

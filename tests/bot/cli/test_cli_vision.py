@@ -129,7 +129,7 @@ def test_the_terminal_starts_a_file_outside_the_workspace_and_says_what_it_runs(
     term = terminal(videos)
     term.wait_for(r"you> ")
     term.type("/vision start door.mp4 fps=4 name=door model=builtin/faces")  # relative to where the chat runs
-    term.wait_for(r"Starting door\.mp4 with model `?builtin/faces`? — loading the detector")  # at once, before the result
+    term.wait_for(r"Starting door\.mp4 with model `?builtin/faces`?: opening the source and loading the detector")  # at once, before the result
     started = term.wait_for(r"Started door .*", seconds=120).group(0)
     assert "sampling 4 frames per second of video (about 1 in 5 of its 20 fps)" in started
     plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", term.screen)  # the screen without the terminal's styles

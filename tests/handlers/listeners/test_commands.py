@@ -9,6 +9,7 @@ import pytest
 from bot.pipelines.request import StartRequest
 from handlers.listeners import commands
 from tests.fakes.slack_api import SlackEmulator
+from tests.fixtures.inference import make_video
 from tests.fixtures.slack import RunningBot, start_bot, stop_bot
 from tests.fixtures.slow_start import SlowStartBackend
 from tests.handlers.transport.test_files import jpeg
@@ -64,6 +65,20 @@ async def test_slow_start_acks_in_time_then_answers_via_response_url(
     slow_backend.release.set()
     answer = (await slack_api.await_for("response_url"))[0]
     assert answer.params["response_type"] == "ephemeral" and "Started *door*" in answer.params["text"]
+
+
+async def test_a_start_refused_on_its_frame_never_said_it_was_loading_the_detector(
+    bot_with_fake_backend: RunningBot, slack_api: SlackEmulator, slow_backend: SlowStartBackend
+) -> None:
+    slow_backend.release.set()  # a start that got through would answer at once
+    video = make_video(bot_with_fake_backend.settings.workspace / "door.mp4", size=(320, 180), frames=4)
+    env = await slack_api.await_ack(slack_api.slash(f"start {video} name=door model=builtin/people line=900,0,900,500"))
+    said = [env.ack_payload["text"]]
+    if "Working on" in said[0]:  # a slow machine: the answer comes by response_url
+        said.append((await slack_api.await_for("response_url"))[0].params["text"])
+    assert "lies outside this stream's 320x180 frames" in said[-1]
+    assert not any("loading the detector" in text or "Starting" in text for text in said), said
+    assert bot_with_fake_backend.runtime.pipelines.snapshot() == []
 
 
 async def test_snapshot_uploads_the_latest_frame_to_the_channel(

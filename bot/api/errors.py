@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterator
 
 from bot.backends.base import BackendError
@@ -11,12 +12,29 @@ from bot.media.resolve import MediaError
 from bot.pipelines.state import PipelineNotFound
 from bot.services import ServiceUnavailable
 
+# The shared messages (bot/pipelines, bot/monitoring) name the Slack/CLI command that helps; a REST client is told the
+# REST way instead. Per command: a backticked `/vision … ARG` (its argument kept) or a bare mention -> the request.
+REST_WAYS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"`/vision snapshot(?: ([^\s`]+))?`|/vision snapshot\b"), "GET /api/pipelines/{}/frame"),
+    (re.compile(r"`/vision unwatch(?: ([^\s`]+))?`|/vision unwatch\b"), "DELETE /api/watches/{}"),
+    (re.compile(r"`/vision watches`|/vision watches\b"), "GET /api/watches"),
+)
+_PLACEHOLDERS = {None, "NAME", "ID", "NAME_OR_ID"}
+
+
+def rest_wording(text: str) -> str:
+    """A shared message as a REST client reads it: `/vision snapshot door` -> GET /api/pipelines/door/frame."""
+    for pattern, way in REST_WAYS:
+        text = pattern.sub(lambda m, way=way: way.format(
+            "{id}" if not m.lastindex or m[1] in _PLACEHOLDERS else m[1]), text)
+    return text
+
 
 class UserError(Exception):
     """A request we refuse; str() is the one line for the client, `status` the HTTP status."""
 
     def __init__(self, message: str, status: int = 400) -> None:
-        super().__init__(message)
+        super().__init__(rest_wording(message))
         self.status = status
 
 

@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 from aiohttp import web
 from pydantic import BaseModel
 
-from bot.api.errors import UserError, user_errors
+from bot.api.errors import UserError, rest_wording, user_errors
 from bot.api.frames import alert_clip, alert_frame, pipeline_frame
 from bot.api.hosting import HOST_KEY, ApiHost
 from bot.api.models import AddRule, CameraQuery, EventsQuery, RuleQuery, SetRoute, StartPipeline
@@ -109,7 +109,7 @@ async def start_pipeline(request: web.Request) -> web.Response:
     if handle.status == "error":
         raise UserError(f"{handle.name} could not start on {handle.video_reference}: "
                         f"{redact(handle.error or 'source failed')}")
-    return ok(201, pipeline=handle_dict(handle, ctx.manager()), runs=what.replace("`", ""))
+    return ok(201, pipeline=handle_dict(handle, ctx.manager()), runs=rest_wording(what).replace("`", ""))
 
 
 async def get_pipeline(request: web.Request) -> web.Response:

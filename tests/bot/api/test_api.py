@@ -18,6 +18,7 @@ from bot.api.server import OFF, ApiServer
 from bot.backends.provider import BackendProvider
 from bot.config import load_settings
 from bot.runtime import Runtime
+from tests.fixtures.inference import make_video
 from tests.tools.fake_backend import FakeBackend, result
 
 TOKEN = "api-token-0123456789abcdef"
@@ -142,6 +143,18 @@ async def test_a_pipelines_counts_and_cannot_count_line_are_in_its_status_as_in_
         assert got["counted"]["count_in"] == 3 and got["counted"]["count_out"] == 2, got
         assert got["cannot_count"].startswith("cannot count reliably: people here are about 15 px tall")
         assert "counted in 3 / out 2" in got["summary"] and got["cannot_count"] in got["summary"]
+
+
+async def test_rest_refusals_and_notes_name_the_rest_way_to_see_a_frame(api: Api, workspace_dir: Path) -> None:
+    """Field test (issue 21): REST errors said "/vision snapshot shows a frame", a command a REST caller cannot send."""
+    video = make_video(workspace_dir / "sub.mp4", size=(320, 180), frames=4)
+    status, body = await api.call("POST", "/api/pipelines", json={"source": str(video), "line": "900,0,900,500"})
+    assert status == 400 and "lies outside this stream's 320x180 frames" in body["error"], body
+    assert "GET /api/pipelines/{id}/frame shows a frame" in body["error"] and "/vision" not in body["error"]
+    # 4:3 points on a 16:9 sub-stream: the start note says where to check them, the REST way too
+    status, body = await api.call("POST", "/api/pipelines", json={"source": str(video), "line": "320,0,320,480@640x480"})
+    assert status == 201 and "stretched onto this stream's 320x180 frames" in body["runs"], body
+    assert "GET /api/pipelines/{id}/frame" in body["runs"] and "/vision" not in body["runs"]
 
 
 @pytest.mark.parametrize(("source", "why"), [

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import re
 from collections.abc import Iterator
 
@@ -25,9 +26,13 @@ _PLACEHOLDERS = {None, "NAME", "ID", "NAME_OR_ID"}
 def rest_wording(text: str) -> str:
     """A shared message as a REST client reads it: `/vision snapshot door` -> GET /api/pipelines/door/frame."""
     for pattern, way in REST_WAYS:
-        text = pattern.sub(lambda m, way=way: way.format(
-            "{id}" if not m.lastindex or m[1] in _PLACEHOLDERS else m[1]), text)
+        text = pattern.sub(functools.partial(_request, way), text)
     return text
+
+
+def _request(way: str, match: re.Match[str]) -> str:
+    argument = match[1] if match.lastindex else None
+    return way.format("{id}" if argument in _PLACEHOLDERS else argument)
 
 
 class UserError(Exception):

@@ -120,7 +120,9 @@ class PipelineHandle:
     fps: float | None = None
     frames: int = 0
     server: str | None = None  # where it runs when the http backend has several servers, e.g. ":9002"
-    moved: str | None = None  # "restarted on :9002 at 14:03 UTC (:9001 stopped answering), counts carry on"
+    # The last failover, in words: "restarted on :9002 at 14:03 UTC (:9001 stopped answering), counts carry on" (the
+    # pipeline was restarted on another inference server; `server` is where it runs now). Not the line's points.
+    failover: str | None = None
 
     def with_(self, **changes: Any) -> PipelineHandle:
         return replace(self, **changes)

@@ -34,7 +34,7 @@ class PipelineBase:
         self.status, self.frames = "starting", 0
         self.error: str | None = None
         self.server: str | None = None  # where it runs, when that is worth saying (several inference servers)
-        self.moved: str | None = None  # the last time it was restarted elsewhere, in words
+        self.failover: str | None = None  # the last time it was restarted on another server, in words
 
     def is_alive(self) -> bool:
         return self.status in LIVE
@@ -67,7 +67,7 @@ class PipelineBase:
                 fps=fps,
                 frames=self.frames,
                 server=self.server,
-                moved=self.moved,
+                failover=self.failover,
             )
 
     def _deliver(self, result: InferenceResult) -> None:

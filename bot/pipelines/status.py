@@ -28,9 +28,9 @@ def status_line(
     head = f"*{h.name}* `{h.pipeline_id}`" if markdown else f"{h.name} (id {h.pipeline_id})"
     counted = f"; {tally.text()}" if tally is not None and tally.text() else ""
     where = f" on {h.server}" if h.server else ""  # several inference servers: which one runs it
-    moved = f"; {h.moved}" if h.moved else ""
+    failover = f"; {h.failover}" if h.failover else ""
     return (f"{head}: {h.status}{where}, {h.frames} frames{fps}, source {redact(h.video_reference)}{what}{err}{now}"
-            f"{counted}{limit}{moved}")
+            f"{counted}{limit}{failover}")
 
 
 def health_problems(

@@ -102,7 +102,7 @@ class HostedPipeline(PipelineBase):
             self.url, self.server_id, self.server = url, server_id, label(url)
             at = datetime.now(UTC).strftime("%H:%M UTC")
             counts = ", counts carry on" if self._carry else ""
-            self.moved = f"restarted on {label(url)} at {at} ({label(old)} stopped answering){counts}"
+            self.failover = f"restarted on {label(url)} at {at} ({label(old)} stopped answering){counts}"
             paused = self.status == "paused"
         if self._stop.is_set():  # stopped while it was being moved: end the new copy too
             self.backend.client(url).terminate_inference_pipeline(server_id)

@@ -157,6 +157,21 @@ async def test_rest_refusals_and_notes_name_the_rest_way_to_see_a_frame(api: Api
     assert "GET /api/pipelines/{id}/frame" in body["runs"] and "/vision" not in body["runs"]
 
 
+async def test_a_pipeline_restarted_on_another_server_says_so_under_failover(api: Api, workspace_dir: Path) -> None:
+    """Field test (issue 21): the REST field `moved`, beside a line pipeline's points, read as "the line was moved"."""
+    video = workspace_dir / "door.mp4"
+    video.write_bytes(b"\x00\x00\x00\x18ftypmp42")
+    status, body = await api.call("POST", "/api/pipelines", json={"source": str(video), "name": "door", "line": "5,0,5,9"})
+    pid = body["pipeline"]["pipeline_id"]
+    assert status == 201 and body["pipeline"]["failover"] is None
+    note = "restarted on :9002 at 14:03 UTC (:9001 stopped answering), counts carry on"
+    api.backend.handles[pid] = api.backend.handles[pid].with_(server=":9002", failover=note)
+    status, body = await api.call("GET", "/api/pipelines/door")
+    got = body["pipeline"]
+    assert got["server"] == ":9002" and got["failover"] == note and note in got["summary"]
+    assert not any("moved" in key for key in got)  # nothing beside the line's fields reads as the line moving
+
+
 @pytest.mark.parametrize(("source", "why"), [
     ("http://10.0.0.9/video.mp4", "local/private address"),
     ("/etc/passwd", "outside the folders I may read"),

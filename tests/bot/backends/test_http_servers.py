@@ -136,8 +136,8 @@ def test_counts_carry_on_after_a_restart_elsewhere(base_env):
     assert seen[-1][1].values == {"line_counter_count_in": 4, "line_counter_count_out": 1}
     handle = pipe.handle()
     assert handle.server == ":10" and handle.frames == 2
-    assert handle.moved is not None and handle.moved.startswith("restarted on :10 at ")
-    assert handle.moved.endswith("(:9 stopped answering), counts carry on")
+    assert handle.failover is not None and handle.failover.startswith("restarted on :10 at ")
+    assert handle.failover.endswith("(:9 stopped answering), counts carry on")
 
 
 @pytest.mark.slow

@@ -124,7 +124,7 @@ def count_box_place(frame: tuple[int, int], box: tuple[int, int], line: Sequence
                     avoid: Sequence[Box] = (), margin: int = 2) -> tuple[int, int]:
     """(left, top) of a box-sized rectangle inside the frame: of its four corners and four edge middles (`margin`
     in from the edges), the one clear of the line's drawn pixels, then covering the least area of `avoid`, then
-    farthest from the line and the nearest of `avoid`; the earlier of equals (top-left first), so it stays put."""
+    farthest from the line; the earlier of equals (top-left first), so it stays put while no one walks into it."""
     (width, height), (box_w, box_h) = frame, box
     xs = sorted({_fit(margin, box_w, width), _fit((width - box_w) // 2, box_w, width),
                  _fit(width - box_w - margin, box_w, width)})
@@ -140,8 +140,9 @@ def count_box_place(frame: tuple[int, int], box: tuple[int, int], line: Sequence
             rect = (left, top, left + box_w - 1, top + box_h - 1)
             gap = _segment_gap(rect, line)
             covered = sum(_overlap(rect, b) for b in avoid)
-            near = min([gap] + [_rect_gap(rect, b) for b in avoid])
-            key = (gap < reach, covered, -near)
+            # Then the farthest from the line alone: it does not move, so neither does the box while no one walks
+            # into it (ranking by the nearest person too made it hop corners from frame to frame in a clip).
+            key = (gap < reach, covered, -gap)
             if best is None or key < best[0]:
                 best = (key, (left, top))
     assert best is not None
@@ -154,12 +155,6 @@ def _fit(start: int, size: int, room: int) -> int:
 
 def _overlap(a: Box, b: Box) -> float:
     return max(0.0, min(a[2], b[2]) - max(a[0], b[0])) * max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
-
-
-def _rect_gap(a: Box, b: Box) -> float:
-    dx = max(0.0, b[0] - a[2], a[0] - b[2])
-    dy = max(0.0, b[1] - a[3], a[1] - b[3])
-    return math.hypot(dx, dy)
 
 
 def _segment_gap(rect: Box, line: Sequence[Sequence[float]]) -> float:

@@ -238,3 +238,21 @@ async def test_a_hand_written_spec_with_label_visualization_still_runs(direct_ba
     drawn = cv2.imdecode(np.frombuffer(result.frame, np.uint8), cv2.IMREAD_COLOR)
     assert result.detections and drawn.shape == street.shape
     assert np.abs(drawn.astype(int) - street.astype(int)).sum(axis=2).max() > 200  # its labels are on the frame
+
+
+@pytest.mark.parametrize("size", [(352, 240), (640, 360)])
+def test_the_count_box_stays_put_while_people_walk_by_outside_it(size):
+    """A walker crossing the frame, never near the box's spot: every frame of the clip draws it in the same place."""
+    from bot.backends.builtin.line_overlay import count_box_place
+
+    width, height = size
+    line = ((width / 2, 0.0), (width / 2, float(height)))
+    box = (width // 3, height // 6)
+    places = set()
+    for k in range(40):  # just under the top band, left to right, a person a third of the frame tall
+        x = width * (0.05 + 0.9 * k / 39)
+        walker = (x - height / 12, height * 0.3, x + height / 12, height * 0.63)
+        places.add(count_box_place((width, height), box, line, [walker], margin=4))
+    assert len(places) == 1, places
+    left, top = places.pop()
+    assert top + box[1] <= height * 0.3  # where the walker never was

@@ -25,8 +25,8 @@ BUILTIN_MODELS: dict[str, str] = {
     "builtin/motion": "vision_agent/motion_detector@v1",
 }
 BUILTIN_DESCRIPTIONS: dict[str, str] = {
-    "builtin/faces": "frontal faces from ~24-32 px in photos, from ~12-16 px on a video sub-stream (OpenCV Haar "
-                     "cascade, offline; smaller faces need the main stream or a Roboflow model), class `face`",
+    "builtin/faces": "frontal faces from ~24-32 px (OpenCV Haar cascade, offline; a sub-stream's 12-16 px faces "
+                     "need the main stream, a Roboflow model, or a face step with `adaptive: true`), class `face`",
     "builtin/people": "standing people (OpenCV HOG, offline), class `person`",
     "builtin/motion": "moving regions in video (background subtraction, offline), class `motion`",
 }

@@ -37,9 +37,9 @@ class HaarFaceManifest(_DetectorManifest):
             "hits (neighbours). Good for frontal faces in decent light; misses profiles. The cascade itself finds "
             "faces from about 24-32 px. With `min_size` under 24 (a sub-stream's faces: 12-14) it upscales the "
             "frame, at most to `upscale_side` px, so a small frame costs about what a main stream does and a big "
-            "one is not upscaled. In video (`adaptive`) a frame smaller than `upscale_side` is a sub-stream and is "
-            "searched for faces down to 12 px that way; a still image keeps `min_size` (upscaled detailed photos "
-            "give more false faces).",
+            "one is not upscaled. In video, `adaptive: true` treats a frame smaller than `upscale_side` as a "
+            "sub-stream and searches it for faces down to 12 px that way (off by default: it also finds false faces "
+            "on still texture, e.g. a tripod on a street camera in most frames).",
         )
     )
     scale_factor: Selector(kind=[FLOAT_KIND]) | float = Field(default=1.1, description="Image pyramid step (>1).")
@@ -54,8 +54,8 @@ class HaarFaceManifest(_DetectorManifest):
         default=2048, description="Downscale the longer side to this first (min_size counts in the downscaled image)."
     )
     adaptive: Selector(kind=[BOOLEAN_KIND]) | bool = Field(
-        default=True, description="In video: a frame smaller than upscale_side (a sub-stream) is searched for faces "
-                                  "down to 12 px, upscaled at most to upscale_side.")
+        default=False, description="In video: a frame smaller than upscale_side (a sub-stream) is searched for faces "
+                                   "down to 12 px, upscaled at most to upscale_side (more false faces on texture).")
 
 
 # The cascade's own 24 px window finds few faces that small. On scikit-image's LFW faces tiled into a 384x288 street
@@ -82,7 +82,7 @@ class HaarFaceDetectorBlockV1(WorkflowBlock):
 
     def run(
         self, images: WorkflowImageData, confidence: float, scale_factor: float, min_neighbors: int, min_size: int,
-        max_side: int, upscale_side: int = 1280, motion_gate: bool = True, adaptive: bool = True,
+        max_side: int, upscale_side: int = 1280, motion_gate: bool = True, adaptive: bool = False,
     ) -> BlockResult:
         repeated = self._gates.repeat(images) if motion_gate else None
         if repeated is not None:  # nothing moved since the last run: the same faces

@@ -67,17 +67,17 @@ def test_faces_at_substream_sizes_are_found_with_a_small_min_size_and_not_by_the
 
 
 @pytest.mark.parametrize("size", [14, 16])
-def test_a_sub_stream_video_finds_its_small_faces_without_settings_and_a_photo_is_left_as_it_was(size):
+def test_a_sub_stream_video_finds_its_small_faces_when_adaptive_and_a_photo_is_left_as_it_was(size):
     frame, boxes = tiled(True, size)
-    in_video, as_photo = found(boxes, detect(frame, video=True)), found(boxes, detect(frame))
+    in_video, as_photo = found(boxes, detect(frame, video=True, adaptive=True)), found(boxes, detect(frame, adaptive=True))
     assert in_video >= 0.5 * len(boxes), (in_video, len(boxes))
     assert as_photo <= 0.1 * len(boxes), (as_photo, len(boxes))
-    assert found(boxes, detect(frame, video=True, adaptive=False)) == as_photo  # the switch turns it off
+    assert found(boxes, detect(frame, video=True)) == as_photo  # off by default (false faces on still texture)
 
 
 def test_a_sub_stream_video_of_non_faces_gets_no_faces():
     frame, boxes = tiled(False, 16)
-    hits = detect(frame, video=True)
+    hits = detect(frame, video=True, adaptive=True)
     assert found(boxes, hits) <= 2 and len(hits) <= 3, hits
 
 
@@ -109,4 +109,4 @@ def test_the_model_list_states_the_limit():
     from bot.backends.workflows import BUILTIN_DESCRIPTIONS
 
     text = BUILTIN_DESCRIPTIONS["builtin/faces"]
-    assert "24-32 px" in text and "12-16 px" in text and "sub-stream" in text and "main stream" in text
+    assert "24-32 px" in text and "12-16 px" in text and "adaptive: true" in text and "main stream" in text

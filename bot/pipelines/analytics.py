@@ -14,6 +14,7 @@ from bot.pipelines.counting_line import (
     middle_line,
     moved_note,
     parse_line,
+    past_note,
     probe_size,
     rescale,
     split_size,
@@ -34,7 +35,7 @@ class Analytics:
     anchor: str | None = None  # the box point whose crossing counts, when the user chose it
     confidence: float | None = None  # the detector's settings, when the user gave them
     min_height: int | None = None
-    moved: str = ""  # ' (given at 1280x720, moved onto this stream's 384x288 frames)' when points were rescaled
+    moved: str = ""  # where points were moved from, or that they reach past the frame (points of another size)
 
     def describe(self) -> str:
         """', counting crossings of the line (320,0)→(320,480), timing objects in a 4-point zone' or ''."""
@@ -95,6 +96,7 @@ async def compose(
     if frame is not None:
         check_on_frame(line_points, zone_points, frame)
     moved = "".join(moved_note(s, frame) for s in sorted({s for s in (line_size, zone_size) if s is not None}))
+    moved += past_note(None if line_size else line_points, None if zone_size else zone_points, frame)
     settings = {"min_height": min_height} if min_height is not None else None
     spec = detection_workflow(model_id, confidence=confidence, line=line_points, zone=zone_points, anchor=point,
                               settings=settings)

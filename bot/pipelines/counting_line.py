@@ -73,6 +73,24 @@ def check_on_frame(line: list[list[int]] | None, zone: list[list[int]] | None, f
                              f"{width}x{height} frames, so nothing could enter it: {fix}.")
 
 
+def past_note(line: list[list[int]] | None, zone: list[list[int]] | None, frame: tuple[int, int] | None) -> str:
+    """' (the zone reaches (700,250), past this stream's 480x270 frames: …)' when points given without @WxH lie well
+    beyond the frame: read off the main stream for a sub-stream, they count in another place than meant; else ''."""
+    if frame is None:
+        return ""
+    width, height = frame
+    # A point on or just past an edge is how people draw "to the edge"; past it by more is another frame's pixels.
+    slack_x, slack_y = max(2, 0.02 * width), max(2, 0.02 * height)
+    notes = []
+    for what, points in (("line", line), ("zone", zone)):
+        past = [(x, y) for x, y in points or () if x > width + slack_x or y > height + slack_y]
+        if past:
+            x, y = max(past, key=lambda p: max(p[0] / width, p[1] / height))
+            notes.append(f" (the {what} reaches ({x},{y}), past this stream's {width}x{height} frames: if its points "
+                         "were read off a bigger frame, add its size, e.g. @1920x1080, or it counts elsewhere)")
+    return "".join(notes)
+
+
 def parse_line(raw: str) -> list[list[int]] | None:
     """Two [x, y] points from `X1,Y1,X2,Y2` (as given: any @WIDTHxHEIGHT is `split_size`'s); None for `middle`
     (placed once the frame size is known).

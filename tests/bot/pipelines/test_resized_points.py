@@ -88,3 +88,22 @@ async def test_points_given_at_another_shape_say_they_were_stretched():
     assert analytics.line == [[156, 0], [156, 230]]
     assert "given at 1280x720, stretched onto this stream's 384x288 frames, another shape" in analytics.describe()
     assert "/vision snapshot" in analytics.describe()
+
+
+async def test_a_zone_read_off_the_main_stream_partly_on_the_substream_says_it_reaches_past_the_frame():
+    """Field test (issue 21): the zone 100,100,700,100,700,250,100,250 read off vtest's 768x576 main stream, typed
+    without @768x576 for a 480x270 sub-stream, started with nothing said; half of it was off the picture and the rest
+    was not where it was drawn."""
+    zone = "100,150,700,150,700,560,100,560"  # the walkway's lower half, on the 768x576 main stream
+    partly = await compose("builtin/people", str(CLIP), None, zone, {})
+    assert partly.zone == [[100, 150], [700, 150], [700, 560], [100, 560]]  # still started: it counts where it is
+    assert "the zone reaches (700,560), past this stream's 384x288 frames" in partly.describe()
+    assert "@1920x1080" in partly.describe()
+    line = await compose("builtin/people", str(CLIP), "300,0,300,576", None, {})
+    assert "the line reaches (300,576), past this stream's 384x288 frames" in line.describe()
+    for fits in ("0,0,384,0,384,288,0,288", "0,0,390,0,390,292,0,292"):  # to the edge, or a pixel or two past it
+        assert "reaches" not in (await compose("builtin/people", str(CLIP), None, fits, {})).describe()
+    sized = await compose("builtin/people", str(CLIP), None, zone + "@768x576", {})
+    assert "reaches" not in sized.describe() and "moved onto this stream's 384x288" in sized.describe()
+    middle = await compose("builtin/people", str(CLIP), "middle", None, {})
+    assert "reaches" not in middle.describe()

@@ -126,3 +126,33 @@ async def test_close_twice_ends_the_server_pipeline_once(http_backend, tmp_path,
     with caplog.at_level(logging.DEBUG, logger="bot.backends"):
         await http_backend.close()  # Runtime.close after PipelineManager.close
     assert caplog.records == [] and (await http_backend.get_pipeline_status("twice-1")).status == "stopped"
+
+
+async def _decoder_depth(backend: HttpBackend, server_id: str) -> int:
+    """The decoded-frame queue size the server's pipeline process reports it holds (its watchdog's source report)."""
+    deadline = time.monotonic() + 60
+    while True:
+        status, body = await asyncio.to_thread(backend._request, "GET", f"/inference_pipelines/{server_id}/status")
+        sources = (body.get("report") or {}).get("sources_metadata") if status == 200 else None
+        if sources:
+            return int(sources[0]["buffer_size"])
+        assert time.monotonic() < deadline, body
+        await asyncio.sleep(0.5)
+
+
+async def test_server_pipelines_queue_frames_within_the_frame_budget(http_backend, tmp_path):
+    video = make_video(tmp_path / "vga.mp4", frames=400)  # 640x480: a few frames fit the default 8 MB budget
+    await http_backend.start_pipeline("budget-1", "door", str(video), WorkflowRef(model_id="builtin/faces"), max_fps=5)
+    ours = await _decoder_depth(http_backend, http_backend.server_id("budget-1") or "")
+    budget = http_backend._settings.monitoring.frame_buffer_bytes
+    assert 1 < ours < 64 and ours * 3 * 640 * 480 * 3 <= budget  # inference's own default queued 64 frames
+    # a pipeline another client starts without sizes gets the server's own bound: one a live 1080p source gets
+    client = http_backend.client()
+    spec = detection_workflow("builtin/faces")
+    other = await asyncio.to_thread(client.start_inference_pipeline_with_workflow, video_reference=str(video),
+                                    workflow_specification=spec, max_fps=5)
+    other_id = other["context"]["pipeline_id"]
+    try:
+        assert await _decoder_depth(http_backend, other_id) == max(1, budget // (3 * 1920 * 1080 * 3))
+    finally:
+        await asyncio.to_thread(client.terminate_inference_pipeline, other_id)

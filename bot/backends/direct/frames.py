@@ -27,11 +27,7 @@ def queue_depth(budget_bytes: int, reference: str) -> int:
     fewer frames than it could; a 4K camera still gets a depth of one, over budget).
     """
     size = None if is_live(reference) else file_frame_size(reference)
-    return depth_for(budget_bytes, *(size or LIVE_FRAME))
-
-
-def depth_for(budget_bytes: int, width: int, height: int) -> int:
-    """Queue depth for frames of width x height (BGR) so both queues together stay within budget_bytes (≥ 1)."""
+    width, height = size or LIVE_FRAME
     return max(1, min(MAX_DEPTH, budget_bytes // (FRAMES_PER_DEPTH * width * height * 3)))
 
 

@@ -10,9 +10,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from bot.backends.direct.frames import LIVE_FRAME, depth_for
 from bot.backends.environment import BOT_SECRETS, ensure_inference_env
-from bot.config.sections import MonitoringConfig
 
 # Set before `inference` is imported: its env module reads them once.
 SERVER_ENV = {
@@ -23,10 +21,6 @@ SERVER_ENV = {
     # addresses by default (a hosted server's guard). This server's /inference_pipelines opens any URL already.
     "WEBRTC_MJPEG_ALLOW_NON_GLOBAL_ADDRESSES": "True",
 }
-# Queue depths for pipelines whose start does not size them (another client's, a WebRTC worker's): the
-# monitoring.frame_buffer_bytes rule for a live 1080p source; inference's own defaults queue 64 decoded frames and
-# 512 results per pipeline. The http backend sizes each of its pipelines itself (wire.initialise_payload).
-QUEUE_ENV = ("VIDEO_SOURCE_BUFFER_SIZE", "INFERENCE_PIPELINE_PREDICTIONS_QUEUE_SIZE")
 # HttpInterface mounts these (the landing page) relative to the working directory.
 STATIC_DIRS = ("inference/landing/out/static", "inference/landing/out/_next/static")
 
@@ -56,9 +50,6 @@ def prepare_environment() -> Path:
     """Env vars, plugin registration, import path for child processes, and the working directory."""
     for key, value in SERVER_ENV.items():
         os.environ[key] = value
-    depth = depth_for(MonitoringConfig().frame_buffer_bytes, *LIVE_FRAME)
-    for key in QUEUE_ENV:
-        os.environ.setdefault(key, str(depth))  # an operator's own setting wins
     # The server runs specs any local client posts: custom Python, environment and disk access stay off (no
     # operator config here), and the bot's own credentials leave this process and the pipeline processes it forks.
     ensure_inference_env(None)

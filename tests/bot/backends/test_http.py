@@ -146,3 +146,15 @@ async def test_server_pipelines_queue_frames_within_the_frame_budget(http_backen
     ours = await _decoder_depth(http_backend, http_backend.server_id("budget-1") or "")
     budget = http_backend._settings.monitoring.frame_buffer_bytes
     assert 1 < ours < 64 and ours * 3 * 640 * 480 * 3 <= budget  # inference's own default queued 64 frames
+
+
+async def test_a_full_hd_file_pipeline_still_ends_when_asked(http_backend, tmp_path):
+    # The budget fits less than one 1080p frame per queue; with one-frame queues the server never answered the
+    # terminate request of a file pipeline (inference 1.8.3).
+    video = make_video(tmp_path / "hd.mp4", size=(1920, 1080), frames=90)
+    await http_backend.start_pipeline("hd-1", "door", str(video), WorkflowRef(model_id="builtin/faces"), max_fps=5)
+    server_id = http_backend.server_id("hd-1") or ""
+    assert 1 < await _decoder_depth(http_backend, server_id) < 64
+    status, _ = await asyncio.to_thread(http_backend._request, "POST", f"/inference_pipelines/{server_id}/terminate",
+                                        timeout=45)
+    assert status == 200

@@ -9,16 +9,21 @@ from urllib.parse import quote, urlparse
 
 from bot.backends.base import BackendError, InferenceResult, PipelineHandle, ResultListener, WorkflowRef
 from bot.backends.convert import from_model_response, from_serialized_output
+from bot.backends.direct.frames import queue_depth
 from bot.backends.errors import OFFLINE_HINT, problems_from_block_errors, shorten_problem
 from bot.backends.http.failover import CONSUME_TIMEOUT, ServerSilent, unreachable
 from bot.backends.http.pipeline import HostedPipeline
 from bot.backends.http.servers import ServerPool
+from bot.backends.http.wire import answer, initialise_payload
 from bot.backends.policy import check_spec
 from bot.backends.shared import BackendBase, fetch_saved_workflow, inline_spec, refuse_unsafe
 from bot.backends.workflows import describe_spec, is_builtin, roboflow_model_id
 from bot.config import Settings
 from bot.media.reach import is_loopback
 from bot.media.sources import capture_reference, is_live
+
+MIN_SERVER_DEPTH = 2
+LAUNCH_TIMEOUT = 60.0  # seconds a server may take to start a pipeline (it spawns a process for it)
 
 
 class HttpBackend(BackendBase):
@@ -32,7 +37,7 @@ class HttpBackend(BackendBase):
         key = settings.inference.api_key
         self._api_key = key.get_secret_value() if key else None
         self._timeout = settings.inference.request_timeout
-        self.servers = ServerPool(settings.inference.server_urls or [self.url], self._api_key)
+        self.servers = ServerPool(settings.inference.server_urls or [self.url], self._request)
 
     # --- plumbing ------------------------------------------------------------------------------------------------
 
@@ -58,23 +63,14 @@ class HttpBackend(BackendBase):
         """The server-side pipeline's next results (the SDK's consume call has no timeout: a server that accepts
         and never answers would hold the poller for good; here that is ServerSilent, which moves the pipeline)."""
         import requests
-        from inference_sdk.http.errors import HTTPCallErrorError
 
-        headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
+        timeout = min(self._timeout, CONSUME_TIMEOUT)
         try:
-            resp = requests.get(f"{url}/inference_pipelines/{pipeline_id}/consume", json={"excluded_fields": []},
-                                headers=headers, timeout=min(self._timeout, CONSUME_TIMEOUT))
+            status, body = self._request("GET", f"/inference_pipelines/{quote(pipeline_id, safe='')}/consume",
+                                         {"excluded_fields": []}, url=url, timeout=timeout)
         except requests.Timeout as exc:
-            raise ServerSilent(f"{url} accepted the connection but sent no results within "
-                               f"{min(self._timeout, CONSUME_TIMEOUT):.0f}s") from exc
-        if resp.status_code >= 400:
-            try:
-                message = str(resp.json().get("message") or resp.text[:300])
-            except ValueError:
-                message = resp.text[:300]
-            raise HTTPCallErrorError(description=message, status_code=resp.status_code, api_message=message)
-        body: dict[str, Any] = resp.json()
-        return body
+            raise ServerSilent(f"{url} accepted the connection but sent no results within {timeout:.0f}s") from exc
+        return answer(status, body)
 
     def translate(self, exc: BaseException, what: str, url: str | None = None) -> BackendError:
         """SDK / requests exceptions → a BackendError a user can act on (`url`: the server it was about)."""
@@ -104,11 +100,16 @@ class HttpBackend(BackendBase):
         except Exception as exc:  # noqa: BLE001
             raise self.translate(exc, what) from exc
 
-    def _request(self, method: str, path: str, body: Any = None, url: str | None = None) -> tuple[int, Any]:
+    def _request(
+        self, method: str, path: str, body: Any = None, url: str | None = None, timeout: float | None = None
+    ) -> tuple[int, Any]:
+        """(HTTP status, JSON body) of one call to a server (default: the first), the key as a bearer header;
+        requests' exceptions pass through (a timeout, a refused connection)."""
         import requests
 
         headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
-        resp = requests.request(method, f"{url or self.url}{path}", json=body, headers=headers, timeout=self._timeout)
+        resp = requests.request(method, f"{url or self.url}{path}", json=body, headers=headers,
+                                timeout=timeout or self._timeout)
         try:
             return resp.status_code, resp.json()
         except ValueError:
@@ -203,8 +204,8 @@ class HttpBackend(BackendBase):
                 pipe.fail(f"video file not found: {pipe.safe_reference}: check the path")
                 return pipe.handle()
         launch = self._launch_args(video_reference, named["specification"], parameters, max_fps)
-        with self.servers.placing() as url:
-            server_id = await self._call(what, self.launch_on, url, launch, timeout=max(self._timeout, 60.0))
+        async with self.servers.placed() as url:
+            server_id = await self._call(what, self.launch_on, url, launch, timeout=max(self._timeout, LAUNCH_TIMEOUT))
         pipe.place(url, launch)
         pipe.start(server_id)
         return pipe.handle()
@@ -221,12 +222,17 @@ class HttpBackend(BackendBase):
             "source_buffer_consumption_strategy": "EAGER" if live else "LAZY",
             "results_buffer_size": self._settings.monitoring.result_buffer_size,
             "workflow_specification": spec,
+            # The server's queues of decoded frames and of results awaiting the sink, bounded per pipeline in bytes
+            # as a direct pipeline's are (inference's defaults queue 64 and 512 frames); at least two: a file
+            # pipeline (WAIT/LAZY) with one-frame queues never answers its terminate request (inference 1.8.3).
+            "depth": max(MIN_SERVER_DEPTH, queue_depth(self._settings.monitoring.frame_buffer_bytes, reference)),
         }
 
     def launch_on(self, url: str, launch: dict) -> str:
         """Start a pipeline on the server at `url` (blocking: spawning its process takes seconds); its id there."""
-        response = self.client(url).start_inference_pipeline_with_workflow(**launch)
-        return str((response.get("context") or {}).get("pipeline_id") or "")
+        status, body = self._request("POST", "/inference_pipelines/initialise", initialise_payload(launch), url=url,
+                                     timeout=max(self._timeout, LAUNCH_TIMEOUT))
+        return str((answer(status, body).get("context") or {}).get("pipeline_id") or "")
 
     def server_id(self, pipeline_id: str) -> str | None:
         pipe = self._pipelines.get(pipeline_id)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from typing import Any
 from urllib.parse import urlparse
 
 from bot.backends.base import BackendError
@@ -18,9 +20,12 @@ class ServerPool:
     the fewest pipelines (what it lists, whoever started them, plus the starts under way here); ties go to the
     earlier server. One server: no probing at all, the start itself says when it does not answer."""
 
-    def __init__(self, urls: list[str], api_key: str | None) -> None:
+    def __init__(self, urls: list[str], request: Callable[..., tuple[int, Any]],
+                 held: Callable[[str], int] | None = None) -> None:
+        """request: HttpBackend._request; held: pipelines on a server that its list does not show (WebRTC sessions)."""
         self.urls = [u.rstrip("/") for u in urls]
-        self._api_key = api_key
+        self._request = request
+        self._held = held
         self._placing: dict[str, int] = {}  # starts picked but not finished yet, per server
         self._lock = threading.Lock()
 
@@ -36,21 +41,21 @@ class ServerPool:
         return port if port and is_loopback(parts.hostname or "") else (parts.netloc or url)
 
     def load(self, url: str) -> int | None:
-        """How many pipelines the server runs (its /inference_pipelines/list); None when it does not answer."""
+        """How many pipelines the server runs (its /inference_pipelines/list, plus those `held` counts); None when
+        it does not answer."""
         import requests
 
-        headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
         try:
-            resp = requests.get(f"{url}/inference_pipelines/list", headers=headers, timeout=PROBE_TIMEOUT)
-            body = resp.json() if resp.status_code == 200 else None
-        except (requests.RequestException, ValueError):
+            status, body = self._request("GET", "/inference_pipelines/list", url=url, timeout=PROBE_TIMEOUT)
+        except requests.RequestException:
             return None
-        return len(body.get("pipelines") or []) if isinstance(body, dict) else None
+        if status != 200 or not isinstance(body, dict):
+            return None
+        return len(body.get("pipelines") or []) + (self._held(url) if self._held else 0)
 
-    @contextmanager
-    def placing(self, exclude: Iterable[str] = ()) -> Iterator[str]:
-        """The server to start one pipeline on, reserved until the block ends (two starts at once spread too);
-        BackendError when none of them answers."""
+    def reserve(self, exclude: Iterable[str] = ()) -> str:
+        """The server to start one pipeline on, counted as starting there until release(); BackendError when none
+        of them answers (blocking: it probes each server)."""
         candidates = [u for u in self.urls if u not in set(exclude)]
         if len(self.urls) == 1:
             url = self.urls[0]
@@ -64,8 +69,26 @@ class ServerPool:
                 url = min(loads, key=lambda u: (loads[u] + self._placing.get(u, 0), self.urls.index(u)))
         with self._lock:
             self._placing[url] = self._placing.get(url, 0) + 1
+        return url
+
+    def release(self, url: str) -> None:
+        with self._lock:
+            self._placing[url] -= 1
+
+    @contextmanager
+    def placing(self, exclude: Iterable[str] = ()) -> Iterator[str]:
+        """reserve() for the block (two starts at once spread too)."""
+        url = self.reserve(exclude)
         try:
             yield url
         finally:
-            with self._lock:
-                self._placing[url] -= 1
+            self.release(url)
+
+    @asynccontextmanager
+    async def placed(self) -> AsyncIterator[str]:
+        """placing(), probing in a thread: the event loop runs on while each server gets PROBE_TIMEOUT to answer."""
+        url = await asyncio.to_thread(self.reserve)
+        try:
+            yield url
+        finally:
+            self.release(url)

@@ -8,6 +8,7 @@ from typing import Any
 
 from bot.backends.base import BackendError, PipelineHandle, ResultListener, WorkflowRef
 from bot.backends.http.backend import HttpBackend
+from bot.backends.http.servers import ServerPool
 from bot.backends.webrtc.pipeline import WebRtcPipeline
 from bot.backends.workflows import describe_spec
 from bot.media.redaction import redact
@@ -45,28 +46,33 @@ class WebRtcBackend(HttpBackend):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._serves_webrtc: bool | None = None
+        self._serves_webrtc: dict[str, bool] = {}
+        # A server's pipeline list does not show its WebRTC workers: the sessions open from here count as its load.
+        self.servers = ServerPool(self.servers.urls, self._request, held=self._sessions_on)
 
-    async def check_webrtc(self) -> None:
+    def _sessions_on(self, url: str) -> int:
+        return sum(1 for p in self._pipelines.values() if isinstance(p, WebRtcPipeline) and p.url == url and p.is_alive())
+
+    async def check_webrtc(self, url: str) -> None:
         """One line when the server has no WebRTC endpoint (asked once; an unreachable server says so itself)."""
-        if self._serves_webrtc is None:
+        if url not in self._serves_webrtc:
             # An empty offer: the route refuses it (422) without spawning a worker; without the route it is 404/405
-            status, _ = await self._call("the WebRTC check", self._request, "POST", ENDPOINT, {})
-            self._serves_webrtc = status not in (404, 405)
-        if not self._serves_webrtc:
+            status, _ = await self._call("the WebRTC check", self._request, "POST", ENDPOINT, {}, url=url)
+            self._serves_webrtc[url] = status not in (404, 405)
+        if not self._serves_webrtc[url]:
             raise BackendError(
-                f"the inference server at {self.url} does not serve WebRTC (no {ENDPOINT}; its WEBRTC_WORKER_ENABLED "
+                f"the inference server at {url} does not serve WebRTC (no {ENDPOINT}; its WEBRTC_WORKER_ENABLED "
                 "may be off): run `vision-agent inference-server`, or set VISION_AGENT_BACKEND=http"
             )
 
-    def _open(self, source: Any, spec: dict, parameters: dict | None) -> Any:
+    def _open(self, url: str, source: Any, spec: dict, parameters: dict | None) -> Any:
         """A WebRTC session on the server (not yet connected); every workflow output comes on the data channel."""
         from inference_sdk.webrtc.client import WebRTCClient
         from inference_sdk.webrtc.config import StreamConfig
 
         warnings.filterwarnings("ignore", module=r"inference_sdk(\..*)?")
         outputs = [str(o.get("name")) for o in spec.get("outputs") or [] if isinstance(o, dict) and o.get("name")]
-        client = WebRTCClient(self.url, self._api_key, api_key_transport="both")
+        client = WebRTCClient(url, self._api_key, api_key_transport="both")
         config = StreamConfig(data_output=outputs, workflow_parameters=dict(parameters or {}))
         return client.stream(source=source, workflow=spec, config=config)
 
@@ -75,14 +81,17 @@ class WebRtcBackend(HttpBackend):
         max_fps: float | None, parameters: dict | None, on_result: ResultListener | None,
     ) -> PipelineHandle:
         named, what = await self._pipeline_spec(ref)
-        await self.check_webrtc()
         source = webrtc_source(video_reference, max_fps)
         spec = named["specification"]
         monitoring = self._settings.monitoring
-        pipe = WebRtcPipeline(pipeline_id, name, video_reference, describe_spec(spec), monitoring.result_buffer_size,
-                              monitoring.result_image_max_dimension, on_result)
-        self._pipelines[pipeline_id] = pipe
-        pipe.start(lambda: self._open(source, spec, parameters), lambda exc: self._explain(exc, what, pipe.safe_reference))
+        async with self.servers.placed() as url:  # by load, as the http backend places its pipelines
+            await self.check_webrtc(url)
+            pipe = WebRtcPipeline(pipeline_id, name, video_reference, describe_spec(spec), monitoring.result_buffer_size,
+                                  monitoring.result_image_max_dimension, on_result, url)
+            pipe.server = self.servers.label(url) if self.servers.several else None  # status lines say where
+            self._pipelines[pipeline_id] = pipe
+        pipe.start(lambda: self._open(url, source, spec, parameters),
+                   lambda exc: self._explain(exc, what, pipe.safe_reference))
         return pipe.handle()
 
     def _explain(self, exc: BaseException, what: str, reference: str) -> str:
@@ -95,7 +104,8 @@ class WebRtcBackend(HttpBackend):
                     "check that the server can open that camera or file and see its log")
         return str(self.translate(exc, what))
 
-    # A WebRTC session ends with its peer: after a restart the pipeline is started again, never adopted.
+    # A WebRTC session ends with its peer: after a restart the pipeline is started again, never adopted; nor is it
+    # moved when its server stops answering (it ends as `error`, saying so).
     def server_id(self, pipeline_id: str) -> str | None:
         return None
 

@@ -24,9 +24,10 @@ class WebRtcPipeline(PipelineBase):
 
     def __init__(
         self, pipeline_id: str, name: str, reference: str, description: str, buffer_size: int,
-        max_dimension: int | None, on_result: ResultListener | None,
+        max_dimension: int | None, on_result: ResultListener | None, url: str = "",
     ) -> None:
         super().__init__(pipeline_id, name, reference, description, buffer_size, on_result)
+        self.url = url  # the server it streams to
         self._max_dim = max_dimension
         self._session: Any = None
         self._thread: threading.Thread | None = None

@@ -126,3 +126,35 @@ async def test_close_twice_ends_the_server_pipeline_once(http_backend, tmp_path,
     with caplog.at_level(logging.DEBUG, logger="bot.backends"):
         await http_backend.close()  # Runtime.close after PipelineManager.close
     assert caplog.records == [] and (await http_backend.get_pipeline_status("twice-1")).status == "stopped"
+
+
+async def _decoder_depth(backend: HttpBackend, server_id: str) -> int:
+    """The decoded-frame queue size the server's pipeline process reports it holds (its watchdog's source report)."""
+    deadline = time.monotonic() + 60
+    while True:
+        status, body = await asyncio.to_thread(backend._request, "GET", f"/inference_pipelines/{server_id}/status")
+        sources = (body.get("report") or {}).get("sources_metadata") if status == 200 else None
+        if sources:
+            return int(sources[0]["buffer_size"])
+        assert time.monotonic() < deadline, body
+        await asyncio.sleep(0.5)
+
+
+async def test_server_pipelines_queue_frames_within_the_frame_budget(http_backend, tmp_path):
+    video = make_video(tmp_path / "vga.mp4", frames=400)  # 640x480: a few frames fit the default 8 MB budget
+    await http_backend.start_pipeline("budget-1", "door", str(video), WorkflowRef(model_id="builtin/faces"), max_fps=5)
+    ours = await _decoder_depth(http_backend, http_backend.server_id("budget-1") or "")
+    budget = http_backend._settings.monitoring.frame_buffer_bytes
+    assert 1 < ours < 64 and ours * 3 * 640 * 480 * 3 <= budget  # inference's own default queued 64 frames
+
+
+async def test_a_full_hd_file_pipeline_still_ends_when_asked(http_backend, tmp_path):
+    # The budget fits less than one 1080p frame per queue; with one-frame queues the server never answered the
+    # terminate request of a file pipeline (inference 1.8.3).
+    video = make_video(tmp_path / "hd.mp4", size=(1920, 1080), frames=90)
+    await http_backend.start_pipeline("hd-1", "door", str(video), WorkflowRef(model_id="builtin/faces"), max_fps=5)
+    server_id = http_backend.server_id("hd-1") or ""
+    assert 1 < await _decoder_depth(http_backend, server_id) < 64
+    status, _ = await asyncio.to_thread(http_backend._request, "POST", f"/inference_pipelines/{server_id}/terminate",
+                                        timeout=45)
+    assert status == 200

@@ -12,7 +12,7 @@ from aiohttp import web
 
 from bot.backends import make_backend
 from bot.backends.base import BackendError, WorkflowRef
-from bot.backends.webrtc.backend import WebRtcBackend, webrtc_source
+from bot.backends.webrtc.backend import ENDPOINT, WebRtcBackend, webrtc_source
 from bot.backends.workflows import detection_workflow
 from bot.config import load_settings
 from bot.pipelines.request import StartRequest
@@ -110,3 +110,64 @@ def test_sources_the_server_pulls_and_sources_sent_from_here(tmp_path: Path) -> 
         with pytest.raises(BackendError, match=words) as err:
             webrtc_source(bad, None)
         assert "pw" not in str(err.value) and "\n" not in str(err.value)
+
+
+async def test_sessions_go_to_the_least_loaded_server_counting_the_sessions_open_from_here(
+    base_env: dict[str, str], face_video: Path
+) -> None:
+    """Two servers (fakes speaking the routes placement uses): one already lists a pipeline. A server's list does
+    not show its WebRTC workers, so the sessions this backend holds open count as its load too."""
+    import asyncio
+    import time
+
+    offers: list[str] = []
+    release = asyncio.Event()
+
+    def server(listed: list[str]) -> web.Application:
+        async def pipelines(request: web.Request) -> web.Response:
+            return web.json_response({"status": "success", "pipelines": listed})
+
+        async def validate(request: web.Request) -> web.Response:
+            return web.json_response({"status": "ok"})
+
+        async def offer(request: web.Request) -> web.Response:
+            if not await request.json():
+                return web.json_response({"message": "no offer"}, status=422)  # the start's WebRTC check
+            offers.append(request.host)
+            await release.wait()  # the session stays starting (held) until the test has placed all three
+            return web.json_response({"message": "no worker here"}, status=503)
+
+        app = web.Application()
+        app.router.add_get("/inference_pipelines/list", pipelines)
+        app.router.add_post("/workflows/validate", validate)
+        app.router.add_post(ENDPOINT, offer)
+        return app
+
+    runners, urls = [], []
+    for listed in (["other-client"], []):
+        runner = web.AppRunner(server(listed))
+        await runner.setup()
+        port = free_port()
+        await web.TCPSite(runner, "127.0.0.1", port).start()
+        runners.append(runner)
+        urls.append(f"http://127.0.0.1:{port}")
+    backend = WebRtcBackend(load_settings({**base_env, "INFERENCE_SERVER_URL": ",".join(urls)}))
+    busy, idle = (u.removeprefix("http://") for u in urls)
+    try:
+        placed = []
+        for i in range(3):
+            handle = await backend.start_pipeline(f"p{i}", f"cam{i}", str(face_video),
+                                                  WorkflowRef(workflow_spec=detection_workflow("builtin/faces")))
+            placed.append(handle.server)  # what status lines show: ":port"
+        deadline = time.monotonic() + 60
+        while len(offers) < 3:
+            assert time.monotonic() < deadline, offers
+            await asyncio.sleep(0.1)
+        # idle (0), then a tie (1 listed, 1 held) to the earlier server, then idle again (1 held against 2)
+        assert placed == [f":{idle.split(':')[1]}", f":{busy.split(':')[1]}", f":{idle.split(':')[1]}"]
+        assert sorted(offers) == sorted([idle, busy, idle])
+    finally:
+        release.set()
+        await backend.close()
+        for runner in runners:
+            await runner.cleanup()

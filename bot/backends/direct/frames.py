@@ -15,20 +15,24 @@ MAX_DEPTH = 64  # InferencePipeline's own default decoder depth: a bigger budget
 # Frames one step of queue depth holds: a decoded frame in the decoder's queue, and in the predictions queue (results
 # waiting for the dispatcher) the frame with its drawn copy.
 FRAMES_PER_DEPTH = 3
+# Never less: a file pipeline (WAIT/LAZY) with one-frame queues never ends when asked (inference 1.8.3; a direct
+# 1080p file hung its stop for good, and a server's ignored its terminate request), whatever the budget says.
+MIN_DEPTH = 2
 _M_MMAP_THRESHOLD = -3  # glibc mallopt parameter
 MMAP_THRESHOLD = 128 * 1024  # glibc's default, pinned: a frame (640x480: 900 KB) is always mmapped
 _released = False
 
 
 def queue_depth(budget_bytes: int, reference: str) -> int:
-    """Depth of a pipeline's two queues (decoded frames, results) so together they stay within budget_bytes (≥ 1).
+    """Depth of a pipeline's two queues (decoded frames, results) so together they stay within budget_bytes, and
+    at least MIN_DEPTH (a 1080p or bigger source then goes over the budget rather than hang).
 
     A file's frame size is read from the file; a live source is budgeted as 1080p (a sub-stream then queues
-    fewer frames than it could; a 4K camera still gets a depth of one, over budget).
+    fewer frames than it could).
     """
     size = None if is_live(reference) else file_frame_size(reference)
     width, height = size or LIVE_FRAME
-    return max(1, min(MAX_DEPTH, budget_bytes // (FRAMES_PER_DEPTH * width * height * 3)))
+    return max(MIN_DEPTH, min(MAX_DEPTH, budget_bytes // (FRAMES_PER_DEPTH * width * height * 3)))
 
 
 def return_freed_frames() -> None:

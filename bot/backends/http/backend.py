@@ -22,7 +22,6 @@ from bot.config import Settings
 from bot.media.reach import is_loopback
 from bot.media.sources import capture_reference, is_live
 
-MIN_SERVER_DEPTH = 2
 LAUNCH_TIMEOUT = 60.0  # seconds a server may take to start a pipeline (it spawns a process for it)
 
 
@@ -223,9 +222,8 @@ class HttpBackend(BackendBase):
             "results_buffer_size": self._settings.monitoring.result_buffer_size,
             "workflow_specification": spec,
             # The server's queues of decoded frames and of results awaiting the sink, bounded per pipeline in bytes
-            # as a direct pipeline's are (inference's defaults queue 64 and 512 frames); at least two: a file
-            # pipeline (WAIT/LAZY) with one-frame queues never answers its terminate request (inference 1.8.3).
-            "depth": max(MIN_SERVER_DEPTH, queue_depth(self._settings.monitoring.frame_buffer_bytes, reference)),
+            # as a direct pipeline's are (inference's defaults queue 64 and 512 frames), at least frames.MIN_DEPTH.
+            "depth": queue_depth(self._settings.monitoring.frame_buffer_bytes, reference),
         }
 
     def launch_on(self, url: str, launch: dict) -> str:

@@ -90,3 +90,17 @@ async def test_cameras_share_one_model_manager(direct_backend, face_video):
             await direct_backend.stop_pipeline(name)
     assert all(h.status in ("running", "finished") for h in running), running
     assert len(managers) == 1, managers
+
+
+async def test_a_full_hd_file_whose_frames_fill_the_budget_still_stops_when_asked(direct_backend, tmp_path):
+    """At 1920x1080 one frame is most of the 8 MB budget; one-frame queues made InferencePipeline's stop hang for
+    good (the event loop with it), so no pipeline gets under MIN_DEPTH whatever its frames weigh."""
+    video = make_video(tmp_path / "hd.mp4", size=(1920, 1080), frames=120, fps=10)
+    assert queue_depth(direct_backend._settings.monitoring.frame_buffer_bytes, str(video)) >= 2
+    delivered = threading.Semaphore(0)
+    await direct_backend.start_pipeline("hd", "hd", str(video), WorkflowRef(model_id="builtin/motion"), max_fps=5,
+                                        on_result=lambda handle, result: delivered.release())
+    for _ in range(2):
+        assert await asyncio.to_thread(delivered.acquire, True, patience(120))
+    # A stop that hangs blocks the event loop too: pytest's timeout (pyproject) is what fails it then.
+    await asyncio.wait_for(direct_backend.stop_pipeline("hd"), patience(60))

@@ -232,6 +232,15 @@ class HttpBackend(BackendBase):
                                      timeout=max(self._timeout, LAUNCH_TIMEOUT))
         return str((answer(status, body).get("context") or {}).get("pipeline_id") or "")
 
+    def end_on(self, url: str, server_id: str) -> None:
+        """Ask the server at `url` to end one of its pipelines, within the request timeout (the SDK's terminate call
+        has none: a server that hung held the bot's stop and close() for good)."""
+        from urllib.parse import quote
+
+        status, body = self._request("POST", f"/inference_pipelines/{quote(server_id, safe='')}/terminate", {},
+                                     url=url)
+        answer(status, body)
+
     def server_id(self, pipeline_id: str) -> str | None:
         pipe = self._pipelines.get(pipeline_id)
         return (pipe.server_id or None) if pipe is not None else None

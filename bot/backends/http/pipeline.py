@@ -73,7 +73,7 @@ class HostedPipeline(PipelineBase):
             self._stop.set()
         if first and self.server_id:
             try:
-                self.backend.client(self.url).terminate_inference_pipeline(self.server_id)
+                self.backend.end_on(self.url, self.server_id)
             except Exception as exc:  # noqa: BLE001 - already ended on the server is fine
                 log.debug("terminate %s: %s", self.server_id, exc)
         if self._thread is not None and self._thread is not threading.current_thread():
@@ -105,7 +105,7 @@ class HostedPipeline(PipelineBase):
             self.failover = f"restarted on {label(url)} at {at} ({label(old)} stopped answering){counts}"
             paused = self.status == "paused"
         if self._stop.is_set():  # stopped while it was being moved: end the new copy too
-            self.backend.client(url).terminate_inference_pipeline(server_id)
+            self.backend.end_on(url, server_id)
         elif paused:
             try:
                 self._control(self.backend.client(url).pause_inference_pipeline)

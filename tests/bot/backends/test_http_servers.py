@@ -123,6 +123,29 @@ async def test_a_server_that_takes_connections_but_never_answers_loses_its_pipel
             await asyncio.to_thread(server.stop)
 
 
+@pytest.mark.slow
+async def test_stopping_a_pipeline_on_a_server_that_hung_returns(base_env, workspace_dir, tmp_path):
+    """The SDK's terminate call has no timeout: asked of a hung server, it held the stop (and the bot's close) for
+    good. Ours is bounded by the request timeout."""
+    [server] = await asyncio.to_thread(start_servers, tmp_path / "servers", 1, patience(180))
+    settings = load_settings({**base_env, "VISION_AGENT_BACKEND": "http", "INFERENCE_SERVER_URL": server.url},
+                             inference={"request_timeout": 5})
+    backend = HttpBackend(settings)
+    mgr = PipelineManager(lambda: backend, workspace_dir / "active_state.json", settings)
+    video = make_video(tmp_path / "long.mp4", size=(320, 240), frames=1500)
+    try:
+        pid = (await mgr.start(StartRequest(video, "hall", model_id="builtin/faces", max_fps=10))).pipeline_id
+        await _until(lambda: mgr.resolve(pid).frames > 0, 90)
+        server.freeze()
+        # Hung: pytest's timeout (pyproject) is what fails this if the stop never returns.
+        handle = await asyncio.wait_for(mgr.stop(pid), patience(120))
+        assert handle.status not in ("running", "starting")
+    finally:
+        server.freeze(False)
+        await mgr.close()
+        await asyncio.to_thread(server.stop)
+
+
 def test_counts_carry_on_after_a_restart_elsewhere(base_env):
     """The line counter on the new server starts at 0: what was counted before is added, and the status says so."""
     settings = load_settings({**base_env, "INFERENCE_SERVER_URL": "http://127.0.0.1:9/,http://127.0.0.1:10"})

@@ -102,14 +102,14 @@ async def measure(model: str, cameras: int, seconds: float, busy: str, quiet: st
             await asyncio.sleep(seconds)
             last, cpu1, t1 = tally.snapshot(), _cpu(), time.monotonic()
             encoded = _jpegs_made()
-            rss = _status_mb("VmRSS")
+            rss, anon = _status_mb("VmRSS"), _status_mb("RssAnon")
         finally:
             await backend.close()
     window = t1 - t0
     per_camera = [(last.get(c, 0) - first.get(c, 0)) / window for c in (f"cam{i}" for i in range(cameras))]
     lag = tally.lags() or [float("nan")]
     return {
-        "model": model, "cameras": cameras, "scene": scene, "idle_mb": idle, "rss_mb": rss, "peak_mb": _status_mb("VmHWM"),
+        "model": model, "cameras": cameras, "scene": scene, "idle_mb": idle, "rss_mb": rss, "anon_mb": anon, "peak_mb": _status_mb("VmHWM"),
         "cpu_per_camera": (cpu1 - cpu0) / window / cameras, "fps_min": min(per_camera),
         "fps_mean": statistics.mean(per_camera), "lag_ms_p50": 1000 * lag[len(lag) // 2],
         "lag_ms_p95": 1000 * lag[min(len(lag) - 1, int(len(lag) * 0.95))],

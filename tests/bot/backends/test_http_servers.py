@@ -4,6 +4,7 @@ counts carried on, status says where); a server that comes back takes new pipeli
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 from pathlib import Path
@@ -96,19 +97,31 @@ async def test_pipelines_spread_survive_a_killed_server_and_use_it_again_when_ba
             await asyncio.to_thread(server.stop)
 
 
-@pytest.mark.slow
-async def test_a_server_that_takes_connections_but_never_answers_loses_its_pipeline_to_another(
-    base_env, workspace_dir, tmp_path
-):
-    servers = await asyncio.to_thread(start_servers, tmp_path / "servers", 2, patience(180))
+@contextlib.asynccontextmanager
+async def _one_pipeline(base_env, workspace_dir, tmp_path, servers: int, **overrides):
+    """`servers` local inference servers and one faces pipeline on a long clip, delivering; all ended afterwards.
+    Yields (servers, backend, manager, pipeline id)."""
+    started = await asyncio.to_thread(start_servers, tmp_path / "servers", servers, patience(180))
     settings = load_settings({**base_env, "VISION_AGENT_BACKEND": "http",
-                              "INFERENCE_SERVER_URL": ",".join(s.url for s in servers)})
+                              "INFERENCE_SERVER_URL": ",".join(s.url for s in started)}, **overrides)
     backend = HttpBackend(settings)
     mgr = PipelineManager(lambda: backend, workspace_dir / "active_state.json", settings)
     video = make_video(tmp_path / "long.mp4", size=(320, 240), frames=1500)
     try:
         pid = (await mgr.start(StartRequest(video, "hall", model_id="builtin/faces", max_fps=10))).pipeline_id
         await _until(lambda: mgr.resolve(pid).frames > 0, 90)
+        yield started, backend, mgr, pid
+    finally:
+        await mgr.close()
+        for server in started:  # stop() wakes a frozen one first
+            await asyncio.to_thread(server.stop)
+
+
+@pytest.mark.slow
+async def test_a_server_that_takes_connections_but_never_answers_loses_its_pipeline_to_another(
+    base_env, workspace_dir, tmp_path
+):
+    async with _one_pipeline(base_env, workspace_dir, tmp_path, 2) as (servers, backend, mgr, pid):
         hung = next(s for s in servers if s.url == backend.server_of(pid))
         hung.freeze()  # hung, not dead: connecting works, the consume call never gets an answer
         await _until(lambda: backend.server_of(pid) not in (None, hung.url), 60)
@@ -117,33 +130,18 @@ async def test_a_server_that_takes_connections_but_never_answers_loses_its_pipel
         [handle] = await mgr.list()
         assert handle.status == "running"
         assert f"(:{hung.port} stopped answering)" in bullet(handle, mgr)
-    finally:
-        await mgr.close()
-        for server in servers:
-            await asyncio.to_thread(server.stop)
 
 
 @pytest.mark.slow
 async def test_stopping_a_pipeline_on_a_server_that_hung_returns(base_env, workspace_dir, tmp_path):
     """The SDK's terminate call has no timeout: asked of a hung server, it held the stop (and the bot's close) for
     good. Ours is bounded by the request timeout."""
-    [server] = await asyncio.to_thread(start_servers, tmp_path / "servers", 1, patience(180))
-    settings = load_settings({**base_env, "VISION_AGENT_BACKEND": "http", "INFERENCE_SERVER_URL": server.url},
-                             inference={"request_timeout": 5})
-    backend = HttpBackend(settings)
-    mgr = PipelineManager(lambda: backend, workspace_dir / "active_state.json", settings)
-    video = make_video(tmp_path / "long.mp4", size=(320, 240), frames=1500)
-    try:
-        pid = (await mgr.start(StartRequest(video, "hall", model_id="builtin/faces", max_fps=10))).pipeline_id
-        await _until(lambda: mgr.resolve(pid).frames > 0, 90)
+    overrides = {"inference": {"request_timeout": 5}}
+    async with _one_pipeline(base_env, workspace_dir, tmp_path, 1, **overrides) as ([server], _, mgr, pid):
         server.freeze()
         # Hung: pytest's timeout (pyproject) is what fails this if the stop never returns.
         handle = await asyncio.wait_for(mgr.stop(pid), patience(120))
         assert handle.status not in ("running", "starting")
-    finally:
-        server.freeze(False)
-        await mgr.close()
-        await asyncio.to_thread(server.stop)
 
 
 def test_counts_carry_on_after_a_restart_elsewhere(base_env):

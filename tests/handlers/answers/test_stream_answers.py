@@ -203,6 +203,19 @@ async def test_a_broadcast_the_model_writes_notifies_nobody_streamed_or_posted(
         slack_api.calls.clear()
 
 
+async def _mentioned_answer(slack_env: dict[str, str], slack_api: SlackEmulator, question: str,
+                            stream: bool) -> tuple[str, str]:
+    """Mention the bot once in #general (a bot started for it, streaming or not): (its answer, every chat.* call's
+    parameters as text, i.e. all it sent)."""
+    running = await start_bot(slack_env, slack_api, slack={"stream_answers": stream})
+    try:
+        ts, _ = slack_api.mention(question)
+        [reply] = await await_answers(slack_api, "C0GENERAL", ts)
+    finally:
+        await stop_bot(running)
+    return reply, " ".join(str(c.params) for c in slack_api.calls if c.method.startswith("chat."))
+
+
 async def test_a_reply_naming_dozens_of_people_notifies_only_a_few(
     slack_env: dict[str, str], slack_api: SlackEmulator, anthropic_api: FakeAnthropic
 ) -> None:
@@ -211,13 +224,7 @@ async def test_a_reply_naming_dozens_of_people_notifies_only_a_few(
     hostile = "Paging " + ", ".join(f"<@{u}>" for u in people) + " — the dock camera is down."
     for stream in (True, False):
         anthropic_api.enqueue(text(hostile))
-        running = await start_bot(slack_env, slack_api, slack={"stream_answers": stream})
-        try:
-            ts, _ = slack_api.mention("page everyone about the dock")
-            [reply] = await await_answers(slack_api, "C0GENERAL", ts)
-        finally:
-            await stop_bot(running)
-        sent = " ".join(str(c.params) for c in slack_api.calls if c.method.startswith("chat."))
+        reply, sent = await _mentioned_answer(slack_env, slack_api, "page everyone about the dock", stream)
         live = {u for u in people if f"<@{u}>" in sent}
         assert len(live) <= MAX_MENTIONS and live == set(people[:len(live)]), (stream, sorted(live))
         assert all(u in reply for u in people)  # every name still readable
@@ -232,15 +239,9 @@ async def test_mentions_written_slowly_over_many_appends_still_notify_only_a_few
     people = [f"U0SLOW{i:03d}" for i in range(20)]
     hostile = "Paging " + ", ".join(f"<@{u}>" for u in people) + " now."
     anthropic_api.enqueue(text(hostile, pace=0.12))  # about 3.5 s of writing: several appends of a second each
-    running = await start_bot(slack_env, slack_api, slack={"stream_answers": True})
-    try:
-        ts, _ = slack_api.mention("page everyone, slowly")
-        [reply] = await await_answers(slack_api, "C0GENERAL", ts)
-    finally:
-        await stop_bot(running)
+    reply, sent = await _mentioned_answer(slack_env, slack_api, "page everyone, slowly", True)
     appends = slack_api.calls_to("chat.appendStream")
     assert len(appends) >= 3  # it did stream in pieces
-    sent = " ".join(str(c.params) for c in slack_api.calls if c.method.startswith("chat."))
     live = {u for u in people if f"<@{u}>" in sent}
     assert len(live) <= MAX_MENTIONS, sorted(live)
     assert all(u in reply for u in people)

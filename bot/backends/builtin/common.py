@@ -82,6 +82,12 @@ def to_detections(
     return attach_parents_coordinates_to_sv_detections(detections=detections, image=image)
 
 
+def is_video_frame(image: WorkflowImageData) -> bool:
+    """Whether the image came with video metadata (a frame of a stream or file): its `video_metadata` property makes
+    some up for a still image, so only the attribute behind it tells."""
+    return getattr(image, "_video_metadata", None) is not None
+
+
 def _xywh_to_xyxy(rects: Any) -> np.ndarray:
     arr = np.asarray(rects, dtype=np.float32).reshape(-1, 4)
     arr[:, 2] += arr[:, 0]

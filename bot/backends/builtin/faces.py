@@ -21,6 +21,7 @@ from bot.backends.builtin.common import (
     _DetectorManifest,
     _schema_extra,
     _xywh_to_xyxy,
+    is_video_frame,
     to_detections,
 )
 from bot.backends.builtin.motion_gate import Gates
@@ -88,8 +89,7 @@ class HaarFaceDetectorBlockV1(WorkflowBlock):
         if repeated is not None:  # nothing moved since the last run: the same faces
             return {"predictions": to_detections(images, repeated[0], repeated[1], "face")}
         gray = cv2.cvtColor(images.numpy_image, cv2.COLOR_BGR2GRAY)
-        # The property makes up metadata for an image that came without any: only real video frames adapt.
-        if adaptive and getattr(images, "_video_metadata", None) is not None:
+        if adaptive and is_video_frame(images):
             min_size = video_min_size(max(gray.shape[:2]), min_size, upscale_side)
         scale = face_scale(max(gray.shape[:2]), min_size, max_side, upscale_side)
         if scale != 1.0:

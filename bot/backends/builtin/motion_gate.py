@@ -18,6 +18,7 @@ import cv2
 import numpy as np
 from inference.core.workflows.execution_engine.entities.base import WorkflowImageData
 
+from bot.backends.builtin.common import is_video_frame
 from bot.backends.builtin.line_counter import video_time
 from bot.backends.builtin.recent import Recent
 
@@ -68,7 +69,7 @@ def moved(reference: np.ndarray, small: np.ndarray) -> bool:
 def video_clock(image: WorkflowImageData) -> tuple[str, float] | None:
     """(video id, seconds into it) of a video frame; None for a still image (one that came without video metadata:
     the property would make some up), which the gate never skips."""
-    if getattr(image, "_video_metadata", None) is None:
+    if not is_video_frame(image):
         return None
     return str(image.video_metadata.video_identifier), video_time(image.video_metadata)
 

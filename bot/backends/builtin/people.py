@@ -27,6 +27,7 @@ from bot.backends.builtin.common import (
     _DetectorManifest,
     _schema_extra,
     _xywh_to_xyxy,
+    is_video_frame,
     to_detections,
 )
 from bot.backends.builtin.line_counter import video_time
@@ -166,8 +167,7 @@ class HogPeopleDetectorBlockV1(WorkflowBlock):
 
     def _camera(self, images: WorkflowImageData) -> CameraState | None:
         """This video's measured state; None for a still image (nothing to measure: the default upscale)."""
-        # The property makes up metadata for an image that came without any: only real video frames are measured.
-        if getattr(images, "_video_metadata", None) is None:
+        if not is_video_frame(images):
             return None
         return self._cameras.get(str(images.video_metadata.video_identifier), CameraState)
 

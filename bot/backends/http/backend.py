@@ -235,8 +235,6 @@ class HttpBackend(BackendBase):
     def end_on(self, url: str, server_id: str) -> None:
         """Ask the server at `url` to end one of its pipelines, within the request timeout (the SDK's terminate call
         has none: a server that hung held the bot's stop and close() for good)."""
-        from urllib.parse import quote
-
         status, body = self._request("POST", f"/inference_pipelines/{quote(server_id, safe='')}/terminate", {},
                                      url=url)
         answer(status, body)

@@ -34,10 +34,21 @@ class Requester:
     unattended: bool = False
     place: str | None = None  # "dm", "public" or "private" (Slack's channel type); unknown counts as private
     name: str = ""  # the person's display name (Slack users.info), shown to the model as data beside the id
+    # An unattended turn that does a member's work (their scheduled summary or heartbeat) is billed to them, in
+    # that place: their share of the day's budget, never the heartbeat's reserve (bot/llm/budget.py payer_of).
+    bill_user: str | None = None
+    bill_channel: str | None = None
 
     @classmethod
     def slack(cls, user_id: str | None, channel_id: str | None, place: str | None = None, name: str = "") -> Requester:
         return cls(user_id or None, channel_id or None, place=place, name=name)
+
+    @classmethod
+    def unattended_for(cls, user: str | None, channel: str | None) -> Requester:
+        """A turn nobody is watching, done for `user` (None: the operator's own work): read-only tools, their bill."""
+        if user is None:
+            return UNATTENDED
+        return cls(LOCAL_CHANNEL, LOCAL_CHANNEL, operator=True, unattended=True, bill_user=user, bill_channel=channel)
 
     @property
     def person(self) -> bool:

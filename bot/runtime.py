@@ -20,7 +20,7 @@ from bot.llm.errors import NO_KEY
 from bot.llm.look import FrameLook
 from bot.media.redaction import add_secrets, redact
 from bot.monitoring.alert_frames import AlertFrames
-from bot.monitoring.alerts import AlertRouter
+from bot.monitoring.alerts import DEFAULT_CAMERA, Alert, AlertRouter
 from bot.monitoring.events_log import EventLog
 from bot.monitoring.monitor import Monitor
 from bot.monitoring.watches import WatchBook
@@ -32,7 +32,7 @@ from bot.recipes.service import RecipeService
 from bot.scheduling.inputs import SchedulerInputs
 from bot.scheduling.scheduler import Scheduler
 from bot.services import Services
-from bot.storage import open_storage
+from bot.storage import open_storage, records
 from tools import build_registry
 from workspace import Workspace
 from workspace.memory import MemoryStore
@@ -83,6 +83,7 @@ class Runtime:
         self.restoring: BackgroundRestore | None = None  # saved pipelines coming back (background mode)
         self.owner = OwnerLock(self.workspace.state_dir)  # held in background mode: one such process per workspace
         self._started = False
+        self._announced = False
 
     async def __aenter__(self) -> Runtime:
         return await self.start()
@@ -128,7 +129,8 @@ class Runtime:
             settings=s, router=self.router, memory=self.memory, pipelines=self.pipelines, clock=self.clock,
             clips=self.pipelines.clips,
         )
-        self.watches = WatchBook(open_storage(ws.state_dir / "watches.json"), self.router, clock=self.clock)
+        self.watches = WatchBook(open_storage(ws.state_dir / "watches.json", s.storage.backend), self.router,
+                                 clock=self.clock)
         self.tools = build_registry()
         self.recipes = RecipeService(ws, s, self.tools)  # replays through the agent's own registry
         self.services = Services(
@@ -150,6 +152,7 @@ class Runtime:
         self.scheduler = Scheduler(SchedulerInputs(
             s, agent=self.agent, monitor=self.monitor, router=self.router, pipelines=self.pipelines,
             memory=self.memory, workspace=ws))
+        self.services.jobs.scheduler = self.scheduler  # the schedule_job tool finds it there
         self.monitor.start()  # listens to pipeline results before any pipeline is restored
         self.watches.start(self.pipelines)  # beside it; stored watches are timed again (ran out: said now)
         # Saved pipelines come back in the background: the Slack connect and the CLI prompt never wait for a camera.
@@ -169,6 +172,19 @@ class Runtime:
         while not self.owner.try_take():
             await asyncio.sleep(0.5)
         log.warning("took over workspace %s: restoring its pipelines, starting the scheduler", self.workspace.root)
+
+    async def announce_stored(self) -> str | None:
+        """The one note to the operator about stored data set aside or recovered at start-up (bot/storage/records.py),
+        posted once where alerts go; call it once the adapter's sinks are attached. The text, or None."""
+        lines = records.notes()
+        if not lines or self._announced:
+            return None
+        self._announced = True
+        text = ("Stored data that did not fit was set aside at start-up (nothing else was lost; the rest loaded): "
+                + "; ".join(lines[:5]) + (f"; and {len(lines) - 5} more" if len(lines) > 5 else "")
+                + ". The records are kept beside their stores under .state/ for you to look at.")
+        await self.router.dispatch(Alert(DEFAULT_CAMERA, "stored_data", redact(text), cooldown_seconds=0.0))
+        return text
 
     # use ----------------------------------------------------------------
     @property

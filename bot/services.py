@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -42,7 +42,16 @@ class Recipes(Protocol):
 
     def lines(self) -> list[str]: ...
 
-    def delete(self, name: str) -> bool: ...
+    def delete(self, name: str, who: Requester) -> bool: ...
+
+
+class JobsSlot:
+    """Where the scheduler will be: it sits above the agent (it drives heartbeats through it), so it is built after
+    the services the agent carries; the composition root puts it here once it exists, and the schedule_job tool finds
+    it here (None: this process schedules nothing, e.g. a one-shot command)."""
+
+    def __init__(self) -> None:
+        self.scheduler: Any = None  # bot.scheduling.scheduler.Scheduler; Any: naming it here would be an import cycle
 
 
 @dataclass(frozen=True)
@@ -61,6 +70,7 @@ class Services:
     recipes: Recipes | None = None
     events: EventLog | None = None  # every alert and tier-1 event, sent or held (.state/events.jsonl)
     watches: WatchBook | None = None  # one-shot watch tasks (.state/watches.json)
+    jobs: JobsSlot = field(default_factory=JobsSlot)  # the scheduler, once the composition root built it
 
 
 def need(service: T | None, name: str) -> T:

@@ -126,6 +126,7 @@ async def run(settings: Settings, runtime: Runtime | None = None, *, on_ready: C
         await host_servers(stack, bot, runtime, settings)  # /healthz, REST API, MCP: whichever are configured
         await handler.connect_async()
         log.info("connected to Slack as %s in %s", identity.get("user"), identity.get("team"))
+        await runtime.announce_stored()  # stored data set aside at start-up: one note where alerts go
         messages.resume_open_turns(bot)  # turns a crash interrupted: answered now, without a new message
         if on_ready is not None:
             on_ready(bot)

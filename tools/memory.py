@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from pydantic import Field
 
@@ -12,19 +12,14 @@ from bot.agent.quoting import quote_data
 from bot.agent.registry import ToolRegistry
 from bot.agent.tools import ToolArgs, ToolContext, ToolResult
 from bot.monitoring.timeline import digest
-from bot.rights import MEMORY, audience
+from bot.objects.caps import cap_refusal
+from bot.objects.note import NoteSpec
+from bot.objects.owner import Owner
+from bot.rights import audience
 from bot.services import need
 
 if TYPE_CHECKING:
     from workspace.memory import MemoryStore
-
-
-class RememberArgs(ToolArgs):
-    content: str = Field(min_length=1, description="What to remember")
-    category: Literal["observation", "knowledge", "preference"] = Field(
-        "observation", description="'observation' goes to today's log; 'knowledge'/'preference' to KNOWLEDGE.md"
-    )
-    camera_id: str | None = Field(None, description="Associated camera, for observations")
 
 
 class RecallArgs(ToolArgs):
@@ -39,10 +34,14 @@ class RecallArgs(ToolArgs):
 MAX_DAY_LINES = 60  # per camera: the numbers above them cover the whole day
 
 
-async def remember(args: RememberArgs, ctx: ToolContext) -> ToolResult:
+async def remember(args: NoteSpec, ctx: ToolContext) -> ToolResult:
     memory = need(ctx.services.memory, "memory")
-    # The note keeps where it came from: a DM's note never comes back to someone else.
-    path = memory.store(args.content, args.category, camera_id=args.camera_id, audience=audience(ctx.requester))
+    owner = Owner.of(ctx.requester)
+    if why := cap_refusal(ctx.settings, "note", memory.written_today(), owner.user):
+        return ToolResult.error(why)
+    # The note keeps where it came from and who wrote it: a DM's note never comes back to someone else.
+    path = memory.store(args.content, args.category, camera_id=args.camera, audience=audience(ctx.requester),
+                        author=owner.user)
     return ToolResult(text=f"Saved to {path.name}.")
 
 
@@ -80,14 +79,8 @@ def _day(memory: MemoryStore, day: str, camera: str | None, viewer: str) -> Tool
 
 
 def register(reg: ToolRegistry) -> None:
-    reg.register(
-        "remember",
-        "Store an observation, fact or user preference in persistent memory. Use it for significant events, "
-        "patterns, or anything the user asks you to remember.",
-        RememberArgs,
-        remember,
-        changes=MEMORY,  # shared by every person and the heartbeat: a stranger's note would steer them all
-    )
+    # MEMORY (bot/objects/table.py): shared by every person and the heartbeat, a stranger's note would steer them all
+    reg.register_operation("remember", remember)
     reg.register(
         "recall",
         "Search memory for past observations, knowledge or preferences relevant to a query. For 'what happened "

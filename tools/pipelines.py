@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import Any, Literal
-
-from pydantic import Field, field_validator
+from pydantic import Field
 
 from bot.agent.registry import ToolRegistry
 from bot.agent.tools import ToolArgs, ToolContext, ToolResult
@@ -13,42 +10,15 @@ from bot.backends.base import BackendError, InferenceResult, PipelineHandle
 from bot.backends.summary import summarize, summarize_many
 from bot.media.redaction import redact
 from bot.media.resolve import MediaError
+from bot.objects.pipeline import PipelineSpec
 from bot.pipelines.limits import at_start, cannot_count
 from bot.pipelines.manager import PipelineManager, PipelineNotFound
-from bot.pipelines.request import MIN_HEIGHT, START_OPTIONS, StartRequest
-from bot.pipelines.start import start
+from bot.pipelines.request import request_of as spec_request
+from bot.pipelines.start import control, start
 from bot.pipelines.status import status_line
 from bot.pipelines.tally import Origin
 from bot.rights import CONTROLLED
 from bot.services import need
-
-
-class StartPipelineArgs(ToolArgs):
-    video_reference: str = Field(description="Camera name from CAMERAS.md, RTSP/HTTP URL, webcam index (0, 1, 2), or a video file path")
-    pipeline_name: str = Field(description="Human-friendly name for this pipeline, e.g. the camera name")
-    workflow_spec: dict[str, Any] | None = Field(None, description="Inline workflow specification")
-    workspace_name: str | None = None
-    workflow_id: str | None = None
-    model_id: str | None = Field(None, description="Simple detection model, e.g. 'builtin/faces'")
-    max_fps: float | None = Field(None, description="Frame rate limit, above 0 and at most 120")
-    parameters: dict[str, Any] | None = None
-    backend: Literal["direct", "http", "webrtc"] | None = Field(
-        None, description="Only when asked: run this pipeline on another backend than the configured one")
-    line: str | None = Field(None, description="With model_id: count crossings of a line 'X1,Y1,X2,Y2' (pixels; add "
-                             "'@WIDTHxHEIGHT' if read off a frame of another size) or 'middle'")
-    anchor: str | None = Field(None, description="With line: the box point whose crossing counts: 'feet' (default for "
-                                                 "people), 'centre' (default otherwise) or 'top'")
-    zone: str | None = Field(
-        None, description="With model_id: time how long each object stays in a zone, a polygon 'X1,Y1,X2,Y2,X3,Y3,...' "
-        "(pixels) or a zone name from CAMERAS.md; then a `/vision rule CAMERA zone SECONDS` alerts on dwell")
-    confidence: float | None = Field(None, description="With model_id: " + START_OPTIONS["confidence"][1] + " (0 to 1)")
-    min_height: int | None = Field(None, description="With model_id builtin/people: " + START_OPTIONS["min_height"][1]
-                                   + f" ({MIN_HEIGHT[0]} to {MIN_HEIGHT[1]})")
-
-    @field_validator("video_reference", mode="before")
-    @classmethod
-    def _webcam_index(cls, v: Any) -> Any:
-        return str(v) if isinstance(v, int) and not isinstance(v, bool) else v  # the model often sends 0, not "0"
 
 
 class PipelineRef(ToolArgs):
@@ -80,24 +50,10 @@ def _describe(h: PipelineHandle, mgr: PipelineManager) -> str:
     return status_line(h, latest=mgr.latest(h.pipeline_id), tally=mgr.tally(h.pipeline_id))
 
 
-def _given(text: str | None) -> str | None:
-    return text if text and text.strip() else None  # the model often sends "" for an argument it does not use
-
-
-def request_of(args: StartPipelineArgs) -> StartRequest:
-    """The tool's arguments as the one start request (`bot.pipelines.start` checks them as for `/vision start`)."""
-    return StartRequest(
-        args.video_reference, name=args.pipeline_name, model_id=_given(args.model_id), workflow_spec=args.workflow_spec,
-        workspace_name=_given(args.workspace_name), workflow_id=_given(args.workflow_id), max_fps=args.max_fps,
-        line=_given(args.line), zone=_given(args.zone), anchor=_given(args.anchor), parameters=args.parameters,
-        backend=args.backend, confidence=args.confidence, min_height=args.min_height,
-    )
-
-
-async def start_pipeline(args: StartPipelineArgs, ctx: ToolContext) -> ToolResult:
+async def start_pipeline(args: PipelineSpec, ctx: ToolContext) -> ToolResult:
     try:
         origin = Origin(ctx.session_key or None, ctx.requester.user_id, ctx.requester.channel_id)
-        started = await start(replace(request_of(args), origin=origin), _manager(ctx), ctx, ctx.requester)
+        started = await start(spec_request(args, origin), _manager(ctx), ctx, ctx.requester)
     except EXPECTED as exc:
         return ToolResult.error(redact(str(exc)))
     handle = started.handle
@@ -157,13 +113,10 @@ def _control(action: str):
     async def run(args: ControlArgs, ctx: ToolContext) -> ToolResult:
         try:
             mgr = _manager(ctx)
-            if args.pipeline_id.strip().lower() == "all":
-                done = await mgr.control_all(action)
-                return ToolResult(text="\n".join(_describe(h, mgr) for h in done) or f"No pipelines to {action}.")
-            handle = await getattr(mgr, action)(args.pipeline_id)
+            done, note = await control(mgr, action, args.pipeline_id, ctx.requester, ctx.settings)  # its owner or an operator
         except EXPECTED as exc:
             return ToolResult.error(redact(str(exc)))
-        return ToolResult(text=_describe(handle, mgr))
+        return ToolResult(text=("\n".join(_describe(h, mgr) for h in done) or f"No pipelines to {action}.") + note)
 
     run.__name__ = f"{action}_pipeline"
     return run
@@ -173,15 +126,7 @@ stop_pipeline, pause_pipeline, resume_pipeline = _control("stop"), _control("pau
 
 
 def register(reg: ToolRegistry) -> None:
-    reg.register(
-        "start_pipeline",
-        "Start continuous video processing on a camera or video source. Runs a workflow on every frame: "
-        "a Roboflow workflow (workspace_name + workflow_id), an inline workflow_spec (validated before deploy), "
-        "or a simple model_id (wrapped into a detection + tracking workflow).",
-        StartPipelineArgs,
-        start_pipeline,
-        changes=CONTROLLED,
-    )
+    reg.register_operation("start_pipeline", start_pipeline)
     reg.register(
         "get_pipeline_results",
         "Get the latest results from a pipeline as a short summary. Set include_frame=true for an annotated snapshot.",

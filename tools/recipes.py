@@ -2,33 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import Field
 
 from bot.agent.registry import ToolRegistry
 from bot.agent.tools import ToolArgs, ToolContext, ToolResult
-from bot.rights import CONTROLLED, RECIPES
+from bot.objects.recipe import RecipeRun, RecipeSpec
+from bot.rights import RECIPES
 from bot.services import need
-
-
-class SaveRecipeArgs(ToolArgs):
-    name: str = Field(description="Recipe name: lower-case letters, digits, - or _ (e.g. door-count)")
-    description: str = Field(
-        "", description="One line saying what the setup does, e.g. 'counts people crossing the door line'")
-
-
-class RunRecipeArgs(ToolArgs):
-    name: str = Field(description="A recipe listed under 'Recipes' in the system prompt")
-    parameters: dict[str, Any] = Field(
-        default_factory=dict, description='Overrides by parameter name, e.g. {"source": "cam2", "fps": 5}')
 
 
 class ExportArgs(ToolArgs):
     name: str = Field(description="The recipe to export")
 
 
-async def save_recipe(args: SaveRecipeArgs, ctx: ToolContext) -> ToolResult:
+async def save_recipe(args: RecipeSpec, ctx: ToolContext) -> ToolResult:
     try:
         recipes = need(ctx.services.recipes, "recipes")
         text = recipes.save(args.name, args.description, ctx.session_key, ctx.requester, ctx.turn)
@@ -37,8 +24,8 @@ async def save_recipe(args: SaveRecipeArgs, ctx: ToolContext) -> ToolResult:
     return ToolResult(text=text)
 
 
-async def run_recipe(args: RunRecipeArgs, ctx: ToolContext) -> ToolResult:
-    raw = {k: str(v) for k, v in args.parameters.items()}
+async def run_recipe(args: RecipeRun, ctx: ToolContext) -> ToolResult:
+    raw = {k: "" if v is None else str(v) for k, v in args.parameters.items()}
     try:
         recipes = need(ctx.services.recipes, "recipes")
         ok, text = await recipes.run(args.name, raw, ctx.requester, ctx.services, ctx.session_key)
@@ -60,12 +47,8 @@ async def export_script(args: ExportArgs, ctx: ToolContext) -> ToolResult:
 
 
 def register(reg: ToolRegistry) -> None:
-    reg.register("save_recipe", "Save the last setup of this conversation that worked (the pipelines started in the "
-                 "last turn that changed something) as a named recipe, when the user asks to save it.",
-                 SaveRecipeArgs, save_recipe, changes=RECIPES)
-    reg.register("run_recipe", "Replay a saved recipe (no composing): starts its pipelines with the given parameter "
-                 "overrides and checks they deliver results. Prefer it to composing the same setup again.",
-                 RunRecipeArgs, run_recipe, changes=CONTROLLED)
+    reg.register_operation("save_recipe", save_recipe)
+    reg.register_operation("run_recipe", run_recipe)
     # It writes exports/NAME.py into the workspace: a file on disk, so the allowlists and read-only MCP apply.
     reg.register("export_script", "Export a saved recipe as a standalone Python script (inference only) under "
                  "exports/.", ExportArgs, export_script, changes=RECIPES)

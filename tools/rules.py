@@ -1,14 +1,12 @@
-"""set_alert_rule: the agent sets a standing tier-1 alert rule from plain words, through `/vision rule` itself."""
+"""set_alert_rule: the agent sets a standing tier-1 alert rule from plain words, through the one rule creation."""
 
 from __future__ import annotations
 
-from pydantic import Field
-
 from bot.agent.registry import ToolRegistry
-from bot.agent.tools import ToolArgs, ToolContext, ToolResult
+from bot.agent.tools import ToolContext, ToolResult
 from bot.commands.context import CommandContext
-from bot.commands.rules import add_rule
-from bot.rights import CONTROLLED
+from bot.commands.rules import create_rule
+from bot.objects.rule import RuleSpec
 
 RULE_HELP = (
     "The rule, in `/vision rule` words after the camera: `line` (a counting line is crossed); `appears [CLASS]`; "
@@ -21,30 +19,16 @@ RULE_HELP = (
 )
 
 
-class SetRuleArgs(ToolArgs):
-    camera: str = Field(description="The camera or pipeline name the rule watches ('*' = every camera); for "
-                        "`then`, the camera that must see the class first")
-    rule: str = Field(min_length=1, max_length=200, description=RULE_HELP)
-    cooldown_seconds: float | None = Field(None, ge=0, description="Seconds between two alerts of this rule "
-                                           "(default: the configured alert cooldown)")
-
-
-async def set_alert_rule(args: SetRuleArgs, ctx: ToolContext) -> ToolResult:
+async def set_alert_rule(args: RuleSpec, ctx: ToolContext) -> ToolResult:
     who = ctx.requester
     command = CommandContext(ctx.settings, ctx.services, user_id=who.user_id, channel_id=who.channel_id,
                              operator=who.operator)
-    tokens = [args.camera, *args.rule.split()]
-    if args.cooldown_seconds is not None:
-        tokens.append(f"cooldown={args.cooldown_seconds:g}")
     try:
-        reply = await add_rule(tokens, command)
+        _, text = create_rule(args, command)
     except (ValueError, LookupError) as exc:
         return ToolResult.error(f"{exc} Fix the rule and call again.")
-    return ToolResult(text=reply.text) if reply.ok else ToolResult.error(reply.text)
+    return ToolResult(text=text)
 
 
 def register(reg: ToolRegistry) -> None:
-    reg.register("set_alert_rule", "Set a standing alert rule (tier 1, checked on every result of the camera's "
-                 "pipeline, no model involved) when the user asks to be alerted: counts, crossings, dwell, two "
-                 "classes near each other, or one camera then another. Says the rule's id and how to remove it; "
-                 "`/vision rules` lists them.", SetRuleArgs, set_alert_rule, changes=CONTROLLED)
+    reg.register_operation("set_alert_rule", set_alert_rule)

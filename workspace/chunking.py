@@ -12,12 +12,21 @@ _DATED = re.compile(r"^(\d{4}-\d{2}-\d{2})\.md$")
 _BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 # A note's audience rides at the start of its bullet, after its time: "- 12:00:00 [for dm:U123] text". Untagged
 # notes (camera observations, notes from before audiences existed) are the site's: everyone may read them.
-_AUDIENCE = re.compile(r"^(\S+ )?\[for ([a-z]+(?::[\w.-]+)?)\] ")
+_AUDIENCE = re.compile(r"^(\S+ )?\[for ([a-z]+(?::[\w.-]+)?)(?: by ([A-Za-z0-9_-]{1,40}))?\] ")
 SITE = "site"
 OPERATOR = "operator"  # the operator's notes (CLI, REST, MCP): only the operator reads them
 _STOP = frozenset(
     "a an and are as at be by for from has have i in is it me my of on or that the this to was were will with".split()
 )
+
+
+def may_see(viewer: str, audience: str) -> bool:
+    """Whether an asker at `viewer` (an audience string) may read a note written for `audience`.
+
+    The operator reads everything; the site's notes and public channels' notes are everyone's; a DM's notes only
+    come back in that person's DM, a private channel's only in that channel, the operator's only to the operator.
+    """
+    return viewer == OPERATOR or audience == SITE or audience.startswith("public:") or audience == viewer
 
 
 def tokenize(text: str) -> list[str]:
@@ -95,6 +104,12 @@ def split_audience(line: str) -> tuple[str, str]:
     if m is None:
         return SITE, line
     return m.group(2), (m.group(1) or "") + line[m.end():]
+
+
+def author_of(line: str) -> str | None:
+    """Who wrote a note (`[for AUDIENCE by U123]`: a Slack user), None for the site's and the operator's."""
+    m = _AUDIENCE.match(line)
+    return m.group(3) if m is not None else None
 
 
 def _windows(unit: str, max_words: int, overlap: int) -> list[str]:

@@ -13,7 +13,7 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 from workspace.atomic import write_atomic
-from workspace.chunking import OPERATOR, SITE, split_audience
+from workspace.chunking import OPERATOR, SITE, author_of, may_see, split_audience
 from workspace.search import Hit, MemoryIndex
 
 log = logging.getLogger(__name__)
@@ -26,15 +26,6 @@ _CATEGORIES = ("observation", "knowledge", "preference")
 # notes), OPERATOR (the CLI, REST, MCP), "public:C", "private:C", "dm:U". The bot maps an asker to one
 # (bot.rights.audience); the workspace imports nothing of the bot, so they are plain strings here.
 __all__ = ["OPERATOR", "SITE", "MemoryStore", "may_see"]
-
-
-def may_see(viewer: str, audience: str) -> bool:
-    """Whether an asker at `viewer` (an audience string) may read a note written for `audience`.
-
-    The operator reads everything; the site's notes and public channels' notes are everyone's; a DM's notes only
-    come back in that person's DM, a private channel's only in that channel, the operator's only to the operator.
-    """
-    return viewer == OPERATOR or audience == SITE or audience.startswith("public:") or audience == viewer
 
 
 class MemoryStore:
@@ -67,18 +58,19 @@ class MemoryStore:
         return self.now().strftime("%Y-%m-%d")
 
     def store(self, content: str, category: str = "observation", camera_id: str | None = None,
-              audience: str = SITE) -> Path:
+              audience: str = SITE, author: str | None = None) -> Path:
         """Append a note: observations to memory/YYYY-MM-DD.md under their camera, the rest to KNOWLEDGE.md.
 
-        audience: where the note came from (see `may_see`); it is written as the bullet's first tag.
+        audience: where the note came from (see `may_see`); it is written as the bullet's first tag, with its
+        `author` (a Slack user: `[for dm:U1 by U1]`), which the caps on notes a day count (`written_today`).
         """
         if category not in _CATEGORIES:
             raise ValueError(f"unknown memory category {category!r}; use one of {', '.join(_CATEGORIES)}")
         text = self._redact(" ".join(content.split()))  # one bullet = one line: chunking and reading stay simple
         if not text:
             raise ValueError("nothing to remember: the content is empty")
-        if audience != SITE:
-            text = f"[for {audience}] {text}"
+        if audience != SITE or author:
+            text = f"[for {audience}{' by ' + author if author else ''}] {text}"
         now = self.now()
         with self._lock:
             self.dir.mkdir(parents=True, exist_ok=True)
@@ -99,6 +91,23 @@ class MemoryStore:
             # in .tmp, never .md, so the search index does not pick up a half-written copy)
             write_atomic(path, _insert_under(existing, section, bullet))
         return path
+
+    def written_today(self) -> list[str | None]:
+        """The author of every note people wrote today (a Slack user; None: the operator's), for the caps."""
+        today = self.today()
+        out: list[str | None] = []
+        for path, dated in ((self.dir / f"{today}.md", False), (self.dir / KNOWLEDGE_FILE, True)):
+            try:
+                lines = path.read_text(encoding="utf-8").splitlines()
+            except OSError:
+                continue
+            for line in lines:
+                if not line.startswith("- ") or (dated and not line[2:].startswith(today)):
+                    continue
+                body = line[2:]
+                if split_audience(body)[0] != SITE:
+                    out.append(author_of(body))
+        return out
 
     # reading ------------------------------------------------------------
     def day_files(self) -> list[Path]:

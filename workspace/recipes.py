@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from workspace.atomic import write_atomic
+from workspace.chunking import SITE, may_see
 
 log = logging.getLogger(__name__)
 
@@ -64,12 +65,22 @@ class RecipeFiles:
             return []
         return sorted(p.stem for p in self.folder.glob("*.json") if NAME.match(p.stem))
 
-    def listing(self) -> list[tuple[str, str]]:
-        """(name, description) of every readable recipe, by name: the agent's prompt lists them."""
+    def listing(self, viewer: str | None = None) -> list[tuple[str, str]]:
+        """(name, description) of every readable recipe `viewer` may see (an audience: `workspace.memory.may_see`;
+        None: all), by name: the agent's turn context lists them. One line each, at most 200 characters."""
         out = []
         for name in self.names():
             data = self.load(name)
-            if data is not None:
-                desc = str(data.get("description") or "").strip()
-                out.append((name, desc.splitlines()[0][:200] if desc else ""))
+            if data is None or (viewer is not None and not _visible(viewer, data)):
+                continue
+            desc = " ".join(str(data.get("description") or "").split())
+            out.append((name, desc[:200]))
         return out
+
+
+def _visible(viewer: str, data: dict[str, Any]) -> bool:
+    """A recipe's audience is where it was saved (metadata.audience); one saved before audiences existed is the
+    site's, like an untagged memory note."""
+    meta = data.get("metadata")
+    audience = meta.get("audience") if isinstance(meta, dict) else None
+    return may_see(viewer, audience if isinstance(audience, str) else SITE)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from bot.agent import blocks as msgs
 from bot.agent.compaction import ContextGuard, turn_starts
-from bot.agent.prompt import build_system, skills_in, skills_reloaded, turn_context
+from bot.agent.prompt import build_system, recipes_text, skills_in, skills_reloaded, turn_context
 from bot.agent.quoting import Said
 from bot.agent.streaming import TextStream
 from bot.agent.tools import Attachment, ToolContext, ToolResult
@@ -94,7 +94,8 @@ class Agent:
         async with self._turn(session_key):
             skills = self._match_skills(text)
             loaded = skills_in(self.sessions.history(session_key))
-            context = turn_context(self.workspace, self._pipelines(), skills, self._clock(), loaded)
+            context = turn_context(self.workspace, self._pipelines(), skills, self._clock(), loaded,
+                                   recipes_text(self.workspace, audience(who)))
             # Cut before it reaches the history: one oversize message must not make the thread too long for good.
             text, cut_note = self.guard.clip(text)
             # Decoded off the event loop with a time limit: a slow image gets a line, other users are served meanwhile.
@@ -107,9 +108,10 @@ class Agent:
                 yield _noted(ev, cut_note)
 
     async def process_heartbeat(
-        self, text: str, frames: Sequence[bytes] = (), session_key: str = "heartbeat"
+        self, text: str, frames: Sequence[bytes] = (), session_key: str = "heartbeat", who: Requester = UNATTENDED
     ) -> AsyncIterator[AgentEvent]:
-        """Run a heartbeat turn in its own session; a HEARTBEAT_OK reply yields no RESPONSE."""
+        """Run a heartbeat turn in its own session; a HEARTBEAT_OK reply yields no RESPONSE. `who`: unattended,
+        billed to a member when it is their scheduled heartbeat (`Requester.unattended_for`)."""
         async with self._turn(session_key):
             self._trim_heartbeat(session_key)
             context = turn_context(None, self._pipelines(), (), self._clock())
@@ -117,7 +119,7 @@ class Agent:
             # Our own frames, but still decoded off the event loop: a slow one never stalls other people's turns.
             shown = await msgs.frame_blocks(frames, self.settings.media.decode_timeout_seconds, "a heartbeat frame")
             message = msgs.heartbeat_message(self._named(text), frames, context, shown)
-            async for ev in self._run(session_key, message, "heartbeat", [], UNATTENDED):
+            async for ev in self._run(session_key, message, "heartbeat", [], who if who.unattended else UNATTENDED):
                 if ev.type is EventType.RESPONSE and is_heartbeat_ok(ev.data["text"]):
                     log.info("heartbeat %s: nothing notable", session_key)
                     continue

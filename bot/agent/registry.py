@@ -6,11 +6,14 @@ import logging
 from dataclasses import replace
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
-from bot.agent.tools import Tool, ToolArgs, ToolContext, ToolFunc, ToolResult
+from bot.agent.tools import Tool, ToolContext, ToolFunc, ToolResult
 from bot.media.cameras import cameras, hide_camera_urls
 from bot.media.redaction import redact
+from bot.objects.refusal import explain
+from bot.objects.table import OPERATIONS
+from bot.objects.text import shield
 from bot.rights import refusal, unattended_refusal
 
 log = logging.getLogger(__name__)
@@ -23,7 +26,7 @@ class ToolRegistry:
         self._tools: dict[str, Tool] = {}
         self._definitions: list[dict[str, Any]] | None = None  # schemas are generated once, not per turn
 
-    def register(self, name: str, description: str, args_model: type[ToolArgs], func: ToolFunc, *,
+    def register(self, name: str, description: str, args_model: type[BaseModel], func: ToolFunc, *,
                  changes: str | None = None) -> None:
         """Add a tool; `changes` names what it changes, and only people the allowlists admit may run it."""
         if name in self._tools:
@@ -31,7 +34,13 @@ class ToolRegistry:
         self._tools[name] = Tool(name, description, args_model, func, changes)
         self._definitions = None
 
-    def tool(self, name: str, description: str, args_model: type[ToolArgs], *, changes: str | None = None):
+    def register_operation(self, name: str, func: ToolFunc) -> None:
+        """Add the tool of an operation of the one table (bot/objects/table.py): its model, description and what it
+        changes come from there, as the REST body and the `/vision` words of the same operation do."""
+        op = OPERATIONS[name]
+        self.register(name, op.summary, op.spec, func, changes=op.changes)
+
+    def tool(self, name: str, description: str, args_model: type[BaseModel], *, changes: str | None = None):
         """Decorator form of `register`."""
 
         def wrap(func: ToolFunc) -> ToolFunc:
@@ -57,9 +66,10 @@ class ToolRegistry:
         """Run one call; the result's texts name cameras instead of their URLs and are credential-redacted,
         whatever the tool put in them."""
         result = await self._execute(name, raw_input, ctx)
-        # Tool results reach the model, the transcript and the user: one exit, so one rule for all tools.
+        # Tool results reach the model, the transcript and the user: one exit, so one rule for all tools. Whatever a
+        # member or a source wrote that a tool repeats cannot open or close our markup (bot/objects/text.py shield).
         cams = _registry(ctx)
-        return replace(result, text=redact(hide_camera_urls(result.text, cams)),
+        return replace(result, text=shield(redact(hide_camera_urls(result.text, cams))),
                        frame_caption=redact(hide_camera_urls(result.frame_caption, cams)))
 
     async def _execute(self, name: str, raw_input: dict[str, Any], ctx: ToolContext) -> ToolResult:
@@ -78,10 +88,10 @@ class ToolRegistry:
         try:
             args = tool.args_model.model_validate(raw_input or {})
         except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in e['loc']) or 'input'}: {e['msg']}" for e in exc.errors()
-            )
-            return ToolResult.error(f"Invalid arguments for {name}: {problems}. Fix them and call again.")
+            line = explain(exc, tool.args_model)
+            if name in OPERATIONS:  # a member's object: the very line every door gives (bot/objects/refusal.py)
+                return ToolResult.error(line)
+            return ToolResult.error(f"Invalid arguments for {name}: {line} Fix them and call again.")
         try:
             return await tool.func(args, ctx)
         except Exception as exc:  # tool failures are data, the loop goes on

@@ -77,12 +77,21 @@ class Tool:
 
     name: str
     description: str
-    args_model: type[ToolArgs]
+    args_model: type[BaseModel]  # a ToolArgs, or an object's model (bot/objects/table.py)
     func: ToolFunc
     changes: str | None = None
 
     def definition(self) -> dict[str, Any]:
         """The Messages API tool definition, schema generated from the argument model."""
-        schema = self.args_model.model_json_schema()
-        schema.pop("title", None)
+        schema = _lean(self.args_model.model_json_schema())
+        schema.pop("description", None)  # the model's docstring is for developers; the tool's description says it
         return {"name": self.name, "description": self.description, "input_schema": schema}
+
+
+def _lean(schema: Any) -> Any:
+    """The schema without pydantic's generated titles ("Source" for `source`): tokens in every request, no meaning."""
+    if isinstance(schema, dict):
+        return {k: _lean(v) for k, v in schema.items() if not (k == "title" and isinstance(v, str))}
+    if isinstance(schema, list):
+        return [_lean(v) for v in schema]
+    return schema

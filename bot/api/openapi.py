@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from bot.api.models import BODIES, QUERIES, AddRule, AddWatch, SetRoute, StartPipeline
+from bot.api.models import BODIES, QUERIES, AddJob, AddRule, AddWatch, SetRoute, StartPipeline
 
 _OK = {"$ref": "#/components/schemas/Ok"}
 _ERR = {"description": "error", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
@@ -22,13 +22,15 @@ def _json(description: str) -> dict[str, Any]:
 
 def _op(summary: str, ok: str = "200", body: type[BaseModel] | None = None, query: str | None = None,
         path_id: bool = False, jpeg: bool = False, id_of: str = "pipeline id or name",
-        media: str | None = None) -> dict[str, Any]:
+        media: str | None = None, path_name: bool = False) -> dict[str, Any]:
     media = media or ("image/jpeg" if jpeg else None)
     op: dict[str, Any] = {"summary": summary, "responses": {
         ok: {"description": media, "content": {media: {"schema": {"type": "string", "format": "binary"}}}}
         if media else _json("ok"),
         "400": _ERR, "401": _ERR, "404": _ERR, "503": _ERR}}
     params = [{**_ID, "description": id_of}] if path_id else []
+    if path_name:
+        params.append({**_ID, "name": "name", "description": "the job's name"})
     if query:
         params += _query_params(QUERIES[query])
     if params:
@@ -91,6 +93,9 @@ def document() -> dict[str, Any]:
                          "post": _op("Watch a camera once (as /vision watch)", "201", AddWatch)},
         "/api/watches/{id}": {"delete": _op("Cancel a watch (as /vision unwatch)", path_id=True,
                                             id_of="the watch id")},
+        "/api/jobs": {"get": _op("Scheduled jobs and their next run"),
+                      "post": _op("Schedule a job (as /vision schedule)", "201", AddJob)},
+        "/api/jobs/{name}": {"delete": _op("Remove a scheduled job (as /vision unschedule)", path_name=True)},
     }
     for verb in ("stop", "pause", "resume"):
         paths[f"/api/pipelines/{{id}}/{verb}"] = {"post": _op(f"{verb.capitalize()} a pipeline", path_id=True)}

@@ -17,15 +17,17 @@ from bot.api.hosting import HOST_KEY, ApiHost
 from bot.api.models import AddRule, CameraQuery, EventsQuery, RuleQuery, SetRoute, StartPipeline
 from bot.backends.base import LIVE, PipelineHandle
 from bot.commands.context import CommandContext
-from bot.commands.rules import build_rule, resolve_camera
+from bot.commands.routing import set_route as route_alerts
+from bot.commands.rules import create_rule, remove, resolve_camera
 from bot.media.cameras import cameras, named_zones
 from bot.media.redaction import redact
 from bot.monitoring.rules import ANY
 from bot.monitoring.since import parse_since
+from bot.objects.refusal import Refused, parse
 from bot.pipelines.limits import cannot_count
 from bot.pipelines.manager import PipelineManager
-from bot.pipelines.request import from_options
-from bot.pipelines.start import start
+from bot.pipelines.request import request_of
+from bot.pipelines.start import control, start
 from bot.pipelines.status import status_line
 from bot.rights import CONTROLLED, LOCAL_CHANNEL, refusal
 from bot.services import need
@@ -51,17 +53,24 @@ def _may_change(ctx: CommandContext) -> None:
 
 
 async def _body(request: web.Request, model: type[M]) -> M:
+    """The JSON body as the object's one model (bot/objects/), refused in the words every door uses."""
     try:
         data = await request.json(loads=json.loads)
     except ValueError:
         raise UserError("the body must be a JSON object") from None
     if not isinstance(data, dict):
         raise UserError("the body must be a JSON object")
-    return model.model_validate(data)
+    try:
+        return parse(model, data)
+    except Refused as exc:
+        raise UserError(str(exc)) from None
 
 
 def _query(request: web.Request, model: type[M]) -> M:
-    return model.model_validate(dict(request.query))
+    try:
+        return parse(model, dict(request.query))
+    except Refused as exc:
+        raise UserError(str(exc)) from None
 
 
 def ok(status: int = 200, **data: Any) -> web.Response:
@@ -104,7 +113,7 @@ async def start_pipeline(request: web.Request) -> web.Response:
     ctx = _ctx(request)
     _may_change(ctx)
     with user_errors():
-        started = await start(from_options(body.source, body.options()), ctx.manager(), ctx, ctx.requester)
+        started = await start(request_of(body), ctx.manager(), ctx, ctx.requester)
     handle, what = started.handle, started.describe()
     if handle.status == "error":
         raise UserError(f"{handle.name} could not start on {handle.video_reference}: "
@@ -124,8 +133,10 @@ async def control_pipeline(request: web.Request) -> web.Response:
     ctx = _ctx(request)
     _may_change(ctx)
     with user_errors():
-        handle = await getattr(ctx.manager(), verb)(request.match_info["id"])
-    return ok(pipeline=handle_dict(handle, ctx.manager()))
+        done, _ = await control(ctx.manager(), verb, request.match_info["id"], ctx.requester, ctx.settings)
+    if request.match_info["id"].strip().lower() == "all":
+        return ok(pipelines=[handle_dict(h, ctx.manager()) for h in done])
+    return ok(pipeline=handle_dict(done[0], ctx.manager()))
 
 
 # rules ------------------------------------------------------------------
@@ -144,12 +155,10 @@ async def add_rule(request: web.Request) -> web.Response:
     body = await _body(request, AddRule)
     ctx = _ctx(request)
     _may_change(ctx)
-    monitor = need(ctx.services.monitor, "rules (the monitor)")
+    need(ctx.services.monitor, "rules (the monitor)")
     with user_errors():
-        camera = resolve_camera(body.camera, ctx, allow_new=True)
-        rule, _ = build_rule(body.rule.split(), camera, body.cooldown_seconds, ctx)  # as /vision rule
-        rule = monitor.add_rule(rule)
-    return ok(201, rule={**rule.as_dict(), "id": rule.id})
+        rule, text = create_rule(body, ctx)  # the one rule creation, as /vision rule and the tool
+    return ok(201, rule={**rule.as_dict(), "id": rule.id}, note=rest_wording(text))
 
 
 async def remove_rule(request: web.Request) -> web.Response:
@@ -159,8 +168,10 @@ async def remove_rule(request: web.Request) -> web.Response:
     monitor = need(ctx.services.monitor, "rules (the monitor)")
     with user_errors():
         camera = resolve_camera(q.camera, ctx)
-    if not monitor.remove_rule(q.id, camera):
+    if not any((r.camera, r.id) == (camera, q.id) for r in monitor.rules()):
         raise UserError(f"no rule {q.id!r} on {camera}; GET /api/rules lists them", 404)
+    with user_errors():
+        remove(camera, q.id, ctx)
     return ok(removed=q.id, camera=camera)
 
 
@@ -175,7 +186,8 @@ async def set_route(request: web.Request) -> web.Response:
     ctx = _ctx(request)
     _may_change(ctx)
     router = need(ctx.services.router, "alert routing")
-    router.set_route(body.channel, body.camera)
+    with user_errors():
+        route_alerts(body, ctx)  # as /vision route
     return ok(routes=router.routes())
 
 

@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from bot.api.errors import UserError
 from bot.api.hosting import HOST_KEY, ApiHost
+from bot.api.jobs import JOB_ROUTES
 from bot.api.limits import GuardedSite, read_body
 from bot.api.openapi import document
 from bot.api.routes import ROUTES
@@ -81,7 +82,7 @@ def mount(app: web.Application, host: ApiHost) -> None:
     app[HOST_KEY] = host
     if guard not in app.middlewares:
         app.middlewares.append(guard)
-    for method, path, handler in ROUTES + WATCH_ROUTES:
+    for method, path, handler in ROUTES + WATCH_ROUTES + JOB_ROUTES:
         app.router.add_route(method, path, handler)
     app.router.add_get("/openapi.json", _openapi)
 

@@ -1,8 +1,7 @@
-"""The REST API's watches: list, add (as `/vision watch`, through the same `make_watch`), cancel."""
+"""The REST API's watches: list, add (as `/vision watch`, through the same `create_watch`), cancel."""
 
 from __future__ import annotations
 
-import shlex
 from typing import Any
 
 from aiohttp import web
@@ -10,7 +9,7 @@ from aiohttp import web
 from bot.api.errors import UserError, user_errors
 from bot.api.models import AddWatch
 from bot.api.routes import _body, _ctx, _may_change, ok
-from bot.commands.watches import make_watch
+from bot.commands.watches import cancel, create_watch
 from bot.monitoring.watch import Watch
 from bot.services import need
 
@@ -30,8 +29,7 @@ async def add_watch(request: web.Request) -> web.Response:
     _may_change(ctx)
     need(ctx.services.watches, "watches")
     with user_errors():
-        seconds = None if body.for_seconds is None else body.for_seconds
-        watch, note = make_watch(body.camera, shlex.split(body.condition), ctx, seconds, body.confirm, body.about)
+        watch, note = create_watch(body, ctx)
     return ok(201, watch=watch_dict(watch), note=note.strip())
 
 
@@ -39,9 +37,10 @@ async def remove_watch(request: web.Request) -> web.Response:
     ctx = _ctx(request)
     _may_change(ctx)
     book = need(ctx.services.watches, "watches")
-    gone = book.remove(request.match_info["id"])
-    if gone is None:
+    if book.get(request.match_info["id"]) is None:
         raise UserError(f"no watch {request.match_info['id'][:40]!r}; GET /api/watches lists them", 404)
+    with user_errors():
+        gone = cancel(request.match_info["id"], ctx)
     return ok(removed=gone.id)
 
 

@@ -62,6 +62,7 @@ class _Repl:
             rt.pipelines.add_end_listener(self._on_end)
             self._install_sigint()
             self.out.banner(rt, self.session)
+            await rt.announce_stored()  # stored data set aside at start-up: said once, through the sink above
             while (line := await self._input()) is not None:
                 if not await self._handle(line.strip()):
                     break

@@ -12,9 +12,11 @@ from bot.commands.routing import route, routes_status
 from bot.media.redaction import redact
 from bot.media.resolve import MediaError
 from bot.media.sniff import STILL_TOOLS
+from bot.objects.owner import is_operator
 from bot.pipelines.manager import PipelineNotFound
 from bot.pipelines.table import LIST_HINT
 from bot.rights import CONTROLLED, refusal
+from bot.storage import records
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +54,10 @@ async def status(ctx: CommandContext) -> CommandReply:
         handles, lines = [], lines + [f"Pipelines unavailable: {exc}"]
     lines += pipelines.bullets(handles, mgr) or ["No pipelines."]
     lines += routes_status(ctx, (h.name for h in handles))
-    return CommandReply("\n".join(lines + rules.rules_status(ctx) + watches.watches_status(ctx) + schedule.jobs_status(ctx)))
+    lines += rules.rules_status(ctx) + watches.watches_status(ctx) + schedule.jobs_status(ctx)
+    if (ctx.operator or is_operator(ctx.settings, ctx.requester)) and (kept := records.notes()):
+        lines.append("*Stored data set aside at start-up* (kept under .state/): " + redact("; ".join(kept[:5])))
+    return CommandReply("\n".join(lines))
 
 
 async def _run(verb: str, args: list[str], ctx: CommandContext) -> CommandReply | None:

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from bot.backends.base import InferenceResult, PipelineHandle
 from bot.backends.summary import summarize
 from bot.commands.context import CommandContext, CommandReply, fail, parse_options
 from bot.media.redaction import redact
+from bot.objects.pipeline import START_OPTIONS, PipelineSpec
+from bot.objects.refusal import parse
 from bot.pipelines.limits import at_start
 from bot.pipelines.manager import PipelineManager
-from bot.pipelines.request import START_OPTIONS, StartRequest, from_options
+from bot.pipelines.request import StartRequest, request_of
+from bot.pipelines.start import control as control_pipelines
 from bot.pipelines.start import start as start_pipeline
 from bot.pipelines.status import status_line
 from bot.pipelines.tally import Origin
@@ -44,7 +45,8 @@ async def start(tokens: list[str], ctx: CommandContext) -> CommandReply:
     args, opts = parse_options(tokens, set(START_OPTIONS))
     if len(args) != 1:
         return fail(START_USAGE)
-    request = replace(from_options(args[0], opts), origin=Origin(ctx.session_key, ctx.user_id, ctx.channel_id))
+    spec = parse(PipelineSpec, {"source": args[0], **opts})  # the one model, as every door (Refused: one line)
+    request = request_of(spec, Origin(ctx.session_key, ctx.user_id, ctx.channel_id))
     mgr = ctx.manager()
     loaded = any(h.frames for h in mgr.snapshot())  # a pipeline has run here: inference and its detectors are loaded
     # the one start (the tool's checks too); once they pass, a line at once: a first start takes seconds
@@ -70,12 +72,12 @@ async def control(verb: str, tokens: list[str], ctx: CommandContext) -> CommandR
     if len(tokens) != 1:
         return fail(f"Usage: `/vision {verb} NAME_OR_ID|all`")
     mgr = ctx.manager()
+    done, note = await control_pipelines(mgr, verb, tokens[0], ctx.requester, ctx.settings)
     if tokens[0].lower() == "all":
-        done = await mgr.control_all(verb)
         if not done:
-            return CommandReply(f"No pipelines to {verb}.")
-        return CommandReply("\n".join(bullet(h, mgr) for h in done))
-    handle = await getattr(mgr, verb)(tokens[0])
+            return CommandReply(f"No pipelines to {verb}.{note}")
+        return CommandReply("\n".join(bullet(h, mgr) for h in done) + (f"\n{note.strip()}" if note else ""))
+    handle = done[0]
     past = {"stop": "Stopped", "pause": "Paused", "resume": "Resumed"}[verb]
     return CommandReply(f"{past} *{handle.name}* `{handle.pipeline_id}` — {handle.status}.")
 

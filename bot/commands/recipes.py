@@ -38,8 +38,8 @@ async def recipe(tokens: list[str], ctx: CommandContext) -> CommandReply:
     if sub == "run":
         return await _run(service, name, rest, ctx)
     if sub == "delete":
-        return CommandReply(f"Deleted recipe *{name}*." if service.delete(name) else f"No recipe {name!r}.",
-                            ok=True)
+        gone = service.delete(name, ctx.requester)  # its owner or an operator (ValueError otherwise)
+        return CommandReply(f"Deleted recipe *{name}*." if gone else f"No recipe {name!r}.", ok=gone)
     path = service.export(name)
     return CommandReply(f"Exported *{name}* as a standalone script: `{path}` (needs only `pip install inference`; "
                         f"`python {path.name} --help` lists its options).", file=path.read_bytes(), file_name=path.name)

@@ -2,30 +2,51 @@
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Iterable
 
 from bot.commands.context import CommandContext, CommandReply, fail, parse_options
 from bot.media.cameras import cameras
-
-_CHANNEL_REF = re.compile(r"^<#(?P<id>[A-Z0-9]+)(?:\|[^>]*)?>$")
-
-
-def _channel(raw: str) -> str:
-    m = _CHANNEL_REF.match(raw)
-    return m["id"] if m else raw
+from bot.objects.caps import cap_refusal
+from bot.objects.owner import Owner, change_refusal, is_operator
+from bot.objects.refusal import parse
+from bot.objects.route import RouteSpec
 
 
 async def route(tokens: list[str], ctx: CommandContext) -> CommandReply:
     args, opts = parse_options(tokens, {"camera"})
     if len(args) != 1:
         return fail("Usage: `/vision route CHANNEL [camera=NAME]`")
-    if ctx.services.router is None:
-        return fail("Alert routing is not available in this process.")
-    channel, camera = _channel(args[0]), opts.get("camera")
-    ctx.services.router.set_route(channel, camera)
+    spec = parse(RouteSpec, {"channel": args[0], **opts})
+    set_route(spec, ctx)
+    camera = None if spec.camera in (None, "*") else spec.camera
     return CommandReply(f"Alerts {'from *' + camera + '*' if camera else 'from all cameras'} now go to {args[0]}.")
+
+
+def set_route(spec: RouteSpec, ctx: CommandContext) -> None:
+    """Route a camera's alerts as `ctx.requester` may: the one way `/vision route` and PUT /api/routes set one. A
+    member routes only to the channel they asked in or one the operator opened (`slack.open_channels`); a route
+    someone else set is theirs to change; the caps hold. ValueError / LookupError otherwise."""
+    router = ctx.services.router
+    if router is None:
+        raise LookupError("Alert routing is not available in this process.")
+    camera = None if spec.camera in (None, "*") else spec.camera
+    who = ctx.requester
+    before = router.routes().get(camera or "*")
+    if before is not None and (why := change_refusal(ctx.settings, router.route_owner(camera), who,
+                                                     f"the alert route of {camera or 'every camera'}")):
+        raise ValueError(why)
+    operator = ctx.operator or is_operator(ctx.settings, who)
+    opened = ctx.settings.slack.open_channels
+    if not operator and spec.channel != ctx.channel_id and spec.channel.lstrip("#") not in opened \
+            and spec.channel not in opened:
+        also = f" or one the operator opened ({', '.join(opened)})" if opened else ""
+        raise ValueError(f"you can route alerts to this channel{also}, not {spec.channel}: alerts must go where "
+                         "the person who routes them reads; ask an operator for another channel.")
+    owner = Owner.of(who)
+    if before is None and (why := cap_refusal(ctx.settings, "route", router.route_owners(), owner.user)):
+        raise ValueError(why)
+    router.set_route(spec.channel, camera, owner if owner.member else None)
 
 
 def _clock(ts: float) -> str:

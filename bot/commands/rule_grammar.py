@@ -9,6 +9,8 @@ import re
 from bot.monitoring.kinds.near import DEFAULT_GAP
 from bot.monitoring.kinds.then import DEFAULT_WINDOW
 from bot.monitoring.rules import ANY, Rule
+from bot.objects.rule import ALL, MAX_COOLDOWN
+from bot.objects.text import check_name
 
 RULE_USAGE = ("Usage: `/vision rule CAMERA line | appears [CLASS] | count CLASS>N | zone SECONDS | near CLASS OTHER [GAP]"
               " | then CAMERA2 [CLASS] [SECONDS] [cooldown=SECONDS]` (CAMERA `*` = every camera; GAP in box sizes: "
@@ -18,8 +20,6 @@ RULE_USAGE = ("Usage: `/vision rule CAMERA line | appears [CLASS] | count CLASS>
               "`/vision rule cam1 then cam2 person 60`")
 _COUNT = re.compile(r"^(?P<cls>[^>]*)>(?P<n>\d+(?:\.\d+)?)$")
 _SECONDS = re.compile(r"^(?P<n>\d+(?:\.\d+)?)\s*(?:s|sec|secs|seconds?)?$", re.I)
-ALL = {"*", "all", "any"}  # words that mean every camera or any class
-MAX_COOLDOWN = 7 * 86400.0  # a longer cooldown silences a rule for good: `/vision unrule` says that honestly
 MAX_THEN = 86400.0  # a longer gap between two cameras is no longer one visit passing through
 
 
@@ -69,7 +69,16 @@ def _numeric(raw: str) -> bool:
 
 def parse_rule(args: list[str], camera: str, cooldown: float | None) -> Rule:
     """Rule from `line` / `appears [CLASS]` / `count CLASS>N` / `zone SECONDS` / `near CLASS OTHER [GAP]` /
-    `then CAMERA2 [CLASS] [SECONDS]` (ValueError with the usage)."""
+    `then CAMERA2 [CLASS] [SECONDS]` (ValueError with the usage); a class or camera it names is a name
+    (bot/objects/text.py): it is shown in replies, alerts and prompts."""
+    rule = _parse(args, camera, cooldown)
+    for what, value in (("a class", rule.class_name), ("a class", rule.other_class), ("a camera", rule.camera)):
+        if value is not None and value != ANY:
+            check_name(value, what)
+    return rule
+
+
+def _parse(args: list[str], camera: str, cooldown: float | None) -> Rule:
     kind, rest = (args[0].lower(), args[1:]) if args else ("", [])
     if kind == "line" and not rest:
         return Rule("line_crossed", camera, cooldown_seconds=cooldown)

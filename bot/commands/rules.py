@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import html
-import re
+import shlex
 from dataclasses import replace
 from typing import Any
 
 from bot.commands.context import CommandContext, CommandReply, fail, parse_options
 from bot.commands.rule_classes import check_class, never_fires
 from bot.commands.rule_grammar import ALL as _ALL
-from bot.commands.rule_grammar import RULE_USAGE, cooldown_seconds, parse_rule
+from bot.commands.rule_grammar import RULE_USAGE, parse_rule
 from bot.media.cameras import cameras
 from bot.monitoring.rules import ANY, Rule
-
-_NEW_NAME = re.compile(r"^[\w][\w.-]{0,63}$")  # what a pipeline name may be when no pipeline has it yet
+from bot.objects.caps import cap_refusal
+from bot.objects.owner import Owner, change_refusal
+from bot.objects.refusal import parse
+from bot.objects.rule import RuleSpec
+from bot.objects.text import check_name
 
 
 def _known(ctx: CommandContext) -> dict[str, str]:
@@ -39,8 +42,11 @@ def resolve_camera(raw: str, ctx: CommandContext, allow_all: bool = True, allow_
     known = _known(ctx)
     if raw.lower() in known:
         return known[raw.lower()]
-    if allow_new and _NEW_NAME.match(raw):
-        return raw
+    if allow_new:
+        try:
+            return check_name(raw, "a camera name")  # a plain new name: a rule set before its pipeline starts
+        except ValueError:
+            pass
     listed = ", ".join(sorted(known.values())) or "none yet (add them to CAMERAS.md or `/vision start SOURCE`)"
     raise ValueError(f"Unknown camera {raw!r}; known cameras and pipelines: {listed}"
                      + (" (or `*` for all)." if allow_all else "."))
@@ -68,28 +74,47 @@ def build_rule(args: list[str], camera: str, cooldown: float | None, ctx: Comman
 def _rule_line(rule: Rule, default: float) -> str:
     cooldown = default if rule.cooldown_seconds is None else rule.cooldown_seconds
     off = "" if rule.enabled else ", disabled"
-    return f"`{rule.id}` ({rule.describe()}; cooldown {cooldown:g} s{off})"
+    by = f" set by {rule.owner.label()}" if rule.owner is not None and rule.owner.member else ""
+    return f"`{rule.id}` ({rule.describe()}; cooldown {cooldown:g} s{off}){by}"
 
 
 async def add_rule(tokens: list[str], ctx: CommandContext) -> CommandReply:
+    """`/vision rule CAMERA WORDS… [cooldown=S]`: the words into the one model (bot/objects/rule.py), then `create`."""
     args, opts = parse_options(tokens, {"cooldown"})
     if len(args) < 2:
         return fail(RULE_USAGE)
+    spec = parse(RuleSpec, {"camera": args[0], "rule": " ".join(args[1:]), **opts})
+    _, text = create_rule(spec, ctx)
+    return CommandReply(text)
+
+
+def create_rule(spec: RuleSpec, ctx: CommandContext) -> tuple[Rule, str]:
+    """Add the rule `spec` asks for, as `ctx.requester`: the one way every door adds one (slash, the tool and MCP,
+    REST). Its cameras and classes are checked, it records its owner, a rule of the same id set by someone else is
+    theirs to change, and the caps hold (bot/objects/caps.py). (the rule, the reply's line); ValueError otherwise."""
     monitor = _monitor(ctx)
     known = _known(ctx)
-    cooldown = cooldown_seconds(opts["cooldown"]) if "cooldown" in opts else None
-    rule, fixed = build_rule(args[1:], resolve_camera(args[0], ctx, allow_new=True), cooldown, ctx)
+    rule, fixed = build_rule(shlex.split(spec.rule), resolve_camera(spec.camera, ctx, allow_new=True), spec.cooldown,
+                             ctx)
     camera = rule.camera
     new = [c for c in (rule.after_camera, camera) if c and c != ANY and c.lower() not in known]
     before = next((r for r in monitor.rules() if (r.camera, r.id) == (camera, rule.id)), None)
+    who = ctx.requester
+    if before is not None and (why := change_refusal(ctx.settings, before.owner, who, f"rule `{rule.id}` on {camera}")):
+        raise ValueError(why)
+    owner = Owner.of(who) if before is None or before.owner is None or before.owner.user == who.user_id \
+        else before.owner  # an operator's change keeps the rule its owner's
+    if before is None and (why := cap_refusal(ctx.settings, "rule", (r.owner.user if r.owner else None
+                                                                      for r in monitor.rules()), owner.user)):
+        raise ValueError(why)
     kept = [d for d in monitor.effective_rules(camera) if d not in monitor.rules(camera)] if camera != ANY else []
-    rule = monitor.add_rule(rule)
+    rule = monitor.add_rule(replace(rule, owner=owner))
     where = "every camera" if camera == ANY else f"*{camera}*"
     note = "".join(f" No camera or pipeline is called {c} yet: the rule applies once a pipeline of that name runs "
                    f"(`/vision start SOURCE name={c}`)." for c in new)
     note += _changed(before, rule, monitor.cooldown_seconds) + _kept(kept, rule, monitor, camera)
-    return CommandReply(f"Rule on {where}: {_rule_line(rule, monitor.cooldown_seconds)}{fixed}.{note} "
-                        f"Remove it with `/vision unrule {camera} {rule.id}`.")
+    return rule, (f"Rule on {where}: {_rule_line(rule, monitor.cooldown_seconds)}{fixed}.{note} "
+                  f"Remove it with `/vision unrule {camera} {rule.id}`.")
 
 
 def _changed(before: Rule | None, rule: Rule, default: float) -> str:
@@ -153,21 +178,44 @@ def _holding(monitor: Any, camera: str, rule: Rule) -> str:
 async def remove_rule(tokens: list[str], ctx: CommandContext) -> CommandReply:
     if len(tokens) != 2:
         return fail("Usage: `/vision unrule CAMERA RULE_ID` (see `/vision rules CAMERA` for the ids)")
-    monitor = _monitor(ctx)
     camera, rule_id = resolve_camera(tokens[0], ctx), html.unescape(tokens[1])
+    return CommandReply(remove(camera, rule_id, ctx))
+
+
+def remove(camera: str, rule_id: str, ctx: CommandContext) -> str:
+    """Remove one rule (or turn a guessed default off) as `ctx.requester` may: its owner or an operator (a default
+    belongs to whoever runs the camera's pipeline). The reply's line; ValueError / LookupError otherwise."""
+    monitor = _monitor(ctx)
+    stored = next((r for r in monitor.rules() if (r.camera, r.id) == (camera, rule_id)), None)
+    if stored is not None and (why := change_refusal(ctx.settings, stored.owner, ctx.requester,
+                                                     f"rule `{rule_id}` on {camera}")):
+        raise ValueError(why)
     if monitor.remove_rule(rule_id, camera):
-        return CommandReply(f"Removed rule `{rule_id}` from {'every camera' if camera == ANY else '*' + camera + '*'}.")
+        return f"Removed rule `{rule_id}` from {'every camera' if camera == ANY else '*' + camera + '*'}."
     default = next((r for r in monitor.effective_rules(camera) if r.id == rule_id and r.camera == ANY
                     and r not in monitor.rules(camera)), None) if camera != ANY else None
     if default is not None:  # a guessed default: a disabled rule of its kind keeps it off
-        monitor.add_rule(replace(default, camera=camera, enabled=False))
+        runs = _camera_owner(camera, ctx)
+        if why := change_refusal(ctx.settings, runs, ctx.requester, f"the default `{rule_id}` alerts of {camera}"):
+            raise ValueError(why)
+        monitor.add_rule(replace(default, camera=camera, enabled=False, owner=runs))
         word = {"line_crossed": "line", "time_in_zone": f"zone {default.threshold:g}"}.get(default.kind, "")
-        return CommandReply(f"Turned off the default `{rule_id}` alerts on *{camera}*; "
-                            f"`/vision rule {camera} {word}` turns them on again.")
+        return (f"Turned off the default `{rule_id}` alerts on *{camera}*; "
+                f"`/vision rule {camera} {word}` turns them on again.")
     if camera != ANY and any(r.id == rule_id for r in monitor.rules() if r.camera == ANY):
-        return fail(f"`{rule_id}` is set for every camera; remove it with `/vision unrule * {rule_id}`.")
+        raise LookupError(f"`{rule_id}` is set for every camera; remove it with `/vision unrule * {rule_id}`.")
     ids = ", ".join(f"`{r.id}`" for r in monitor.rules() if r.camera == camera) or "none"
-    return fail(f"No rule `{rule_id}` on {camera}; its rules: {ids}.")
+    raise LookupError(f"No rule `{rule_id}` on {camera}; its rules: {ids}.")
+
+
+def _camera_owner(camera: str, ctx: CommandContext) -> Owner:
+    """Whose a camera's guessed defaults are: the owner of the pipeline that runs it, else the operator's."""
+    if ctx.services.pipelines is None:
+        return Owner()
+    try:
+        return ctx.services.pipelines.owner(camera)
+    except LookupError:
+        return Owner()
 
 
 def rules_status(ctx: CommandContext) -> list[str]:

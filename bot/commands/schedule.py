@@ -9,8 +9,12 @@ from zoneinfo import ZoneInfo
 
 from bot.commands.context import CommandContext, CommandReply, fail, parse_options
 from bot.commands.rules import resolve_camera
+from bot.commands.watches import answer_place
+from bot.objects.caps import cap_refusal
+from bot.objects.job import ACTIONS, JobSpec
+from bot.objects.owner import Owner, change_refusal, is_operator
+from bot.objects.refusal import parse
 from bot.scheduling.cron_jobs import CronJob
-from bot.scheduling.when import parse_when
 
 SCHEDULE_USAGE = ("Usage: `/vision schedule summary at HH:MM` | `/vision schedule snapshot CAMERA every hour|every N "
                   "minutes|at HH:MM` | `/vision schedule heartbeat every N minutes` | `/vision schedule digest at HH:MM|"
@@ -18,7 +22,6 @@ SCHEDULE_USAGE = ("Usage: `/vision schedule summary at HH:MM` | `/vision schedul
 _LINK = re.compile(r"^<?https://[^/]+/archives/(?P<ch>[A-Z0-9]+)/p(?P<s>\d{10})(?P<us>\d{6})(?:[?|][^>]*)?>?$")
 _CHANNEL_REF = re.compile(r"^<#(?P<ch>[A-Z0-9]+)(?:\|[^>]*)?>$")
 _WHEN_EXAMPLE = "e.g. `at 18:00`, `every hour` or `every 15 minutes`"
-_ACTIONS = {"summary": "daily_summary", "snapshot": "snapshot", "heartbeat": "heartbeat", "digest": "digest"}
 
 
 def _scheduler(ctx: CommandContext) -> Any:
@@ -28,65 +31,81 @@ def _scheduler(ctx: CommandContext) -> Any:
     return ctx.scheduler
 
 
-def _when(words: list[str], what: str) -> dict[str, Any]:
-    if not words:
-        raise ValueError(f"Say when the {what} runs, {_WHEN_EXAMPLE}.")
-    try:
-        return parse_when(" ".join(words))
-    except ValueError as exc:
-        raise ValueError(f"{exc} ({_WHEN_EXAMPLE}).") from None
-
-
-def _slug(when: dict[str, Any]) -> str:
-    if when.get("at"):
-        return when["at"]
-    minutes = when["every_minutes"]
-    return "hourly" if minutes == 60 else f"every-{minutes:g}min"
-
-
-def _every(when: dict[str, Any]) -> str:
-    return f"daily at {when['at']}" if when.get("at") else f"every {when['every_minutes']:g} min"
-
-
-def parse_schedule(args: list[str], ctx: CommandContext) -> tuple[str, str, dict[str, Any], str | None]:
-    """(job name, action, when fields, camera) from `summary at HH:MM` / `snapshot CAMERA WHEN` / `heartbeat WHEN` /
-    `digest WHEN`."""
+def spec_of(args: list[str], opts: dict[str, str]) -> JobSpec:
+    """`summary at HH:MM` / `snapshot CAMERA WHEN` / `heartbeat WHEN` / `digest WHEN` [name=] [to=] as the one model."""
     what = args[0].lower() if args else ""
-    if what not in _ACTIONS:
+    if what not in ACTIONS:
         raise ValueError(SCHEDULE_USAGE)
-    camera = None
-    if what == "snapshot":
-        if len(args) < 2:
-            raise ValueError("Say which camera, e.g. `/vision schedule snapshot dock every hour`.")
-        camera = resolve_camera(args[1], ctx, allow_all=False)
-        when = _when(args[2:], "snapshot")
-    else:
-        when = _when(args[1:], what)
-    if what == "summary" and not when.get("at"):
-        raise ValueError("The summary runs once a day: say `/vision schedule summary at 18:00`.")
-    if what == "heartbeat" and when.get("at"):
-        raise ValueError("The heartbeat repeats: say `/vision schedule heartbeat every 15 minutes`.")
-    name = "-".join(p for p in (what, camera, _slug(when)) if p)
-    return name, _ACTIONS[what], when, camera
+    camera, when = (args[1] if len(args) > 1 else None, args[2:]) if what == "snapshot" else (None, args[1:])
+    if what == "snapshot" and camera is None:
+        raise ValueError("Say which camera, e.g. `/vision schedule snapshot dock every hour`.")
+    if not when:
+        raise ValueError(f"Say when the {what} runs, {_WHEN_EXAMPLE}.")
+    return parse(JobSpec, {"action": what, "camera": camera, "when": " ".join(when), **opts})
 
 
 async def add_job(tokens: list[str], ctx: CommandContext) -> CommandReply:
     args, opts = parse_options(tokens, {"name", "to"})
     if not args:
         return fail(SCHEDULE_USAGE)
+    _, text = create_job(spec_of(args, opts), ctx)
+    return CommandReply(text)
+
+
+def create_job(spec: JobSpec, ctx: CommandContext) -> tuple[CronJob, str]:
+    """Schedule what `spec` asks for, as `ctx.requester`: the one way every door adds a job (slash, the
+    schedule_job tool and MCP, REST). It posts where its owner may (the place it was asked, or a channel an operator
+    opened: `slack.open_channels`); a name someone else's job has is theirs; the caps hold. ValueError otherwise."""
     scheduler = _scheduler(ctx)
-    name, action, when, camera = parse_schedule(args, ctx)
-    channel, thread_ts = parse_target(opts["to"]) if "to" in opts else (None, None)
-    job = scheduler.add_job(opts.get("name") or name, action, camera=camera, channel=channel, thread_ts=thread_ts,
-                            **when)
+    camera = resolve_camera(spec.camera, ctx, allow_all=False) if spec.camera else None
+    name = spec.name or "-".join(p for p in (spec.action, camera, spec.slug) if p)
+    who = ctx.requester
+    before = scheduler.job(name)
+    if before is not None and (why := change_refusal(ctx.settings, before.owner, who, f"job `{name}`")):
+        raise ValueError(why)
+    owner = Owner.of(who) if before is None or before.owner is None or before.owner.user == who.user_id \
+        else before.owner
+    if before is None and (why := cap_refusal(ctx.settings, "job", (j.owner.user if j.owner else None
+                                                                     for j in scheduler.jobs()), owner.user)):
+        raise ValueError(why)
+    channel, thread_ts = target_of(spec.to, ctx)
+    action = ACTIONS[spec.action]
+    job = scheduler.add_job(name, action, at=spec.at, every_minutes=spec.every_minutes, camera=camera,
+                            channel=channel, thread_ts=thread_ts, owner=owner)
     what = {"daily_summary": "Daily summary", "heartbeat": "Heartbeat",
             "digest": "Digest of what happened since the last one"}.get(action, f"Snapshot of *{camera}*")
-    text = f"{what} {_every(when)} as job `{job.name}` (next {next_run(ctx, job)})."
+    when = f"daily at {job.at}" if job.at else f"every {job.every_minutes:g} min"
+    where = f" to {_place(job)}" if job.channel else ""
+    text = f"{what} {when}{where} as job `{job.name}` (next {next_run(ctx, job)})."
     hb = ctx.settings.heartbeat
     if action == "heartbeat" and hb.enabled and hb.interval_minutes > 0:
         text += (f" The configured heartbeat (every {hb.interval_minutes:g} min) keeps running too; set "
                  "VISION_AGENT_HEARTBEAT_MINUTES=0 (heartbeat.interval_minutes) to make this the only one.")
-    return CommandReply(text + f" Remove it with `/vision unschedule {job.name}`.")
+    if owner.member and action in ("daily_summary", "heartbeat"):
+        text += f" Its model work is counted on {owner.label()}'s share of the day's budget."
+    return job, text + f" Remove it with `/vision unschedule {job.name}`."
+
+
+def target_of(raw: str | None, ctx: CommandContext) -> tuple[str | None, str | None]:
+    """Where a job posts: `to=` if the asker may post there, else (for a member) the place it was asked; the
+    operator's default is the alert route (None, None). ValueError naming where they may post otherwise."""
+    here_channel, here_thread = answer_place(ctx)
+    if raw is None:
+        return (here_channel, here_thread) if not ctx.operator and here_channel else (None, None)
+    channel, thread_ts = parse_target(raw)
+    if ctx.operator or is_operator(ctx.settings, ctx.requester):
+        return channel, thread_ts
+    opened = ctx.settings.slack.open_channels
+    if channel == here_channel or channel in opened or channel.lstrip("#") in opened:
+        return channel, thread_ts
+    also = f", or one the operator opened ({', '.join(opened)})" if opened else ""
+    raise ValueError(f"a job you schedule posts here (the channel or thread you asked in){also}: not {raw[:80]}. "
+                     "Leave out to=, or ask an operator to schedule it there.")
+
+
+def _place(job: CronJob) -> str:
+    return f"<#{job.channel}>" + (" (thread)" if job.thread_ts else "") if job.channel and job.channel[:1] in "CGD" \
+        else f"{job.channel}" + (" (thread)" if job.thread_ts else "")
 
 
 async def list_jobs(tokens: list[str], ctx: CommandContext) -> CommandReply:
@@ -112,18 +131,28 @@ def parse_target(raw: str) -> tuple[str, str | None]:
 def _job_line(ctx: CommandContext, job: CronJob) -> str:
     of = f" of {job.camera}" if job.camera else ""
     when = f"daily at {job.at}" if job.at else f"every {job.every_minutes:g} min"
-    to = f" to {job.channel}" + (" (thread)" if job.thread_ts else "") if job.channel else ""
-    return f"• `{job.name}` — {job.action}{of}{to}, {when}; next {next_run(ctx, job)}"
+    to = f" to {_place(job)}" if job.channel else ""
+    by = f", set by {job.owner.label()}" if job.owner is not None and job.owner.member else ""
+    return f"• `{job.name}` — {job.action}{of}{to}, {when}{by}; next {next_run(ctx, job)}"
 
 
 async def remove_job(tokens: list[str], ctx: CommandContext) -> CommandReply:
     if len(tokens) != 1:
         return fail("Usage: `/vision unschedule NAME` (see `/vision jobs` for the names)")
+    return CommandReply(unschedule(tokens[0], ctx))
+
+
+def unschedule(name: str, ctx: CommandContext) -> str:
+    """Remove a job as `ctx.requester` may (its owner or an operator); LookupError naming the jobs otherwise."""
     scheduler = _scheduler(ctx)
-    if scheduler.remove_job(tokens[0]):
-        return CommandReply(f"Removed job `{tokens[0]}`.")
-    names = ", ".join(f"`{j.name}`" for j in scheduler.jobs()) or "none"
-    return fail(f"No job named `{tokens[0]}`; the jobs are: {names}.")
+    job = scheduler.job(name)
+    if job is None:
+        names = ", ".join(f"`{j.name}`" for j in scheduler.jobs()) or "none"
+        raise LookupError(f"No job named `{name[:64]}`; the jobs are: {names}.")
+    if why := change_refusal(ctx.settings, job.owner, ctx.requester, f"job `{name}`"):
+        raise ValueError(why)
+    scheduler.remove_job(name)
+    return f"Removed job `{name}`."
 
 
 def next_run(ctx: CommandContext, job: CronJob) -> str:

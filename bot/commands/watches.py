@@ -1,7 +1,8 @@
 """`/vision watch|watches|unwatch`: one-shot watch tasks ("tell me when a truck reaches the dock in the next 2 hours").
 
-The grammar, the camera and class checks and where a watch answers are here once: the `watch_for` tool and the
-REST API build their watches with `make_watch` too.
+Every door validates the one model (bot/objects/watch.py WatchSpec) and creates through `create_watch`: the grammar,
+the camera and class checks, the owner, the caps and where a watch answers are here once; `cancel` lets only its
+owner or an operator end one.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import html
 import math
 import re
+import shlex
 
 from bot.backends.base import LIVE
 from bot.commands.context import CommandContext, CommandReply, fail, parse_options
@@ -16,13 +18,17 @@ from bot.commands.rule_classes import UnknownClass, check_class
 from bot.commands.rule_grammar import ALL, CountSyntax
 from bot.commands.rules import RULE_USAGE, parse_rule, resolve_camera
 from bot.monitoring.rules import ANY, Rule
-from bot.monitoring.watch import Watch, bounded, parse_duration, span
+from bot.monitoring.watch import Watch, parse_duration, span
 from bot.monitoring.watch_conditions import AbsentFor, Condition, CountUnder, RuleCondition
 from bot.monitoring.watches import WatchBook
+from bot.objects.caps import cap_refusal
+from bot.objects.owner import Owner, change_refusal
+from bot.objects.refusal import parse
+from bot.objects.watch import CONDITIONS, WatchSpec
 from bot.places import DM_ROOT, place_of
 from bot.rights import LOCAL_CHANNEL
 
-CONDITION_HELP = "appears [CLASS] | count CLASS>N | count CLASS<N | line | zone SECONDS | absent CLASS SECONDS"
+CONDITION_HELP = CONDITIONS
 WATCH_USAGE = (f"Usage: `/vision watch CAMERA {CONDITION_HELP} [for 2h] [confirm] [about=\"WORDS\"]` (default "
                "for 2h, at most 24h), e.g. `/vision watch dock appears truck for 2h confirm` or "
                "`/vision watch office absent person 60`")
@@ -95,21 +101,24 @@ def answer_place(ctx: CommandContext) -> tuple[str | None, str | None]:
     return None, None
 
 
-def make_watch(camera_raw: str, words: list[str], ctx: CommandContext, seconds: float | None = None,
-               confirm: bool = False, about: str = "") -> tuple[Watch, str]:
+def create_watch(spec: WatchSpec, ctx: CommandContext) -> tuple[Watch, str]:
     """A new watch, added to the book, and the notes to say with it (ValueError / LookupError: one line to show)."""
     book = _book(ctx)
-    camera = resolve_camera(camera_raw, ctx, allow_all=False)
-    condition, note = parse_condition(words, camera, ctx)
-    lasts = bounded(seconds)
+    camera = resolve_camera(spec.camera, ctx, allow_all=False)
+    condition, note = parse_condition(shlex.split(spec.condition), camera, ctx)
+    lasts = spec.lasts
     if condition.takes_seconds() >= lasts:
         raise ValueError(f"'{condition.describe()}' needs {span(condition.takes_seconds())} to hold, but the watch "
                          f"lasts {span(lasts)}: ask for less time, or a longer watch (`for 24h` at most).")
+    owner = Owner.of(ctx.requester)
+    if why := cap_refusal(ctx.settings, "watch", (w.owner.user if w.owner else w.user_id for w in book.all()),
+                          owner.user):
+        raise ValueError(why)
     now = book.now()
     channel, thread = answer_place(ctx)
-    watch = Watch(Watch.new_id(), camera, condition, now, now + lasts, confirm,
-                  None if ctx.operator else ctx.user_id, channel, thread, about.strip()[:200])
-    return book.add(watch), note + _not_running(camera, ctx) + _unconfirmed(confirm, book)
+    watch = Watch(Watch.new_id(), camera, condition, now, now + lasts, spec.confirm,
+                  None if ctx.operator else ctx.user_id, channel, thread, spec.about, owner)
+    return book.add(watch), note + _not_running(camera, ctx) + _unconfirmed(spec.confirm, book)
 
 
 def _not_running(camera: str, ctx: CommandContext) -> str:
@@ -145,7 +154,9 @@ async def add_watch(tokens: list[str], ctx: CommandContext) -> CommandReply:
         seconds, args = parse_duration(args[at + 1]), args[:at] + args[at + 2:]
     if len(args) < 2:
         return fail(WATCH_USAGE)
-    watch, note = make_watch(args[0], args[1:], ctx, seconds, confirm, opts.get("about", ""))
+    spec = parse(WatchSpec, {"camera": args[0], "condition": shlex.join(args[1:]), "seconds": seconds,
+                             "confirm": confirm, "about": opts.get("about", "")})
+    watch, note = create_watch(spec, ctx)
     # the terminal is its own alert channel: the answer prints there
     here = watch.channel or ctx.local_files
     where = "in this thread" if watch.thread_ts else "here" if here else "in the camera's alert channel"
@@ -178,12 +189,24 @@ def _visible(w: Watch, ctx: CommandContext) -> bool:
 async def remove_watch(tokens: list[str], ctx: CommandContext) -> CommandReply:
     if len(tokens) != 1:
         return fail("Usage: `/vision unwatch WATCH_ID` (see `/vision watches` for the ids)")
-    book = _book(ctx)
-    gone = book.remove(tokens[0].strip("`"))
-    if gone is None:
-        ids = ", ".join(f"`{w.id}`" for w in book.all()) or "none"
-        return fail(f"No watch `{tokens[0]}`; the watches that run: {ids}.")
+    gone = cancel(tokens[0].strip("`"), ctx)
     return CommandReply(f"Stopped watch `{gone.id}` on *{gone.camera}* ({gone.condition.describe()}).")
+
+
+def cancel(watch_id: str, ctx: CommandContext) -> Watch:
+    """End one watch as `ctx.requester` may (its owner or an operator); LookupError for an unknown id."""
+    book = _book(ctx)
+    w = book.get(watch_id)
+    if w is None:
+        ids = ", ".join(f"`{x.id}`" for x in book.all() if _visible(x, ctx)) or "none"
+        raise LookupError(f"No watch `{watch_id[:40]}`; the watches that run: {ids}.")
+    if why := change_refusal(ctx.settings, w.owner or (Owner(user=w.user_id) if w.user_id else None),
+                             ctx.requester, f"watch `{w.id}`"):
+        raise ValueError(why)
+    gone = book.remove(w.id)
+    if gone is None:
+        raise LookupError(f"watch `{watch_id[:40]}` has just ended.")
+    return gone
 
 
 def watches_status(ctx: CommandContext) -> list[str]:

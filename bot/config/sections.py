@@ -188,6 +188,11 @@ class SlackConfig(_Section):
     alert_channel: str | None = None
     allowed_users: list[str] = []  # empty = everyone in the workspace may control pipelines
     allowed_channels: list[str] = []
+    # People with the operator's rights in Slack: they may change or remove anyone's pipelines, rules, watches, jobs,
+    # recipes and routes (everyone else only their own: bot/objects/owner.py).
+    operators: list[str] = []
+    # Channels any member's scheduled job or alert route may post to, besides the channel or DM it was made in.
+    open_channels: list[str] = []
     max_image_bytes: int = Field(20 * 1024 * 1024, ge=1)
     health_port: int | None = Field(None, ge=0, le=65535)
     health_host: str = "127.0.0.1"  # "0.0.0.0" in a container whose orchestrator probes from outside
@@ -195,7 +200,7 @@ class SlackConfig(_Section):
     # answer is posted once the turn is over. Where Slack refuses streaming, the bot falls back by itself.
     stream_answers: bool = True
 
-    @field_validator("allowed_users", "allowed_channels", mode="before")
+    @field_validator("allowed_users", "allowed_channels", "operators", "open_channels", mode="before")
     @classmethod
     def _id_list(cls, v: object) -> object:
         # `allowed_users: ${BOSSES}` gives one string: "U0A, U0B" or "U0A U0B" is the list it means.
@@ -271,6 +276,25 @@ class PipelinesConfig(_Section):
 
     max_per_user: int = Field(4, ge=0)  # 0 = no per-user limit
     max_total: int = Field(16, ge=0)  # 0 = no limit
+
+
+class Cap(_Section):
+    """How many objects of one kind may exist: per person, and in total (the operator's count towards the total and
+    are held by it, never by the per-person cap); 0 = no limit."""
+
+    per_person: int = Field(ge=0)
+    total: int = Field(ge=0)
+
+
+class CapsConfig(_Section):
+    """What members create, capped per kind (bot/objects/caps.py); pipelines: the `pipelines` section."""
+
+    rule: Cap = Cap(per_person=20, total=200)
+    watch: Cap = Cap(per_person=20, total=100)
+    job: Cap = Cap(per_person=5, total=50)
+    recipe: Cap = Cap(per_person=20, total=200)
+    route: Cap = Cap(per_person=10, total=100)
+    note: Cap = Cap(per_person=100, total=1000)  # memory notes a day
 
 
 class ServersConfig(_Section):

@@ -11,6 +11,8 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from bot.config.sections import (  # re-exported: callers import the sections from here too
     ApiConfig,
+    Cap,
+    CapsConfig,
     ClipsConfig,
     HeartbeatConfig,
     InferenceConfig,
@@ -36,7 +38,7 @@ from bot.config.sources import (
 )
 
 __all__ = [
-    "DEFAULT_WORKSPACE", "ENV_MAP", "ApiConfig", "ClipsConfig", "HeartbeatConfig", "InferenceConfig", "LLMConfig",
+    "DEFAULT_WORKSPACE", "ENV_MAP", "ApiConfig", "Cap", "CapsConfig", "ClipsConfig", "HeartbeatConfig", "InferenceConfig", "LLMConfig",
     "McpConfig", "MediaConfig", "MonitoringConfig", "PipelinesConfig", "ServersConfig", "Settings", "SettingsError", "SlackConfig", "StorageConfig",
     "ThinkingConfig",
     "WebhookConfig", "load_settings", "workspace_path",
@@ -71,6 +73,7 @@ class Settings(BaseSettings):
     media: MediaConfig = MediaConfig()
     clips: ClipsConfig = ClipsConfig()
     pipelines: PipelinesConfig = PipelinesConfig()
+    caps: CapsConfig = CapsConfig()
     mcp: McpConfig = McpConfig()
     webhook: WebhookConfig = WebhookConfig()
     api: ApiConfig = ApiConfig()

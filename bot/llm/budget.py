@@ -46,13 +46,20 @@ class Payer:
 def payer_of(who: Requester) -> Payer | None:
     """The asker as a payer: a Slack person (in an unknown channel: one channel "unknown"), the operator, or
     unattended; None for a turn that names nobody (no user, no channel): only the daily cap holds it."""
-    if who.unattended:
-        return Payer(unattended=True)
+    if who.unattended:  # a member's scheduled work is theirs to pay for; the site's comes from the reserve
+        return payer_for(who.bill_user, who.bill_channel) if who.bill_user else Payer(unattended=True)
     if who.operator:
         return Payer()
     if who.user_id is None and who.channel_id is None:
         return None
     return Payer(who.user_id or "unknown", who.channel_id or "unknown")
+
+
+def payer_for(user: str | None, channel: str | None) -> Payer:
+    """Who pays for model work nobody is watching (a confirm watch's look, a scheduled summary): its owner, a Slack
+    person, on their own share and their channel's (held below the heartbeat's reserve like any person's turn); the
+    operator's objects count on the people's part of the day. Never the reserve: that is the heartbeat's."""
+    return Payer(user, channel or "unknown") if user else Payer()
 
 
 def caps(payer: Payer, limit: float, cfg: LLMConfig) -> dict[str, float]:

@@ -7,7 +7,7 @@ import re
 
 from bot.llm.budget import Payer
 from bot.llm.client import LLMClient
-from bot.llm.errors import LLMError
+from bot.llm.errors import LLMBudgetExceeded, LLMError
 from bot.media.images import to_image_block
 
 log = logging.getLogger(__name__)
@@ -23,7 +23,9 @@ class FrameLook:
     def __init__(self, llm: LLMClient, max_tokens: int = 100) -> None:
         self.llm, self.max_tokens = llm, max_tokens
 
-    async def __call__(self, frame: bytes, question: str) -> bool | None:
+    async def __call__(self, frame: bytes, question: str, payer: Payer | None = None) -> bool | None:
+        """payer: whose share the look spends (default: the operator's, on the people's part of the day);
+        LLMBudgetExceeded passes through, so the caller can say the share is spent and stop asking."""
         if not self.llm.available:
             return None
         try:
@@ -33,7 +35,9 @@ class FrameLook:
         messages = [{"role": "user", "content": [block, {"type": "text", "text": question + " Answer YES or NO."}]}]
         try:
             resp = await self.llm.chat(messages, [], [{"type": "text", "text": SYSTEM}], max_tokens=self.max_tokens,
-                                       thinking=False, cache_history=False, payer=Payer(unattended=True))
+                                       thinking=False, cache_history=False, payer=payer or Payer())
+        except LLMBudgetExceeded:
+            raise
         except LLMError as exc:
             log.warning("frame look failed: %s", exc)
             return None

@@ -12,17 +12,39 @@ from datetime import datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from bot.monitoring.alert import Alert, AlertSink, Evidence, LateClip, Verdict
 from bot.monitoring.alert_frames import AlertFrames
 from bot.monitoring.events_log import EventLog, event_type_of
 from bot.monitoring.in_flight import InFlight
 from bot.monitoring.lanes import Lanes
-from bot.storage import Storage, open_storage
+from bot.objects.owner import Owner
+from bot.storage import Storage, open_storage, records
 
 __all__ = ["DEFAULT_CAMERA", "Alert", "AlertRouter", "in_window"]  # Alert: its many importers name it here
 log = logging.getLogger(__name__)
 
 DEFAULT_CAMERA = "*"
+
+
+class Route(BaseModel):
+    """A stored alert route: a camera's alerts (`*`: every camera's) to a channel, and who set it."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    camera: str = Field(min_length=1, max_length=80)
+    channel: str = Field(min_length=1, max_length=100)
+    owner: Owner | None = None
+
+
+class Mute(BaseModel):
+    """A stored mute: a camera's alerts held until a time."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    camera: str = Field(min_length=1, max_length=80)
+    until: float
 
 
 def in_window(window: str | None, now: datetime) -> bool:
@@ -56,6 +78,10 @@ class AlertRouter:
         self.frames = frames  # the frame of every alert sent, by alert id (a webhook's frame_url, the API)
         self._routes = self._store.table("routes")
         self._mutes = self._store.table("mutes")
+        # Read through their models once: a record of another shape is set aside (bot/storage/records.py), so the
+        # reads on every alert below find only rows that fit.
+        records.load(self._store, "routes", Route.model_validate)
+        records.load(self._store, "mutes", Mute.model_validate)
         self.storage = self._store  # other alert state (false alarms) keeps its tables here too
         self.default_channel = default_channel
         self.cooldown_seconds = cooldown_seconds
@@ -73,15 +99,26 @@ class AlertRouter:
         self.lanes = Lanes()  # one FIFO per channel: alerts for a channel leave in the order they happened
 
     # routes -------------------------------------------------------------
-    def set_route(self, channel: str, camera: str | None = None) -> None:
+    def set_route(self, channel: str, camera: str | None = None, owner: Owner | None = None) -> None:
+        """Send `camera`'s alerts (None: every camera's) to `channel`; `owner`: who set it (None: the operator)."""
         cam = camera or DEFAULT_CAMERA
-        self._routes.upsert({"camera": cam, "channel": channel}, camera=cam)
+        self._routes.upsert(Route(camera=cam, channel=channel, owner=owner).model_dump(), camera=cam)
 
     def remove_route(self, camera: str | None = None) -> bool:
         return bool(self._routes.remove(camera=camera or DEFAULT_CAMERA))
 
     def routes(self) -> dict[str, str]:
-        return {r["camera"]: r["channel"] for r in self._routes.all()}
+        return {r["camera"]: r["channel"] for r in self._routes.all() if "camera" in r and "channel" in r}
+
+    def route_owner(self, camera: str | None) -> Owner | None:
+        """Who set the route of `camera` (None: every camera's); None when there is none or the operator set it."""
+        row = self._routes.get(camera=camera or DEFAULT_CAMERA)
+        return Route.model_validate(row).owner if row else None
+
+    def route_owners(self) -> list[str | None]:
+        """The owner (a Slack user, None: the operator) of every route: what the caps count."""
+        owners = (Route.model_validate(r).owner for r in self._routes.all())
+        return [o.user if o is not None else None for o in owners]
 
     def channel_for(self, camera: str) -> str | None:
         """Camera-specific route, else the routed default, else the configured alert channel."""
@@ -101,8 +138,9 @@ class AlertRouter:
         now = self._clock()
         for cam in (camera, DEFAULT_CAMERA):
             row = self._mutes.get(camera=cam)
-            if row and row["until"] > now:
-                return float(row["until"])
+            until = row.get("until") if row else None
+            if isinstance(until, (int, float)) and until > now:
+                return float(until)
         return None
 
     # delivery -----------------------------------------------------------

@@ -15,7 +15,10 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
+from pydantic import BaseModel, ConfigDict
+
 from bot.monitoring.rules import Rule
+from bot.storage import records
 
 if TYPE_CHECKING:
     from bot.config import Settings
@@ -24,6 +27,18 @@ if TYPE_CHECKING:
     from workspace.memory import MemoryStore
 
 TABLE = "false_alarms"
+
+
+class Mark(BaseModel):
+    """A stored mark, as read back (one of another shape is set aside: bot/storage/records.py)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    id: str
+    camera: str
+    rule: str
+    time: float
+    used: bool = False
 
 
 @dataclass(frozen=True)
@@ -56,6 +71,7 @@ class FalseAlarms:
                  settings: Settings, clock: Callable[[], float] = time.time) -> None:
         self.router, self.monitor, self.memory = router, monitor, memory
         self._table = router.storage.table(TABLE)
+        records.load(router.storage, TABLE, Mark.model_validate)  # the reads below then find only marks that fit
         self.limit = settings.monitoring.false_alarm_limit
         self.window = settings.monitoring.false_alarm_window_hours * 3600
         self._tz = ZoneInfo(settings.heartbeat.timezone)

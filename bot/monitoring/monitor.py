@@ -53,7 +53,7 @@ class Monitor:
         self._clock = clock
         self._store = storage if storage is not None else open_storage(
             db_path or settings.workspace / ".state" / "monitor.json", settings.storage.backend)
-        self.book = RuleBook(self._store.table("rules"))  # which rules run for each camera
+        self.book = RuleBook(self._store)  # which rules run for each camera
         self._lock = threading.RLock()  # results arrive on pipeline threads, health checks on the loop
         self._state: dict[tuple[str, str], RuleState] = {}
         self.news = News()  # what the next heartbeat looks at (tier 2)

@@ -7,7 +7,7 @@ import threading
 
 from bot.backends.base import InferenceResult
 from bot.monitoring.rules import ANY, Rule, default_rules
-from bot.storage import Table
+from bot.storage import Storage, records
 
 KEPT_DEFAULTS = ("line_crossed", "time_in_zone")  # what a pipeline was started for (line=, zone=): kept beside rules
 GUESS_UNTIL_SURE = [Rule("class_appears")]  # the fallback guess: a later result may still show a line or a zone
@@ -21,10 +21,11 @@ def _slot(rule: Rule) -> tuple[str | None, ...]:
 class RuleBook:
     """The stored rules, in a storage table and cached, and each camera's guessed defaults; any thread."""
 
-    def __init__(self, table: Table) -> None:
-        self._table = table
+    def __init__(self, store: Storage, table: str = "rules") -> None:
+        self._table = store.table(table)
         self._lock = threading.RLock()  # results arrive on pipeline threads, rule edits on the loop
-        self._rules = [Rule.from_dict(r) for r in table.all()]  # cached: read on every frame
+        # cached: read on every frame; a stored rule of another shape is set aside, the others load
+        self._rules = records.load(store, table, Rule.from_dict)
         self._defaults: dict[str, list[Rule]] = {}
 
     def add(self, rule: Rule) -> Rule:

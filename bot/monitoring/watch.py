@@ -8,9 +8,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.monitoring.watch_conditions import Condition, condition_from_dict
+from bot.objects.owner import Owner
+from bot.objects.watch import DEFAULT_SECONDS, MAX_SECONDS, MIN_SECONDS
 
-DEFAULT_SECONDS = 2 * 3600.0
-MIN_SECONDS, MAX_SECONDS = 5.0, 24 * 3600.0
+__all__ = ["ANSWERED", "DEFAULT_SECONDS", "EXPIRED", "MAX_SECONDS", "MIN_SECONDS", "Watch", "parse_duration", "span"]
 EXPIRED = "watch_expired"  # the rule id of an expiry line (a notice, not a detection)
 ANSWERED = "watch:"  # the rule id of a watch's answer: this prefix and the watch id
 _DURATION = re.compile(r"^(?P<n>\d+(?:\.\d+)?)\s*(?P<unit>s|sec|secs|seconds?|m|min|mins|minutes?|h|hr|hrs|hours?)$",
@@ -19,22 +20,13 @@ _USER = re.compile(r"^[UW][A-Z0-9]{2,}$")
 
 
 def parse_duration(raw: str) -> float:
-    """'30s', '90m', '2h' -> seconds, within the bounds (ValueError saying what is accepted)."""
+    """'30s', '90m', '2h' -> seconds (ValueError saying what is accepted); the bounds are the model's
+    (bot/objects/watch.py WatchSpec), so every door says the same."""
     m = _DURATION.match(raw.strip())
     if not m:
         raise ValueError(f"`for` takes a duration like 30s, 90m or 2h, not {raw!r}.")
     unit = m["unit"][0].lower()
-    return bounded(float(m["n"]) * {"s": 1, "m": 60, "h": 3600}[unit])
-
-
-def bounded(seconds: float | None) -> float:
-    """The one expiry check of every surface: default 2 h, between 5 s and 24 h."""
-    if seconds is None:
-        return DEFAULT_SECONDS
-    if not MIN_SECONDS <= seconds <= MAX_SECONDS:
-        raise ValueError(f"A watch lasts between {MIN_SECONDS:g} s and {MAX_SECONDS / 3600:g} h; "
-                         f"ask for a shorter or longer time (e.g. `for 2h`).")
-    return float(seconds)
+    return float(m["n"]) * {"s": 1, "m": 60, "h": 3600}[unit]
 
 
 def span(seconds: float) -> str:
@@ -59,6 +51,7 @@ class Watch:
     channel: str | None = None
     thread_ts: str | None = None
     about: str = ""  # the asker's own words ("a truck reaches the dock"), shown and given to the model with confirm
+    owner: Owner | None = None  # who asked and where (None: the operator): who may cancel it, whose share it spends
 
     @staticmethod
     def new_id() -> str:
@@ -78,10 +71,13 @@ class Watch:
     def record(self) -> dict[str, Any]:
         return {"id": self.id, "camera": self.camera, "condition": self.condition.as_dict(),
                 "created_at": self.created_at, "expires_at": self.expires_at, "confirm": self.confirm,
-                "user_id": self.user_id, "channel": self.channel, "thread_ts": self.thread_ts, "about": self.about}
+                "user_id": self.user_id, "channel": self.channel, "thread_ts": self.thread_ts, "about": self.about,
+                "owner": self.owner.model_dump() if self.owner is not None else None}
 
     @classmethod
     def from_record(cls, r: dict[str, Any]) -> Watch:
+        """A stored watch (KeyError / TypeError / ValueError for a record of another shape: set aside)."""
+        owner = Owner.model_validate(r["owner"]) if isinstance(r.get("owner"), dict) else None
         return cls(str(r["id"]), str(r["camera"]), condition_from_dict(r["condition"]), float(r["created_at"]),
                    float(r["expires_at"]), bool(r.get("confirm")), r.get("user_id"), r.get("channel"),
-                   r.get("thread_ts"), str(r.get("about") or ""))
+                   r.get("thread_ts"), str(r.get("about") or ""), owner)

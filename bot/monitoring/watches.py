@@ -15,20 +15,23 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from bot.llm.budget import Payer, payer_for
+from bot.llm.errors import LLMBudgetExceeded
 from bot.monitoring.alerts import Alert, AlertRouter
 from bot.monitoring.rules import Firing, RuleState
 from bot.monitoring.watch import ANSWERED, EXPIRED, Watch, span
-from bot.storage import Storage
+from bot.objects.owner import Owner
+from bot.objects.text import untrusted
+from bot.storage import Storage, records
 
 if TYPE_CHECKING:
     from bot.backends.base import InferenceResult, PipelineHandle
 
 log = logging.getLogger(__name__)
 
-MAX_WATCHES = 100  # at once, in all: each is checked on every frame of its camera
-MAX_PER_PERSON = 20  # at once, for one Slack person: one member cannot take every place (the operator may)
 MAX_LOOKS = 10  # model looks a `confirm` watch may ask for; then it ends, said (a flickering detector costs no more)
-FrameCheck = Callable[[bytes, str], Awaitable[bool | None]]  # (frame, question) -> yes / no / could not look
+# (frame, question, who pays) -> yes / no / could not look; LLMBudgetExceeded when the payer's share is spent
+FrameCheck = Callable[[bytes, str, Payer], Awaitable[bool | None]]
 
 
 class WatchBook:
@@ -38,14 +41,8 @@ class WatchBook:
         self.router, self._clock = router, clock
         self._table = storage.table("watches")
         self._lock = threading.RLock()
-        self._watches: dict[str, Watch] = {}
-        for r in self._table.all():
-            try:
-                w = Watch.from_record(r)
-            except (KeyError, TypeError, ValueError) as exc:  # a record this version cannot read: said, then skipped
-                log.warning("watch %s not restored: %s", r.get("id"), exc)
-                continue
-            self._watches[w.id] = w
+        # a record this version cannot read is set aside (kept beside the store, said once), the others come back
+        self._watches: dict[str, Watch] = {w.id: w for w in records.load(storage, "watches", Watch.from_record)}
         self._state: dict[str, RuleState] = {}
         self._checking: set[str] = set()  # fired, the model still looking: not checked again meanwhile
         self._looks: dict[str, int] = {}  # model looks each confirm watch had (this process)
@@ -65,13 +62,8 @@ class WatchBook:
 
     # the book -------------------------------------------------------------
     def add(self, watch: Watch) -> Watch:
+        """Store and time a watch (its checks, owner and caps: bot/commands/watches.py create_watch)."""
         with self._lock:
-            if len(self._watches) >= MAX_WATCHES:
-                raise ValueError(f"{MAX_WATCHES} watches run already; remove one with `/vision unwatch ID` first.")
-            mine = [w for w in self._watches.values() if watch.user_id and w.user_id == watch.user_id]
-            if len(mine) >= MAX_PER_PERSON:
-                raise ValueError(f"you have {len(mine)} watches running, the most one person may: `/vision watches` "
-                                 "lists them, `/vision unwatch ID` ends one.")
             self._table.upsert(watch.record(), id=watch.id)
             self._watches[watch.id] = watch
         self._time(watch)
@@ -125,7 +117,13 @@ class WatchBook:
         """Tell the asker (after the model agreed, with confirm) and end the watch; a 'no' lets it watch on."""
         note = ""
         if w.confirm:
-            verdict = await self._look(w, frame)
+            try:
+                verdict = await self._look(w, frame)
+            except LLMBudgetExceeded as exc:  # its owner's share is spent: the watch stops, saying so where asked
+                if self.remove(w.id) is not None:
+                    await self._tell(w, f"{w.mention}Watch `{w.id}` on {w.camera} stopped before it could confirm "
+                                     f"{w.condition.describe()}: {exc}.", EXPIRED, {}, None, None)
+                return
             if verdict is False:
                 log.info("watch %s: the model did not see %s; watching on", w.id, w.condition.describe())
                 with self._lock:
@@ -143,13 +141,18 @@ class WatchBook:
         await self._tell(w, text, ANSWERED + w.id, hit.counts, frame, pipeline_id)
 
     async def _look(self, w: Watch, frame: bytes | None) -> bool | None:
+        """The model's yes/no on the frame, billed to the watch's owner (LLMBudgetExceeded: their share is spent)."""
         if self.confirm is None or not frame:
             return None
+        # camera and classes are names (bot/objects/text.py); the asker's own words go in as quoted data
         question = f"Does this frame from camera {w.camera} show that {w.condition.describe()}?"
         if w.about:
-            question += f" The person asked to be told about: {w.about!r}."
+            question += "\nWhat the person asked to be told about, in their words:\n" + untrusted("request", w.about)
+        owner = w.owner or (Owner(user=w.user_id, channel=w.channel) if w.user_id else Owner())
         try:
-            return await self.confirm(frame, question)
+            return await self.confirm(frame, question, payer_for(owner.user, owner.channel))
+        except LLMBudgetExceeded:
+            raise
         except Exception:  # noqa: BLE001 - a failed look must not swallow the answer
             log.exception("watch %s: the model's look failed", w.id)
             return None

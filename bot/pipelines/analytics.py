@@ -8,6 +8,7 @@ from typing import Any
 
 from bot.backends.counting import parse_anchor
 from bot.backends.workflows import detection_workflow
+from bot.objects.pipeline import NEEDS_MODEL
 from bot.pipelines.counting_line import (
     check_on_frame,
     frame_size,
@@ -20,9 +21,6 @@ from bot.pipelines.counting_line import (
     split_size,
 )
 from bot.pipelines.zones import resolve_zone, resolve_zone_sized
-
-NEEDS_MODEL = ("line= and zone= work with a model (model=), not a saved workflow; add a line counter or "
-               "time-in-zone step to the workflow instead.")
 
 
 @dataclass(frozen=True)

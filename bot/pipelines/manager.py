@@ -22,8 +22,9 @@ from bot.config import Settings
 from bot.media.redaction import redact
 from bot.media.sniff import STILL_HINT, still_image
 from bot.media.sources import is_live
+from bot.objects.caps import cap_refusal
+from bot.objects.owner import Owner
 from bot.pipelines.backend_choice import BackendChoice
-from bot.pipelines.caps import cap_refusal
 from bot.pipelines.clips import ClipRecorder
 from bot.pipelines.request import StartRequest
 from bot.pipelines.state import PipelineConfig, PipelineNotFound
@@ -199,6 +200,7 @@ class PipelineManager(PipelineTable):
             cfg = PipelineConfig(
                 self._new_id(), self._unique_name(req.name or ""), str(req.source), req.model_id, req.workflow_spec,
                 req.workspace_name, req.workflow_id, req.max_fps, req.parameters, backend=other, owner=req.owner,
+                owner_channel=req.owner_channel, owner_place=req.owner_place,
             )
             handle = await self.launch(cfg)
             cfg.started_at = handle.started_at
@@ -218,8 +220,7 @@ class PipelineManager(PipelineTable):
         with self._lock:
             owners = [cfg.owner for pid, cfg in self._configs.items()
                       if pid in self._handles and self._handles[pid].status in LIVE]
-        limits = self.settings.pipelines
-        return cap_refusal(owners, owner, limits.max_per_user, limits.max_total)
+        return cap_refusal(self.settings, "pipeline", owners, owner)
 
     async def _control(self, name_or_id: str, action: str) -> PipelineHandle:
         pid = self.resolve(name_or_id).pipeline_id
@@ -239,6 +240,13 @@ class PipelineManager(PipelineTable):
         handle = self._set(handle.with_(name=current.name))
         self._save()
         return handle
+
+    def owner(self, name_or_id: str) -> Owner:
+        """Who started a pipeline and where (the operator for one restored from before owners were kept)."""
+        pid = self.resolve(name_or_id).pipeline_id  # before the lock: resolve takes it too
+        with self._lock:
+            cfg = self._configs.get(pid)
+        return cfg.made_by() if cfg is not None else Owner()
 
     async def stop(self, name_or_id: str) -> PipelineHandle:
         """Stop a pipeline; it is dropped from active_state.json so it stays stopped after a restart."""

@@ -6,19 +6,20 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from bot.backends.base import LIVE
+from bot.objects.text import name_from
 from bot.pipelines.table import PipelineTable
 
 
 def default_name(source: str, camera: str | None, table: PipelineTable) -> str:
     """`door`, `door-2` while a live `door` exists; `webcam0` for an index; `10.0.0.5` for a bare stream URL."""
     if camera:
-        base = camera
+        base = name_from(camera)
     elif "://" in source:
-        base = urlsplit(source).hostname or "stream"
+        base = name_from(urlsplit(source).hostname or "", "stream")
     elif source.isdigit():
         base = f"webcam{source}"
     else:
-        base = Path(source).stem or "video"
+        base = name_from(Path(source).stem, "video")  # a file's name is the member's: a name, not markup
     taken = {h.name.lower() for h in table.snapshot() if h.status in LIVE}
     name, n = base, 2
     while name.lower() in taken:

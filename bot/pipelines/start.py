@@ -1,6 +1,7 @@
-"""Starting a pipeline, the one way: the agent's tool, `/vision start`, REST, MCP and recipes all parse into a
-StartRequest (bot/pipelines/request.py) and call `start`, so every surface gets the same checks, in the same order,
-with the same messages."""
+"""Starting and controlling a pipeline, the one way: the agent's tool, `/vision start`, REST, MCP and recipes all
+validate the one model (bot/objects/pipeline.py), build a StartRequest (bot/pipelines/request.py) and call `start`;
+stop, pause and resume go through `control`, which lets only the pipeline's owner or an operator act. So every
+surface gets the same checks, in the same order, with the same messages."""
 
 from __future__ import annotations
 
@@ -8,19 +9,20 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 
-from bot.backends.base import PipelineHandle
+from bot.backends.base import LIVE, PipelineHandle
+from bot.config import Settings
 from bot.media.cameras import camera_name_for, named_zones
 from bot.media.resolve import MediaScope, resolve_video
 from bot.media.sources import file_fps, is_live
+from bot.objects.owner import Owner, change_refusal, is_operator
 from bot.pipelines.analytics import Analytics, compose
-from bot.pipelines.caps import owner_of
 from bot.pipelines.manager import PipelineManager
 from bot.pipelines.naming import default_name
 from bot.pipelines.rate import Rate
 from bot.pipelines.request import StartRequest, check
 from bot.rights import Requester
 
-__all__ = ["StartRequest", "Started", "start"]
+__all__ = ["StartRequest", "Started", "control", "start"]
 
 
 @dataclass(frozen=True)
@@ -54,7 +56,8 @@ async def start(req: StartRequest, mgr: PipelineManager, caller: MediaScope, who
     """
     zones = named_zones(caller.workspace, caller.settings)
     check(req, zones)
-    req = replace(req, owner=owner_of(who))
+    made = Owner.of(who)
+    req = replace(req, owner=made.user, owner_channel=made.channel, owner_place=made.place)
     if why := mgr.cap_refusal(req.owner):  # before the source is probed; enforced again under the start lock
         raise ValueError(why)
     mgr.backends.check(req.backend)  # an unknown backend is refused before the source is probed
@@ -76,3 +79,23 @@ async def start(req: StartRequest, mgr: PipelineManager, caller: MediaScope, who
     own = await asyncio.to_thread(file_fps, source) if req.max_fps and not is_live(source) else None
     rate = Rate(req.max_fps, source, own, req.backend or caller.settings.inference.backend)
     return Started(handle, replace(req, name=handle.name), extra, rate)
+
+
+async def control(mgr: PipelineManager, verb: str, target: str, who: Requester,
+                  settings: Settings) -> tuple[list[PipelineHandle], str]:
+    """stop / pause / resume one pipeline (by name or id) or `all` of them, as `who` may: its owner or an operator.
+
+    Returns the handles acted on and a note on the ones left alone (someone else's, for `all`); one pipeline that is
+    not `who`'s raises ValueError with the refusal line.
+    """
+    if target.strip().lower() != "all":
+        if why := change_refusal(settings, mgr.owner(target), who, f"pipeline {mgr.resolve(target).name!r}"):
+            raise ValueError(why)
+        return [await getattr(mgr, verb)(target)], ""
+    if is_operator(settings, who):  # every pipeline
+        return await mgr.control_all(verb), ""
+    mine = [h for h in mgr.snapshot() if mgr.owner(h.pipeline_id).user == who.user_id]
+    left = len([h for h in mgr.snapshot() if h.status in LIVE]) - len([h for h in mine if h.status in LIVE])
+    done = [await getattr(mgr, verb)(h.pipeline_id) for h in mine if h.status in LIVE or (verb == "stop" and h.status == "error")]
+    note = f" {left} pipeline{'s' * (left != 1)} of other people or the operator left as they are." if left > 0 else ""
+    return done, note

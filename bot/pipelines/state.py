@@ -9,6 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bot.backends.base import WorkflowRef
+from bot.objects.owner import Owner
+from bot.objects.text import check_name, name_from
+from bot.storage import records
 from workspace.atomic import read_state, write_atomic
 
 log = logging.getLogger(__name__)
@@ -43,13 +46,23 @@ class PipelineConfig:
     carried: dict | None = None  # line totals counted on servers it left (failover): added onto its server's own
     restore_failures: int = 0  # consecutive start-ups whose restore failed (bot/pipelines/restore.py gives up)
     backend: str | None = None  # started with backend= on another backend than the configured one
-    owner: str | None = None  # the Slack user who started it (None: the operator): bot/pipelines/caps.py
+    owner: str | None = None  # the Slack user who started it (None: the operator): bot/objects/caps.py
+    owner_channel: str | None = None  # where they started it (its audience)
+    owner_place: str = "operator"  # dm / public / private / operator (bot/objects/owner.py)
     process: str | None = None  # `pid:start` of the process running it (bot/pipelines/owners.py)
+
+    def made_by(self) -> Owner:
+        """Its owner: who started it and where (bot/objects/owner.py), for who may stop, pause or resume it."""
+        return Owner.model_validate({"user": self.owner, "channel": self.owner_channel, "place": self.owner_place}) \
+            if self.owner else Owner()
 
     def workflow(self, spec: dict | None) -> WorkflowRef:
         """What the backend runs: `spec` (PipelineManager.spec_of: the model wrapped, or the inline spec), or the
         saved workflow when spec is None."""
         return WorkflowRef(workflow_spec=spec, workspace_name=self.workspace_name, workflow_id=self.workflow_id)
+
+
+_FIELDS = {f.name for f in dataclasses.fields(PipelineConfig)}
 
 
 def save_state(path: Path, configs: list[PipelineConfig]) -> None:
@@ -63,12 +76,34 @@ def load_state(path: Path) -> list[PipelineConfig]:
     """The saved configs; a missing file is empty; a damaged one is kept aside (one log line) and its last good copy
     used; a record that does not fit is skipped with a line, the others still come back."""
     # A list of pipelines, or the file is damaged (a number there failed restore at start-up).
-    data = read_state(path, dict, log, fits=lambda d: isinstance(d.get("pipelines", []), list))[0] or {}
-    fields = {f.name for f in dataclasses.fields(PipelineConfig)}
-    out = []
-    for p in data.get("pipelines") or []:
+    data, note = read_state(path, dict, log, fits=lambda d: isinstance(d.get("pipelines", []), list))
+    if note:
+        records.note(note)
+    out, bad = [], []
+    for p in (data or {}).get("pipelines") or []:
         try:
-            out.append(PipelineConfig(**{k: v for k, v in p.items() if k in fields}))
-        except (TypeError, AttributeError) as exc:
-            log.warning("%s: a saved pipeline is unreadable (%s); skipped", path.name, type(exc).__name__)
+            out.append(_config(p))
+        except (TypeError, AttributeError, ValueError) as exc:
+            bad.append((p, f"{type(exc).__name__}: {' '.join(str(exc).split())[:160]}"))
+    if bad:  # kept beside the file, said once; the next save leaves them out of it
+        records.keep(path, "pipelines", bad)
     return out
+
+
+def _config(p: dict) -> PipelineConfig:
+    """A saved pipeline, checked: its fields' types, and a name people and the model may see (a name saved before
+    names were bounded is made one, said)."""
+    cfg = PipelineConfig(**{k: v for k, v in p.items() if k in _FIELDS})
+    if not isinstance(cfg.pipeline_id, str) or not isinstance(cfg.video_reference, str) or not cfg.video_reference:
+        raise ValueError("a saved pipeline needs a string id and source")
+    if not isinstance(cfg.name, str):
+        raise ValueError("a saved pipeline's name is text")
+    try:
+        check_name(cfg.name)
+    except ValueError:
+        safe = name_from(cfg.name, "pipeline")
+        records.note(f"a saved pipeline's name was outside the names people may give ({cfg.name[:40]!r}…); "
+                     f"it runs as {safe!r}")
+        cfg.name = safe
+    cfg.made_by()  # its owner's fields, as an owner (ValueError for another shape)
+    return cfg

@@ -15,6 +15,11 @@ from bot.agent.turn_events import FinishedTurn
 from bot.events import EventType
 from bot.media.cameras import camera_name_for, find_camera, named_zones
 from bot.media.redaction import redact
+from bot.objects.caps import cap_refusal
+from bot.objects.owner import Owner, change_refusal
+from bot.objects.recipe import DESCRIPTION_MAX, RecipeSpec
+from bot.objects.refusal import parse
+from bot.objects.text import one_line
 from bot.pipelines.naming import default_name
 from bot.recipes import model
 from bot.recipes.export import script_for
@@ -89,7 +94,14 @@ class RecipeService:
         current: the calls of the turn asking to save, when that same turn set something up ("count the door and
         save it as door-count"); it has not ended yet, so it is not in the log.
         """
-        name = check_name(name)
+        spec = parse(RecipeSpec, {"name": name, "description": description})  # the one model, as every door
+        name = spec.name
+        old = self.files.load(name)
+        owner = Owner.of(who)
+        if old is not None and (why := change_refusal(self.settings, _owner(old), who, f"recipe {name!r}")):
+            raise ValueError(why)
+        if old is None and (why := cap_refusal(self.settings, "recipe", self._owners(), owner.user)):
+            raise ValueError(why)
         traj = self._latest(session_key, who, current or [])
         if traj is None:
             raise ValueError(NOTHING_YET)
@@ -101,12 +113,16 @@ class RecipeService:
         if _has_secret([steps, params]):
             raise ValueError(SECRET)
         answer = str(traj.get("answer") or "")
-        recipe = model.new_recipe(name, (description or answer).strip()[:300], steps, params,
-                                  created_by="operator" if who.operator else (who.user_id or "unknown"),
+        # With no description the model's answer stands in for it: one line, bounded, like a person's (it is shown
+        # to every later turn that may see the recipe, quoted as data)
+        said = spec.description or one_line(answer[:DESCRIPTION_MAX * 2], DESCRIPTION_MAX * 2)[:DESCRIPTION_MAX]
+        keeper = owner if old is None or _owner(old).user in (None, who.user_id) else _owner(old)
+        recipe = model.new_recipe(name, said, steps, params,
+                                  created_by="operator" if keeper.user is None else keeper.user,
                                   session=str(traj.get("session") or ""), answer=redact(answer)[:1000],
                                   now=self._clock())
-        recipe["metadata"]["camera_params"] = cameras
-        replaced = self.files.load(name) is not None
+        recipe["metadata"].update(camera_params=cameras, owner=keeper.model_dump(), audience=keeper.audience)
+        replaced = old is not None
         self.files.save(name, recipe)
         skipped = sorted({c["tool"] for c in traj["calls"] if self._changed(c) and c["tool"] not in model.REPLAYABLE})
         note = f" Not replayed: {', '.join(skipped)}." if skipped else ""
@@ -215,5 +231,30 @@ class RecipeService:
         write_atomic(path, text)
         return path
 
-    def delete(self, name: str) -> bool:
-        return self.files.delete(check_name(name))
+    def delete(self, name: str, who: Requester) -> bool:
+        """Delete a recipe as `who` may (its owner or an operator); False when there is none by that name."""
+        name = check_name(name)
+        old = self.files.load(name)
+        if old is None:
+            return False
+        if why := change_refusal(self.settings, _owner(old), who, f"recipe {name!r}"):
+            raise ValueError(why)
+        return self.files.delete(name)
+
+    def _owners(self) -> list[str | None]:
+        return [_owner(r).user for n in self.files.names() if (r := self.files.load(n)) is not None]
+
+
+def _owner(recipe: dict[str, Any]) -> Owner:
+    """Who saved a recipe (metadata.owner; one saved before owners were kept: its created_by, a Slack id or the
+    operator)."""
+    found = recipe.get("metadata")
+    meta: dict[str, Any] = found if isinstance(found, dict) else {}
+    try:
+        if isinstance(meta.get("owner"), dict):
+            return Owner.model_validate(meta["owner"])
+    except ValueError:
+        pass
+    made = meta.get("created_by")
+    return Owner(user=made, place="private") if isinstance(made, str) and made not in ("operator", "unknown") \
+        else Owner()

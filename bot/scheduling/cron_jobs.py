@@ -6,8 +6,8 @@ import asyncio
 import logging
 import re
 from collections import Counter
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import asdict, dataclass, field, replace
+from typing import TYPE_CHECKING, Any
 
 from bot.events import EventType
 from bot.monitoring.alerts import DEFAULT_CAMERA, Alert
@@ -15,7 +15,10 @@ from bot.monitoring.digest_log import from_log
 from bot.monitoring.digest_text import digest_text
 from bot.monitoring.timeline import digest
 from bot.monitoring.wording import describe_counts
-from bot.rights import UNATTENDED
+from bot.objects.owner import Owner
+from bot.objects.text import check_name, untrusted
+from bot.objects.when import check_interval, parse_when
+from bot.rights import UNATTENDED, Requester
 from bot.services import need
 from workspace.memory import SITE
 
@@ -30,6 +33,7 @@ log = logging.getLogger(__name__)
 
 _ALERT = re.compile(r"^\d{2}:\d{2}:\d{2} (?:HEARTBEAT )?ALERT(?: ([\w:.>*-]+))?:")
 MAX_LOG_CHARS = 8000  # of the day's log shown to the model; the counts above it are exact regardless
+BUDGET = re.compile(r"LLM budget|budget for conversations")  # the budget's refusal lines (bot/llm/budget.py)
 
 
 @dataclass(frozen=True)
@@ -44,6 +48,7 @@ class CronJob:
     enabled: bool = True
     channel: str | None = None  # where its output goes (`to=`) instead of the route; None: the route
     thread_ts: str | None = None  # ... under this message
+    owner: Owner | None = field(default=None, compare=False)  # who scheduled it, where (None: the operator)
 
     @property
     def target(self) -> tuple[str | None, str | None]:
@@ -51,12 +56,34 @@ class CronJob:
         return self.channel, self.thread_ts
 
     def checked(self) -> CronJob:
-        """The job, if its fields make sense together; ValueError saying what to give otherwise."""
+        """The job, if its fields make sense together and lie within the bounds every door holds (a name, a time of
+        day or an interval of 1 minute to 7 days: nothing saved can overflow the scheduler); ValueError otherwise."""
+        check_name(self.name, "a job's name")
         if (self.at is None) == (self.every_minutes is None):
             raise ValueError("give a job either a daily time (at='18:00') or an interval (every_minutes=60)")
+        if self.at is not None:
+            parse_when(f"at {self.at}")
+        else:
+            check_interval(float(self.every_minutes or 0))
         if self.action == "snapshot" and not self.camera:
             raise ValueError("a snapshot job needs a camera (the pipeline name)")
         return self
+
+    def record(self) -> dict[str, Any]:
+        return {**asdict(replace(self, owner=None)), "owner": self.owner.model_dump() if self.owner else None}
+
+    @classmethod
+    def from_record(cls, row: dict[str, Any]) -> CronJob:
+        """A stored job, checked as a new one is (TypeError / ValueError: a record to set aside)."""
+        fields = {k: v for k, v in row.items() if k in cls.__dataclass_fields__ and k != "owner"}
+        owner = Owner.model_validate(row["owner"]) if isinstance(row.get("owner"), dict) else None
+        return cls(**fields, owner=owner).checked()
+
+    @property
+    def requester(self) -> Requester:
+        """Who its model work (a summary's prose, a heartbeat) runs as: unattended, billed to its owner."""
+        owner = self.owner or Owner()
+        return Requester.unattended_for(owner.user, owner.channel)
 
     def describe(self) -> str:
         when = f"daily at {self.at}" if self.at else f"every {self.every_minutes:g} min"
@@ -93,9 +120,12 @@ def summary_lines(day: str, by_camera: dict[str, list[str]]) -> list[str]:
 
 async def daily_summary(
     agent: DrivenAgent | None, memory: MemoryStore | None, router: AlertRouter | None, date: str | None = None,
-    target: tuple[str | None, str | None] = (None, None),
+    target: tuple[str | None, str | None] = (None, None), job: CronJob | None = None,
 ) -> str | None:
-    """Post a short report of a day's observations and alerts (default today); None on a day with nothing."""
+    """Post a short report of a day's observations and alerts (default today); None on a day with nothing.
+
+    Its prose is model work nobody watches: billed to the job's owner (`job.requester`); when their share is
+    spent, the counts still go out, with one line saying why there is no prose today."""
     memory, router = need(memory, "memory"), need(router, "alert router")
     day = date or memory.today()
     # The summary is posted to the alerts channel: only notes everyone may read (no DM's or private channel's).
@@ -106,7 +136,8 @@ async def daily_summary(
     counts = day_counts(by_camera)
     lines = summary_lines(day, by_camera)
     if agent is not None:
-        narrative = await _narrative(agent, day, memory.get_daily_observations(day, viewer=SITE))
+        who = job.requester if job is not None else UNATTENDED
+        narrative = await _narrative(agent, day, memory.get_daily_observations(day, viewer=SITE), who)
         if narrative:
             lines += ["", narrative]
     text = "\n".join(lines)
@@ -116,18 +147,23 @@ async def daily_summary(
     return text
 
 
-async def _narrative(agent: DrivenAgent, day: str, log_text: str) -> str:
-    """A few sentences from the model, in a session of its own (never a chat session)."""
+async def _narrative(agent: DrivenAgent, day: str, log_text: str, who: Requester = UNATTENDED) -> str:
+    """A few sentences from the model, in a session of its own (never a chat session); the log (what cameras and
+    people wrote) goes in as quoted data. A refusal of the budget becomes the line said instead of the prose."""
     prompt = (
         f"Write the daily summary for {day} in at most five short sentences: what happened on each camera, "
         "anything unusual, anything to check tomorrow. Do not call tools. The day's observation log:\n\n"
-        + log_text[-MAX_LOG_CHARS:]
+        + untrusted("observation log", log_text[-MAX_LOG_CHARS:])
     )
     parts: list[str] = []
     try:
-        async for ev in agent.process_message(f"cron:daily_summary:{day}", prompt, [], UNATTENDED):
+        async for ev in agent.process_message(f"cron:daily_summary:{day}", prompt, [], who):
             if ev.type in (EventType.RESPONSE, EventType.ASK_USER):
                 parts.append(ev.data.get("text", ""))
+            elif ev.type is EventType.ERROR and BUDGET.search(str(ev.data.get("text", ""))):
+                whose = f"<@{who.bill_user}>'s" if who.bill_user else "the day's"
+                return (f"(No written summary today: {whose} share of today's model budget is spent; the counts "
+                        "above are complete, and the prose comes back tomorrow.)")
     except Exception:  # the counts still go out without the prose
         log.exception("daily summary narrative failed")
     return "\n".join(p for p in parts if p).strip()

@@ -7,6 +7,7 @@ one day Redis) implements these few methods and the alert router, monitor and sc
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from pathlib import Path
 from typing import Any, Literal
 
 Record = dict[str, Any]
@@ -32,9 +33,15 @@ class Table(ABC):
     def remove(self, **match: Any) -> int:
         """Remove the records matching `match`; how many went."""
 
+    @abstractmethod
+    def discard(self, record: Record) -> int:
+        """Remove the records equal to `record` as a whole (one of another shape may lack every key field)."""
+
 
 class Storage(ABC):
-    """A set of named tables that outlives the process."""
+    """A set of named tables that outlives the process, in a file at `path`."""
+
+    path: Path
 
     @abstractmethod
     def table(self, name: str) -> Table:

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from bot.storage import records
 from bot.storage.base import Record, Storage, Table
 from workspace.atomic import keep_aside
 
@@ -30,6 +31,19 @@ CREATE INDEX IF NOT EXISTS records_by_table ON records (tbl, id);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 DAMAGE = (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)  # the file itself is bad, not merely locked
+COLUMNS = {"records": {"id", "tbl", "data"}, "meta": {"key", "value"}}  # our layout: a file of another is set aside
+
+
+class ForeignLayout(sqlite3.DatabaseError):
+    """A SQLite file whose tables are not ours (another program's database, another version's layout)."""
+
+
+def _check_layout(conn: sqlite3.Connection) -> None:
+    """ForeignLayout when a table of ours exists with other columns (a foreign file would fail every query)."""
+    for table, wanted in COLUMNS.items():
+        have = {row[1] for row in conn.execute(f"PRAGMA table_info({table})").fetchall()}
+        if have and not wanted <= have:
+            raise ForeignLayout(f"its {table} table has columns {', '.join(sorted(have))}")
 
 
 def _matches(row: Record, match: dict[str, Any]) -> bool:
@@ -84,6 +98,12 @@ class _Table(Table):
             conn.executemany("DELETE FROM records WHERE id = ?", ids)
             return len(ids)
 
+    def discard(self, record: Record) -> int:
+        with self._store.writing() as conn:
+            ids = [(i,) for i, r in self._rows(conn) if r == record]
+            conn.executemany("DELETE FROM records WHERE id = ?", ids)
+            return len(ids)
+
 
 class SQLiteStorage(Storage):
     """Tables in one SQLite file, safe for several threads (one connection under a lock) and several processes
@@ -105,6 +125,7 @@ class SQLiteStorage(Storage):
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(self._busy * 1000)}")
             conn.execute("PRAGMA journal_mode = WAL")  # persistent in the file; synchronous stays FULL
+            _check_layout(conn)
             conn.executescript(SCHEMA)
             conn.execute("SELECT count(*) FROM records").fetchone()  # a damaged file fails here, at start-up
         except BaseException:
@@ -114,18 +135,37 @@ class SQLiteStorage(Storage):
 
     def _open(self) -> sqlite3.Connection:
         try:
-            return self._connect()
+            conn = self._connect()
+        except ForeignLayout as exc:
+            why = f"is not this bot's store ({exc})"
         except sqlite3.DatabaseError as exc:
             if getattr(exc, "sqlite_errorcode", None) not in DAMAGE:
                 raise
+            why = "was damaged"
+        else:
+            self._keep_undecodable(conn)
+            return conn
         kept = keep_aside(self.path)
         for suffix in ("-wal", "-shm"):  # the journal belongs to the damaged file: it goes with it, or away
             side = self.path.with_name(self.path.name + suffix)
             if side.exists():
                 side.replace(kept.with_name(kept.name + suffix))
-        self.recovered = f"{self.path.name} was damaged; kept as {kept.name}, starting it empty"
+        self.recovered = f"{self.path.name} {why}; kept as {kept.name}, starting it empty"
         log.error("%s", self.recovered)
+        records.note(self.recovered)
         return self._connect()
+
+    def _keep_undecodable(self, conn: sqlite3.Connection) -> None:
+        """Rows that are not JSON objects (written from outside) are set aside, not skipped on every read."""
+        rows = conn.execute("SELECT id, tbl, data FROM records").fetchall()
+        bad = [(i, t, d) for i, t, d in rows if _decode(d) is None]
+        if not bad:
+            return
+        conn.execute("BEGIN IMMEDIATE")
+        conn.executemany("DELETE FROM records WHERE id = ?", [(i,) for i, _, _ in bad])
+        conn.execute("COMMIT")
+        for tbl in sorted({t for _, t, _ in bad}):
+            records.keep(self.path, str(tbl), [(d, "not a JSON object") for _, t, d in bad if t == tbl])
 
     @contextlib.contextmanager
     def reading(self) -> Iterator[sqlite3.Connection]:

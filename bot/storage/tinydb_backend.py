@@ -14,6 +14,7 @@ from tinydb.queries import QueryInstance
 from tinydb.storages import Storage as _TinyStorage
 from tinydb.table import Table as _TinyTable
 
+from bot.storage import records
 from bot.storage.base import Record, Storage, Table
 from workspace.atomic import read_state, write_atomic
 
@@ -39,6 +40,8 @@ class AtomicJSONStorage(_TinyStorage):
 
     def read(self) -> dict[str, Any] | None:
         data, note = read_state(self.path, dict, log, fits=_tinydb_shaped)
+        if note:
+            records.note(note)
         self.recovered = note or self.recovered
         return data
 
@@ -80,12 +83,18 @@ class _Table(Table):
         with self._lock:
             return len(self._t.remove(_query(match)))
 
+    def discard(self, record: Record) -> int:
+        with self._lock:
+            ids = [doc.doc_id for doc in self._t.all() if dict(doc) == record]
+            return len(self._t.remove(doc_ids=ids)) if ids else 0
+
 
 class TinyDBStorage(Storage):
     """Tables in one TinyDB JSON file; thread-safe (pipeline threads and the event loop share a store)."""
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
         self._db = TinyDB(path, storage=AtomicJSONStorage)
         self._db.tables()  # read now: a damaged file is named at start-up, not at the first alert
         self._lock = threading.RLock()

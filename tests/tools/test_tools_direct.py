@@ -14,6 +14,7 @@ from bot.backends.workflows import detection_workflow
 from bot.pipelines.manager import PipelineManager
 from bot.pipelines.request import StartRequest
 from bot.pipelines.restore import restore_all
+from bot.rights import OPERATOR
 from bot.services import Services
 from tests.fakes.waits import patience
 from tests.fixtures.inference import crossing_line, make_video
@@ -36,7 +37,8 @@ def reg():
 @pytest.fixture
 def ctx(settings, workspace_dir: Path, direct) -> ToolContext:
     mgr = PipelineManager(lambda: direct, workspace_dir / "active_state.json", settings)
-    return ToolContext(settings=settings, services=Services(backend=BackendProvider.of(direct), pipelines=mgr))
+    return ToolContext(settings=settings, services=Services(backend=BackendProvider.of(direct), pipelines=mgr),
+                       requester=OPERATOR)  # the person at the terminal: owner of what they start, may stop anything
 
 
 async def _wait_done(mgr: PipelineManager, name: str, timeout: float = 30.0) -> None:

@@ -12,6 +12,7 @@ from bot.agent.tools import Attachment, ToolContext
 from bot.backends.base import BackendError, InferenceResult
 from bot.backends.provider import BackendProvider
 from bot.pipelines.manager import PipelineManager
+from bot.rights import OPERATOR
 from bot.services import Services
 from tests.tools.fake_backend import FakeBackend, result
 from tools import build_registry
@@ -39,7 +40,7 @@ def ctx(settings, workspace_dir: Path, tmp_path: Path, backend) -> ToolContext:
     mgr = PipelineManager(lambda: backend, workspace_dir / "active_state.json", settings)
     return ToolContext(
         settings=settings, attachments=[Attachment(upload, "image/png", "F0UPLOAD1", "upload.png")],
-        services=Services(backend=BackendProvider.of(backend), pipelines=mgr),
+        services=Services(backend=BackendProvider.of(backend), pipelines=mgr), requester=OPERATOR,
     )
 
 
@@ -133,8 +134,8 @@ async def test_start_pipeline_errors(reg, ctx):
     bad_spec = await reg.execute("start_pipeline", {"video_reference": "0", "pipeline_name": "w",
                                                     "workflow_spec": {"version": "1.0", "steps": []}}, ctx)
     assert bad_spec.is_error and "no steps" in bad_spec.text
-    no_model = await reg.execute("start_pipeline", {"video_reference": 0, "pipeline_name": "w"}, ctx)
-    assert no_model.is_error and "model_id" in no_model.text
+    no_model = await reg.execute("start_pipeline", {"video_reference": 0, "pipeline_name": "w0"}, ctx)
+    assert not no_model.is_error and "builtin/people" in no_model.text  # the default, as `/vision start` has it
     (Path(ctx.settings.workspace) / "x.broken").write_bytes(b"\x00")
     broken = await reg.execute("start_pipeline", {"video_reference": "x.broken", "pipeline_name": "w",
                                                   "model_id": "builtin/faces"}, ctx)

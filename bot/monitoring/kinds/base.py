@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any, ClassVar, Literal
 
 from bot.backends.base import InferenceResult
+from bot.objects.owner import Owner
 
 RuleKind = Literal["class_appears", "count_over", "line_crossed", "time_in_zone", "near", "then"]
 ANY = "*"
@@ -28,6 +29,7 @@ class Rule:
     enabled: bool = True
     other_class: str | None = None
     after_camera: str | None = None
+    owner: Owner | None = field(default=None, compare=False)  # who set it and where (None: the operator)
 
     @property
     def kind_of(self) -> RuleKindBase:
@@ -44,14 +46,22 @@ class Rule:
         return f"alerts when {self.kind_of.describe(self)}"
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(replace(self, owner=None))
+        d["owner"] = self.owner.model_dump() if self.owner is not None else None
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Rule:
+        """A stored rule (ValueError / TypeError for a record of another shape: the store sets it aside)."""
         kinds = RuleKindBase.registry
         if d.get("kind") not in kinds:
             raise ValueError(f"unknown rule kind {d.get('kind')!r}; use one of {', '.join(kinds)}")
-        return cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
+        fields = {k: v for k, v in d.items() if k in cls.__dataclass_fields__ and k != "owner"}
+        owner = Owner.model_validate(d["owner"]) if isinstance(d.get("owner"), dict) else None
+        rule = cls(**fields, owner=owner)
+        if not isinstance(rule.camera, str) or not isinstance(rule.threshold, (int, float)):
+            raise ValueError("a rule's camera is a name and its threshold a number")
+        return rule
 
 
 @dataclass

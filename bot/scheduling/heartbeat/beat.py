@@ -14,6 +14,7 @@ from bot.agent.turn_events import is_heartbeat_ok
 from bot.events import EventType
 from bot.monitoring.alerts import DEFAULT_CAMERA, Alert, in_window
 from bot.monitoring.news import MonitorEvent
+from bot.rights import UNATTENDED, Requester
 from bot.scheduling.heartbeat.checklist import ChecklistItem, scheduled_items
 from bot.scheduling.heartbeat.prompt import compose, frames
 from bot.scheduling.inputs import SchedulerInputs
@@ -76,17 +77,18 @@ class Heartbeat:
         return [i for i in scheduled_items(text or "") if i.due(now, done.get(i.key))]
 
     # the tick -----------------------------------------------------------------
-    async def run(self, target: tuple[str | None, str | None] = (None, None)) -> str:
+    async def run(self, target: tuple[str | None, str | None] = (None, None), who: Requester = UNATTENDED) -> str:
         """One heartbeat: tier 2 only if there is something to look at, within the cap and active hours.
 
-        `target` (a scheduled job's `to=`): its alert goes there instead of into the alerts it is about."""
+        `target` (a scheduled job's `to=`): its alert goes there instead of into the alerts it is about. `who`: a
+        member's scheduled heartbeat is billed to them (`Requester.unattended_for`)."""
         try:
-            self.last_outcome = await self._run_once(target)
+            self.last_outcome = await self._run_once(target, who)
         finally:
             self.last_run = self._clock()
         return self.last_outcome
 
-    async def _run_once(self, target: tuple[str | None, str | None]) -> str:
+    async def _run_once(self, target: tuple[str | None, str | None], who: Requester) -> str:
         async with self._run_lock:
             now = self.now()
             if self.settings.heartbeat.active_hours and not in_window(self.settings.heartbeat.active_hours, now):
@@ -106,7 +108,7 @@ class Heartbeat:
             events = self.monitor.news.take() if self.monitor is not None else []
             try:
                 message = compose(now, self._tz, events, due, self.pipelines)
-                reply, frame = await self._ask(message, frames(events, self.pipelines, bool(due)))
+                reply, frame = await self._ask(message, frames(events, self.pipelines, bool(due)), who)
             except Exception:
                 log.exception("heartbeat failed; its events go to the next one")
                 if self.monitor is not None:
@@ -128,11 +130,11 @@ class Heartbeat:
                 except TimeoutError:
                     log.warning("chat in %s* still busy after %ss; heartbeat goes ahead", prefix, self.max_wait_seconds)
 
-    async def _ask(self, text: str, frames: list[bytes]) -> tuple[str, bytes | None]:
+    async def _ask(self, text: str, frames: list[bytes], who: Requester = UNATTENDED) -> tuple[str, bytes | None]:
         """The model's non-OK reply ('' for any HEARTBEAT_OK variant) and a frame it produced, if any."""
         parts: list[str] = []
         frame: bytes | None = frames[0] if frames else None
-        async for ev in need(self.agent, "agent").process_heartbeat(text, frames=frames):
+        async for ev in need(self.agent, "agent").process_heartbeat(text, frames=frames, who=who):
             if ev.type in (EventType.RESPONSE, EventType.ASK_USER):
                 parts.append(ev.data.get("text", ""))
             elif ev.type is EventType.FRAME and ev.data.get("image"):

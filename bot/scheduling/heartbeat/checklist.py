@@ -1,4 +1,4 @@
-"""HEARTBEAT.md items with a schedule tag ('[every 2h]', '[at 18:00]': bot.scheduling.when) and when each is due."""
+"""HEARTBEAT.md items with a schedule tag ('[every 2h]', '[at 18:00]': bot.objects.when) and when each is due."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from bot.scheduling.when import TAG, from_match
+from bot.objects.when import TAG, from_match
 
 _COMMENT = re.compile(r"<!--.*?-->", re.S)
 _ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(.*)$")

@@ -9,6 +9,7 @@ from zoneinfo import ZoneInfo
 from bot.agent.quoting import quote_data
 from bot.backends.base import InferenceResult
 from bot.monitoring.news import MonitorEvent
+from bot.objects.text import untrusted
 from bot.pipelines.status import status_line
 from bot.scheduling.heartbeat.checklist import ChecklistItem
 
@@ -34,7 +35,9 @@ def compose(now: datetime, tz: ZoneInfo, events: list[MonitorEvent], due: list[C
     else:
         lines.append("\nNo new tier-1 events since the last heartbeat.")
     lines.append("\nPipelines:")
-    lines += _pipeline_lines(pipelines) or ["- none running"]
+    running = _pipeline_lines(pipelines)
+    # their names and errors were written by people and sources: quoted as data (bot/objects/text.py)
+    lines.append(untrusted("pipelines", "\n".join(running)) if running else "- none running")
     if due:
         lines.append("\nChecklist items due now:")
         lines += [f"- {i.text}" for i in due]

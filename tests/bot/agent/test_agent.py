@@ -103,7 +103,9 @@ async def test_unknown_tool_and_invalid_arguments_are_is_error(anthropic_api, ll
     events = await collect(make_agent(llm_settings, ws).process_message("cli:a", "go"))
     results = [e.data for e in events if e.type is E.TOOL_RESULT]
     assert [r["is_error"] for r in results] == [True, True]
-    assert "Unknown tool 'no_such_tool'" in results[0]["text"] and "Invalid arguments" in results[1]["text"]
+    assert "Unknown tool 'no_such_tool'" in results[0]["text"]
+    # a member's object (a memory note): refused in the words every door uses (bot/objects/refusal.py)
+    assert results[1]["text"] == "content cannot be empty; unknown option 'bogus'; it takes content, category, camera."
     blocks = anthropic_api.requests[1].body["messages"][-1]["content"]
     assert [b.get("is_error") for b in blocks] == [True, True]
 

@@ -120,8 +120,9 @@ def summaries_or(answer: str, summary: Reply | None = None):
 
 
 async def test_a_prompt_the_api_calls_too_long_is_compacted_and_retried_once_then_one_line(base_env):
-    # The API's window is smaller than the configured one (say, after a model switch): only its 400 says so.
-    with FakeAnthropic(max_prompt_tokens=14_000) as api:
+    # The API's window is smaller than the configured one (say, after a model switch): only its 400 says so. Sized
+    # so one 24,000-character log fits beside the system prompt and the tools (about 7,500 tokens) and two do not.
+    with FakeAnthropic(max_prompt_tokens=15_000) as api:
         agent = make_agent(load_settings({**base_env, "ANTHROPIC_BASE_URL": api.url,
                                           "ANTHROPIC_API_KEY": api.api_key}))
         api.handler = summaries_or("Noted.")
@@ -138,7 +139,7 @@ async def test_a_prompt_the_api_calls_too_long_is_compacted_and_retried_once_the
         events = await turn(agent, "what was in the logs?")  # the next turn works again
         assert [e.type for e in events] == [E.THINKING, E.RESPONSE] and events[-1].data["text"] == "Noted."
         assert [r.status for r in api.requests[7:]] == [200, 200]  # it summarised the failed turn first
-        assert prompt_tokens(api.requests[-1].body) < 14_000
+        assert prompt_tokens(api.requests[-1].body) < 15_000
         assert roles_alternate(agent)
 
 
@@ -169,7 +170,7 @@ async def test_twenty_simultaneous_turns_spend_at_most_the_cap_plus_one_call(ant
 
 
 async def test_when_the_summary_fails_too_the_old_turns_are_dropped_with_a_note(base_env):
-    with FakeAnthropic(max_prompt_tokens=14_000) as api:
+    with FakeAnthropic(max_prompt_tokens=15_000) as api:
         agent = make_agent(load_settings({**base_env, "ANTHROPIC_BASE_URL": api.url,
                                           "ANTHROPIC_API_KEY": api.api_key}), max_retries=0)
         api.handler = summaries_or("Noted.", summary=error(500))

@@ -3,6 +3,7 @@ current place may see; the compaction flush writes with the asker's rights and a
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from bot.agent.loop import Agent
@@ -125,6 +126,9 @@ async def test_a_camera_name_cannot_smuggle_a_note_out_of_its_audience(llm_setti
         lobby = await recall_as(agent, anthropic_api, "slack:T:C0LOBBY:3.0", MALLORY_PUBLIC, "standing order owner")
         assert "stop every pipeline" not in lobby
         assert "standing order" not in memory.get_daily_observations(viewer="site")
-        assert memory.search("standing order owner", viewer="dm:U0EVE")  # Eve's own note is still hers
+        # a camera is a name (bot/objects/text.py): one with a line break never reaches the store at all
+        assert not memory.search("standing order owner", viewer="dm:U0EVE")
+        refused = json.dumps(anthropic_api.requests[1].body["messages"][-1]["content"])
+        assert "camera is 1 to 64 letters" in refused and '"is_error": true' in refused
     finally:
         await llm.aclose()

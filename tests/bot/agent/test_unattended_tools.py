@@ -14,6 +14,7 @@ from bot.backends.base import PipelineHandle
 from bot.config import Settings
 from bot.events import EventType
 from bot.llm.client import LLMClient
+from bot.objects.owner import Owner
 from bot.rights import Requester
 from bot.scheduling.cron_jobs import _narrative
 from bot.services import Services
@@ -38,6 +39,9 @@ class StoppablePipelines(FakePipelines):
 
     def resolve(self, name_or_id: str) -> PipelineHandle:
         return self.handles.get(name_or_id) or self.handles[f"p_{name_or_id}"]
+
+    def owner(self, name_or_id: str) -> Owner:
+        return Owner(user="U_ALICE", channel="C_OPS", place="public")  # Alice started it: hers to stop
 
     async def stop(self, name_or_id: str) -> PipelineHandle:
         h = self.resolve(name_or_id)

@@ -31,7 +31,7 @@ def api_url(base_env, workspace_dir: Path) -> Iterator[str]:
     ready: list[object] = []
 
     async def up() -> tuple[Runtime, ApiServer]:
-        rt = Runtime(load_settings(dict(base_env, VISION_AGENT_API_TOKEN=TOKEN)), background=False)
+        rt = Runtime(load_settings(dict(base_env, VISION_AGENT_API_TOKEN=TOKEN)))  # with its scheduler: /api/jobs
         rt.backend = BackendProvider.of(FakeBackend())
         await rt.start()
         server = ApiServer(rt, "127.0.0.1", 0)

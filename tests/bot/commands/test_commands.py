@@ -78,8 +78,8 @@ async def test_the_crossing_point_of_a_box_can_be_chosen_and_defaults_by_detecto
     ("text", "expected"),
     [
         ("start 0 model=builtin/faces workflow=a/b", "either model= or workflow="),
-        ("start 0 fps=fast", "fps must be a positive number"),
-        ("start 0 fps=-1", "fps must be a positive number"),
+        ("start 0 fps=fast", "fps takes a number (e.g. 5), not 'fast'"),
+        ("start 0 fps=-1", "fps must be above 0 and at most 120 (e.g. 5), not -1"),
         ("start 0 colour=red", "unknown option colour="),
         ("start", "Usage: `/vision start"),
         ("start 0 workflow=nope", "WORKSPACE/WORKFLOW_ID"),
@@ -121,9 +121,15 @@ async def test_snapshot_posts_the_latest_frame_to_the_channel(ctx, backend):
 
 
 async def test_route_and_status(ctx):
-    assert (await run_command("route <#C999|alerts> camera=dock", ctx)).ok
-    assert (await run_command("route #all-alerts", ctx)).ok
-    assert ctx.services.router.routes() == {"dock": "C999", "*": "#all-alerts"}
+    member = await run_command("route <#C999|alerts> camera=dock", ctx)  # U1 asks in C1: alerts go where they read
+    assert not member.ok and "you can route alerts to this channel" in member.text
+    assert (await run_command("route <#C1|here> camera=gate", ctx)).ok
+    operator = CommandContext(ctx.settings, ctx.services, user_id="cli", channel_id="cli", operator=True)
+    assert (await run_command("route <#C999|alerts> camera=dock", operator)).ok
+    assert (await run_command("route #all-alerts", operator)).ok
+    assert ctx.services.router.routes() == {"gate": "C1", "dock": "C999", "*": "#all-alerts"}
+    taken = await run_command("route <#C1|here> camera=dock", ctx)  # the operator's route is theirs to change
+    assert not taken.ok and "belongs to the operator" in taken.text
     ctx.services.router.mute("dock", 3600)
     await run_command("start dock", ctx)
     status = await run_command("status", ctx)
@@ -202,7 +208,7 @@ async def test_line_middle_is_placed_from_the_frame_size(ctx, backend, workspace
         ("start 0 line=1,2,3", "line= takes X1,Y1,X2,Y2 in pixels"),
         ("start 0 line=a,b,c,d", "line= takes X1,Y1,X2,Y2 in pixels"),
         ("start 0 line=-5,0,5,0", "line= takes X1,Y1,X2,Y2 in pixels"),
-        ("start 0 line=", "line= takes X1,Y1,X2,Y2 in pixels"),
+        ("start 0 line=1,2,3,4,5", "line= takes X1,Y1,X2,Y2 in pixels"),
         ("start 0 line=5,5,5,5", "two different points"),
         ("start 0 workflow=a/b line=middle", "line= and zone= work with a model (model=), not a saved workflow"),
         ("start 0 workflow=a/b zone=0,0,9,0,9,9", "line= and zone= work with a model (model=), not a saved workflow"),

@@ -10,6 +10,7 @@ import pytest
 
 from bot.commands.dispatch import CommandContext, run_command
 from bot.config import Settings
+from bot.llm.budget import Payer
 from bot.monitoring.watches import WatchBook
 from bot.storage import open_storage
 from tests.bot.commands.test_commands_monitoring import make_ctx
@@ -82,7 +83,7 @@ async def test_confirm_without_the_model_is_said_at_creation(ctx: CommandContext
     ok, text = await say(ctx, "watch street appears person confirm")
     assert ok and "`confirm` needs the model" in text and "marked not confirmed" in text, text
 
-    async def look(frame: bytes, question: str) -> bool | None:
+    async def look(frame: bytes, question: str, payer: Payer) -> bool | None:
         return True
 
     book.confirm = look

@@ -44,7 +44,7 @@ async def test_the_grammar_takes_each_condition_and_refuses_the_rest_with_what_t
     ok, text = await say(services, settings, "watch dock count person&gt;2 confirm for 10m")  # either order
     assert ok and text.startswith("Watching *dock* for 10 min") and "after the model confirms it" in text
     refusals = {
-        "watch dock appears truck for 30h": "A watch lasts between 5 s and 24 h",
+        "watch dock appears truck for 30h": "a watch lasts between 5 s and 24 h, not 108000 s",
         "watch dock appears truck for soon": "`for` takes a duration like 30s, 90m or 2h",
         "watch dock hovers": "Usage: `/vision watch CAMERA",
         "watch dock absent person": "absent takes CLASS SECONDS",
@@ -87,11 +87,10 @@ async def test_where_the_answer_goes_is_said_as_the_asker_will_find_it(services:
 
 
 async def test_one_person_cannot_take_every_watch_place(services: Services, settings: Settings) -> None:
-    from bot.monitoring.watches import MAX_PER_PERSON
-
-    for _ in range(MAX_PER_PERSON):
+    per_person = settings.caps.watch.per_person
+    for _ in range(per_person):
         assert (await say(services, settings, "watch dock appears person for 1h", user="U1"))[0]
     ok, text = await say(services, settings, "watch dock appears person for 1h", user="U1")
-    assert not ok and f"you have {MAX_PER_PERSON} watches running, the most one person may" in text
+    assert not ok and f"you already have {per_person} watches, the most one person may" in text
     assert (await say(services, settings, "watch dock appears person for 1h", user="U2"))[0]
     assert (await say(services, settings, "watch dock appears person for 1h", user=None, operator=True))[0]

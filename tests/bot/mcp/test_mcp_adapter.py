@@ -56,7 +56,7 @@ async def test_full_mode_offers_every_registry_tool_and_the_operator_may_change(
         text, _, err = decoded(await session.call_tool("run_inference", {"image": "/etc/passwd", "model_id": "builtin/faces"}))
         assert err and "outside the folders I may read" in text  # the operator's tools keep the media boundary
         text, _, err = decoded(await session.call_tool("remember", {"nonsense": 1}))
-        assert err and "Invalid arguments for remember" in text  # the registry's own message, as the agent gets
+        assert err and text == "content is required; unknown option 'nonsense'; it takes content, category, camera."  # the one line every door gives
 
 
 async def test_views_and_resources_mask_credentials_and_show_events(runtime: Runtime) -> None:

@@ -7,6 +7,7 @@ import asyncio
 from pathlib import Path
 
 from bot.backends.base import Detection, InferenceResult
+from bot.llm.budget import Payer
 from bot.monitoring.rules import Rule
 from bot.monitoring.watch import EXPIRED, Watch
 from bot.monitoring.watch_conditions import AbsentFor, CountUnder, RuleCondition
@@ -111,7 +112,7 @@ async def test_confirm_tells_only_what_the_model_agreed_it_sees(tmp_path: Path) 
     asked: list[tuple[bytes, str]] = []
     verdicts = iter([False, True])
 
-    async def look(frame: bytes, question: str) -> bool | None:
+    async def look(frame: bytes, question: str, payer: Payer) -> bool | None:
         asked.append((frame, question))
         return next(verdicts)
 
@@ -137,7 +138,7 @@ async def test_a_confirm_watch_the_model_keeps_refusing_ends_after_its_looks_and
     book, pipes, sent = _book(tmp_path, clock)
     asked: list[str] = []
 
-    async def look(frame: bytes, question: str) -> bool | None:
+    async def look(frame: bytes, question: str, payer: Payer) -> bool | None:
         asked.append(question)
         return False
 

@@ -10,7 +10,7 @@ import pytest
 from bot.agent.tools import ToolContext
 from bot.commands.dispatch import CommandContext, run_command
 from bot.pipelines.manager import PipelineManager
-from bot.pipelines.request import MAX_FPS, NO_WORKFLOW, StartRequest, check, from_options
+from bot.pipelines.request import MAX_FPS, StartRequest, check, from_options
 from bot.services import Services
 from tests.tools.fake_backend import FakeBackend
 from tools import build_registry
@@ -41,9 +41,9 @@ async def _both(settings, services: Services, command: str, tool_input: dict[str
 @pytest.mark.parametrize(
     ("command", "tool_input", "expected"),
     [
-        ("start 0 fps=0", {"video_reference": "0", "model_id": "builtin/people", "max_fps": 0}, "fps must be a positive"),
-        ("start 0 fps=-1", {"video_reference": "0", "model_id": "builtin/people", "max_fps": -1}, "fps must be a positive"),
-        ("start 0 fps=500", {"video_reference": "0", "model_id": "builtin/people", "max_fps": 500}, f"up to {MAX_FPS:g}"),
+        ("start 0 fps=0", {"video_reference": "0", "model_id": "builtin/people", "max_fps": 0}, "fps must be above 0 and at most 120 (e.g. 5), not 0."),
+        ("start 0 fps=-1", {"video_reference": "0", "model_id": "builtin/people", "max_fps": -1}, "fps must be above 0"),
+        ("start 0 fps=500", {"video_reference": "0", "model_id": "builtin/people", "max_fps": 500}, f"at most {MAX_FPS:g}"),
         ("start 0 workflow=acme/count line=middle",
          {"video_reference": "0", "workspace_name": "acme", "workflow_id": "count", "line": "middle"}, NEEDS_MODEL),
         ("start 0 workflow=acme/count zone=0,0,9,0,9,9",
@@ -56,13 +56,13 @@ async def _both(settings, services: Services, command: str, tool_input: dict[str
         ("start 0 line=1,2,3", {"video_reference": "0", "model_id": "builtin/people", "line": "1,2,3"},
          "line= takes X1,Y1,X2,Y2"),
         ("start 0 confidence=1.5", {"video_reference": "0", "model_id": "builtin/people", "confidence": 1.5},
-         "confidence= is a number from 0 to 1"),
+         "confidence must be at least 0 and at most 1 (e.g. 0.4), not 1.5"),
         ("start 0 confidence=-0.01", {"video_reference": "0", "model_id": "builtin/people", "confidence": -0.01},
-         "confidence= is a number from 0 to 1"),
+         "confidence must be at least 0 and at most 1"),
         ("start 0 min_height=3", {"video_reference": "0", "model_id": "builtin/people", "min_height": 3},
-         "min_height= is how tall the smallest person is, 8 to 2000"),
+         "min_height must be at least 8 and at most 2000 (e.g. 40), not 3"),
         ("start 0 min_height=2001", {"video_reference": "0", "model_id": "builtin/people", "min_height": 2001},
-         "min_height= is how tall the smallest person is, 8 to 2000"),
+         "min_height must be at least 8 and at most 2000"),
         ("start 0 model=builtin/faces min_height=40",
          {"video_reference": "0", "model_id": "builtin/faces", "min_height": 40},
          "min_height= is for model=builtin/people (the smallest person to find); builtin/faces does not take it (it "
@@ -85,12 +85,19 @@ async def test_a_bad_request_is_refused_before_its_source_is_opened(settings, se
     assert "line= takes X1,Y1,X2,Y2" in said and said == told  # not the folder refusal: the source was never looked at
 
 
-def test_the_command_grammar_defaults_the_model_and_the_request_without_one_is_refused():
+def test_every_door_defaults_the_model_and_a_request_built_without_one_is_refused():
     assert from_options("0", {}).model_id == "builtin/people"
     assert from_options("0", {"workflow": "acme/count"}).model_id is None
-    with pytest.raises(ValueError, match="model_id"):
+    with pytest.raises(ValueError, match="give a model"):
         check(StartRequest("0"), {})
-    assert "model_id" in NO_WORKFLOW
+
+
+async def test_the_tool_defaults_the_model_and_the_name_as_the_command_does(settings, services, backend):
+    """MCP's start_pipeline used to require model_id and pipeline_name where `/vision start` defaulted them."""
+    res = await build_registry().execute("start_pipeline", {"source": "dock"},
+                                         ToolContext(settings=settings, services=services))
+    assert not res.is_error, res.text
+    assert res.text.startswith("Pipeline 'dock' started") and "builtin/people" in res.text
 
 
 async def test_both_surfaces_start_the_same_pipeline_from_the_same_request(settings, services, backend):
@@ -115,11 +122,13 @@ async def test_the_tool_reads_an_empty_argument_as_not_given(settings, services,
     assert (call["workspace_name"], call["workflow_id"]) == (None, None)
 
 
-@pytest.mark.parametrize("given", ["confidence=high", "confidence=nan", "min_height=40.5", "min_height=inf", "min_height="])
+@pytest.mark.parametrize("given", ["confidence=high", "confidence=nan", "min_height=40.5", "min_height=inf",
+                                   "min_height=tall"])
 async def test_a_detector_setting_that_is_no_number_gets_one_line(settings, services, backend, given):
     reply = await run_command(f"start dock {given}", CommandContext(settings, services, "cli", "cli", operator=True))
     key = given.split("=")[0]
-    assert not reply.ok and reply.text.startswith(f"{key}= takes a") and "\n" not in reply.text
+    assert not reply.ok and reply.text.startswith(f"{key} ") and "\n" not in reply.text
+    assert " (e.g. " in reply.text
     assert [c for c in backend.calls if c[0] == "start_pipeline"] == []
 
 

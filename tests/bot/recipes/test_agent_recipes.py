@@ -82,8 +82,10 @@ async def test_agent_runs_a_recipe_instead_of_composing(r: Rig, agent: Agent, an
     checked = next(e.data for e in events if e.type is EventType.TOOL_RESULT and e.data["name"] == "get_pipeline_results")
     assert not checked["is_error"] and "side is running" in checked["text"]  # the model verifies the outcome
     assert [c[1]["video_reference"] for c in r.mgr.backend.calls if c[0] == "start_pipeline"] == [str(door), str(side)]
-    # The model saw the recipe in its system prompt before choosing it.
-    assert "door-count: count faces crossing the door line" in json.dumps(anthropic_api.requests[-3].body["system"])
+    # The model saw the recipe in its turn context, quoted as data, before choosing it (never in the system prompt).
+    asked = anthropic_api.requests[-3].body
+    assert "door-count: count faces crossing the door line" in json.dumps(asked["messages"])
+    assert "door-count" not in json.dumps(asked["system"])
     meta = json.loads((r.ws.root / "recipes" / "door-count.json").read_text())["metadata"]
     assert meta["successes"] == 1
 

@@ -92,15 +92,17 @@ async def test_saved_line_count_replays_on_another_video_without_the_model(r: Ri
     assert await settle(r.mgr, replayed[0].pipeline_id) == composed == {"count_in": 1, "count_out": 1}
     meta = json.loads((r.ws.root / "recipes" / "door-count.json").read_text())["metadata"]
     assert meta["successes"] == 1 and meta["failures"] == 0 and meta["last_used"]
-    # The agent's next turn lists the recipe in its stable system prompt.
+    # The agent's next turn lists the recipe in its turn context, as quoted data (never in the system prompt).
     anthropic_api.enqueue(text("ok"))
     llm = LLMClient(r.settings, r.ws.state_dir / "usage.json")
     agent = Agent(llm=llm, tools=r.tools, sessions=SessionStore(r.ws.sessions_dir), settings=r.settings,
                   workspace=r.ws, services=r.services, turn_end=[r.recipes.on_turn_end])
     [ev async for ev in agent.process_message("cli:other", "hi", None, OPERATOR)]
     await llm.aclose()
-    system = json.dumps(anthropic_api.requests[-1].body["system"])
-    assert "## Recipes" in system and "door-count: count faces crossing the door line" in system
+    request = anthropic_api.requests[-1].body
+    turn = json.dumps(request["messages"][-1])
+    assert "## Recipes" in turn and "door-count: count faces crossing the door line" in turn
+    assert '<data kind=\\"saved recipes\\">' in turn and "door-count" not in json.dumps(request["system"])
 
 
 async def test_exported_script_counts_the_same_crossings_as_the_bot(r: Rig, anthropic_api) -> None:

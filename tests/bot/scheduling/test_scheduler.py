@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from bot.config import Settings
+from bot.objects.when import parse_when
 from bot.scheduling.heartbeat.checklist import scheduled_items
 from bot.scheduling.inputs import SchedulerInputs
 from bot.scheduling.scheduler import Scheduler
-from bot.scheduling.when import parse_when
 from tests.bot.monitor_helpers import JPEG, Clock, FakePipelines, make_router, result
 from tests.fakes.waits import patience
 from workspace.memory import MemoryStore
@@ -191,7 +191,8 @@ async def test_interval_jobs_wait_for_active_hours(settings: Settings) -> None:
                   tick_seconds=0.01)
     fired: list[str] = []
     s.actions["snapshot"] = lambda job: fired.append(job.name)
-    s.add_job("night", "snapshot", camera="cam1", every_minutes=0.001)
+    s.add_job("night", "snapshot", camera="cam1", every_minutes=1)  # a saved job repeats at most every minute
+    s.every(0.01, lambda: fired.append("interval"), "interval", active_hours=True)  # what an interval job runs on
     s.start()
     try:
         await asyncio.sleep(0.3)

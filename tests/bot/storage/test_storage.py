@@ -42,12 +42,18 @@ class _DictTable(Table):
         self.rows = [r for r in self.rows if not self._matches(r, match)]
         return before - len(self.rows)
 
+    def discard(self, record: Record) -> int:
+        before = len(self.rows)
+        self.rows = [r for r in self.rows if r != record]
+        return before - len(self.rows)
+
 
 class DictStorage(Storage):
     """A second backend, in memory: what a Redis or SQLite backend would implement."""
 
-    def __init__(self) -> None:
+    def __init__(self, path: Path = Path("memory.json")) -> None:
         self.tables: dict[str, _DictTable] = {}
+        self.path = path
 
     def table(self, name: str) -> Table:
         return self.tables.setdefault(name, _DictTable())

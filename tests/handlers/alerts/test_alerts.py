@@ -14,6 +14,7 @@ from handlers.alerts.sink import FALSE_ALARM_ACTION, MUTE_ACTION, STOP_ACTION
 from handlers.transport.mrkdwn import MAX_MENTIONS
 from tests.fakes.anthropic_api import FakeAnthropic, text
 from tests.fakes.slack_api import SlackEmulator
+from tests.fakes.slack_events import HUMAN
 from tests.fixtures.slack import RunningBot, await_answers, start_bot, stop_bot
 from tests.handlers.transport.test_files import jpeg
 from tests.tools.fake_backend import FakeBackend
@@ -90,7 +91,7 @@ async def test_stop_click_stops_the_pipeline_through_the_command_core(
     pipelines = alert_bot.runtime.pipelines
     video = alert_bot.settings.workspace / "lobby.mp4"
     video.write_bytes(b"x")
-    handle = await pipelines.start(StartRequest(str(video), "lobby", model_id="builtin/people"))
+    handle = await pipelines.start(StartRequest(str(video), "lobby", model_id="builtin/people", owner=HUMAN))
     await alert_bot.runtime.router.dispatch(alert(pipeline_id=handle.pipeline_id))
     await slack_api.await_for("chat.postMessage")
     ts = slack_api.messages("C0GENERAL")[0]["ts"]

@@ -47,7 +47,10 @@ async def test_garbage_gets_usage_not_a_crash(slack_bot: RunningBot, slack_api: 
 
 
 async def test_route_sets_the_alert_channel_for_a_camera(slack_bot: RunningBot, slack_api: SlackEmulator) -> None:
-    env = await slack_api.await_ack(slack_api.slash("route <#C0ALERTS|alerts> camera=lobby"))
+    elsewhere = await slack_api.await_ack(slack_api.slash("route <#C0ALERTS|alerts> camera=lobby"))  # from #general
+    assert "you can route alerts to this channel" in elsewhere.ack_payload["text"]
+    assert slack_bot.runtime.router.channel_for("lobby") != "C0ALERTS"
+    env = await slack_api.await_ack(slack_api.slash("route <#C0ALERTS|alerts> camera=lobby", channel="C0ALERTS"))
     assert "lobby" in env.ack_payload["text"]
     assert slack_bot.runtime.router.channel_for("lobby") == "C0ALERTS"
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from bot.pipelines.request import StartRequest
 from tests.fakes.slack_api import SlackEmulator
+from tests.fakes.slack_events import HUMAN
 from tests.fixtures.slack import RunningBot
 from tests.fixtures.slow_start import SlowStartBackend, say, slow_start_backend, slow_start_bot  # noqa: F401 - fixtures
 from tests.tools.fake_backend import result
@@ -18,7 +19,9 @@ async def door(bot: RunningBot, backend: SlowStartBackend, line_totals: bool = T
     backend.release.set()
     video = bot.settings.workspace / "door.mp4"
     video.write_bytes(b"not really a video")
-    handle = await bot.runtime.pipelines.start(StartRequest(str(video), "door", model_id="builtin/people"))
+    # started by the person who then sets its rules (theirs to change: bot/objects/owner.py)
+    handle = await bot.runtime.pipelines.start(StartRequest(str(video), "door", model_id="builtin/people", owner=HUMAN,
+                                                            owner_channel="C0GENERAL", owner_place="public"))
     values = {"line_counter_count_in": 0, "line_counter_count_out": 0} if line_totals else {}
     backend.emit(handle.pipeline_id, result({"person": 1}, **values))
     return handle.pipeline_id

@@ -35,8 +35,9 @@ async def opted_in_bot(slack_env: dict[str, str], slack_api: SlackEmulator) -> A
 
 
 async def _guarded(slack_env: dict[str, str], slack_api: SlackEmulator, **overrides: Any) -> AsyncIterator[RunningBot]:
-    running = await start_bot(slack_env, slack_api, backend=FakeBackend(), slack={"allowed_users": [BOSS]},
-                              **overrides)
+    # BOSS may control, and is an operator: may stop the lobby pipeline the operator started
+    running = await start_bot(slack_env, slack_api, backend=FakeBackend(),
+                              slack={"allowed_users": [BOSS], "operators": [BOSS]}, **overrides)
     video = Path(running.settings.workspace) / "lobby.mp4"
     video.write_bytes(b"x")
     await running.runtime.pipelines.start(StartRequest(str(video), "lobby", model_id="builtin/people"))

@@ -56,7 +56,8 @@ async def test_a_confirmed_watch_asked_in_a_thread_answers_there_once_on_real_fo
         assert re.search(rf"\*street\*: <@{HUMAN}> person appeared \(\d+ (person|people) in view\) \(the model "
                          rf"agreed on the frame\)\. Watch `{watch.id}` \(person appears\) is done\.", said[1]), said
         look = anthropic_api.ok_requests[-1].body["messages"][0]["content"]
-        assert look[0]["type"] == "image" and "'someone walking on the street'" in look[1]["text"]
+        # the asker's own words reach the model as quoted data, never as instructions (bot/objects/text.py)
+        assert look[0]["type"] == "image" and '<data kind="request">\nsomeone walking on the street\n</data>' in look[1]["text"]
         await run_to_end(running.runtime.pipelines, "street", timeout=120)
         await running.runtime.watches.flush()
         assert len(answers(slack_api, "C0GENERAL", ts)) == 2  # once: the men keep walking, nothing more is said

@@ -1,0 +1,144 @@
+"""A pipeline as a member asks for one: the one model of `/vision start`, the start_pipeline tool (and MCP), the
+REST body and a recipe's replayed step. Its names, defaults and bounds live here once."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Literal
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from bot.objects.text import Name, Text20, Text100, Text200, Text2000
+
+DEFAULT_MODEL = "builtin/people"  # what a start runs when given no model or workflow, at every door
+PEOPLE = "builtin/people"
+MAX_FPS = 120.0  # a higher rate only queues frames no backend here keeps up with
+MIN_HEIGHT = (8, 2000)  # pixels: under 8 the detector cannot upscale further; over 2000 is taller than any frame
+MAX_PARAMETERS = 50  # workflow inputs a start may set
+ONE_WORKFLOW = "Give either model= or workflow= (model, workflow_spec or workspace_name + workflow_id), not several."
+BAD_WORKFLOW = "workflow= takes WORKSPACE/WORKFLOW_ID, e.g. workflow=my-ws/ppe-check."
+NEEDS_MODEL = ("line= and zone= work with a model (model=), not a saved workflow; add a line counter or "
+               "time-in-zone step to the workflow instead.")
+
+# Every option `/vision start` takes: its syntax and what it does. The slash grammar allows exactly these, `/vision
+# help` lists them, and the same words describe the fields below (the tool's schema, the REST body).
+START_OPTIONS: dict[str, tuple[str, str]] = {
+    "model": ("model=ID", f"the detector: {PEOPLE} (default), builtin/faces, builtin/motion or a Roboflow model id"),
+    "workflow": ("workflow=WORKSPACE/ID", "a saved Roboflow workflow instead of a model"),
+    "fps": ("fps=N", f"frames a second to process, above 0 and up to {MAX_FPS:g}"),
+    "name": ("name=NAME", "the pipeline's name (default: the camera's, else the stream's host or the file's name)"),
+    "line": ("line=X1,Y1,X2,Y2[@WxH]|middle",
+             "count objects crossing this line (pixels of the stream, or of a WxH frame they were measured on; "
+             "middle: vertical through the centre)"),
+    "anchor": ("anchor=feet|centre|top", "with line=: the box point that must cross (people: feet, else the centre)"),
+    "zone": ("zone=X1,Y1,X2,Y2,X3,Y3,...[@WxH]|ZONE_NAME", "time how long objects stay in a polygon or a CAMERAS.md zone"),
+    "confidence": ("confidence=0..1", "with a model: drop detections less sure than this"),
+    "min_height": (f"min_height={MIN_HEIGHT[0]}..{MIN_HEIGHT[1]}",
+                   f"with {PEOPLE}: the smallest person to look for, in pixels tall (in video it also measures them)"),
+    "backend": ("backend=direct|http|webrtc", "run it on another backend than the configured one"),
+}
+
+
+def _say(key: str) -> str:
+    return START_OPTIONS[key][1]
+
+
+def _aka(name: str, *old: str) -> AliasChoices:
+    return AliasChoices(name, *old)
+
+
+class PipelineSpec(BaseModel):
+    """What starting a pipeline asks for, whichever door it came through (old names kept as aliases:
+    video_reference, pipeline_name, model_id, max_fps)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    source: Text2000 = Field(validation_alias=_aka("source", "video_reference"),
+                                  description="Camera name from CAMERAS.md, rtsp/http(s) URL, webcam index (0, 1, 2) "
+                                  "or a video file path")
+    name: Name | None = Field(None, validation_alias=_aka("name", "pipeline_name"), description=_say("name"))
+    model: Text200 | None = Field(None, validation_alias=_aka("model", "model_id"), description=_say("model"))
+    workflow: Text200 | None = Field(None, description=_say("workflow") + " (WORKSPACE/WORKFLOW_ID)")
+    workspace_name: Text100 | None = Field(None, description="With workflow_id: the Roboflow workspace")
+    workflow_id: Text100 | None = Field(None, description="With workspace_name: a saved Roboflow workflow")
+    workflow_spec: dict[str, Any] | None = Field(None, description="An inline workflow specification "
+                                                 "(validated before it is deployed)")
+    fps: float | None = Field(None, gt=0, le=MAX_FPS, validation_alias=_aka("fps", "max_fps"),
+                              description=_say("fps"), examples=[5])
+    line: Text200 | None = Field(None, description=_say("line"))
+    anchor: Text20 | None = Field(None, description=_say("anchor"))
+    zone: Text2000 | None = Field(None, description=_say("zone"))
+    confidence: float | None = Field(None, ge=0, le=1, description=_say("confidence"), examples=[0.4])
+    min_height: int | None = Field(None, ge=MIN_HEIGHT[0], le=MIN_HEIGHT[1], description=_say("min_height"),
+                                   examples=[40])
+    backend: Literal["direct", "http", "webrtc"] | None = Field(
+        None, description="Only when asked: " + _say("backend"))
+    parameters: dict[str, Any] | None = Field(None, description="The workflow's inputs (thresholds, classes)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _blanks(cls, data: Any) -> Any:
+        """'' means not given (the model often sends it); a webcam index may come as a number."""
+        if not isinstance(data, dict):
+            return data
+        out = {k: v for k, v in data.items() if not (isinstance(v, str) and not v.strip() and k not in
+                                                     ("source", "video_reference"))}
+        for key in ("source", "video_reference"):
+            if isinstance(out.get(key), int) and not isinstance(out.get(key), bool):
+                out[key] = str(out[key])
+        return out
+
+    @field_validator("source")
+    @classmethod
+    def _source(cls, v: str) -> str:
+        if not v:
+            raise ValueError("is required: a camera name, a stream URL, a webcam index or a video file")
+        return v
+
+    @field_validator("fps", "confidence", mode="after")
+    @classmethod
+    def _finite(cls, v: float | None) -> float | None:
+        if v is not None and not math.isfinite(v):
+            raise ValueError(f"takes a finite number, not {v!r}")
+        return v
+
+    @field_validator("parameters")
+    @classmethod
+    def _parameters(cls, v: dict[str, Any] | None) -> dict[str, Any] | None:
+        if v is not None and (len(v) > MAX_PARAMETERS or any(len(str(k)) > 64 for k in v)):
+            raise ValueError(f"holds at most {MAX_PARAMETERS} inputs with names of at most 64 characters")
+        return v
+
+    @model_validator(mode="after")
+    def _what_runs(self) -> PipelineSpec:
+        if self.workflow is not None:
+            ws, _, wf = self.workflow.partition("/")
+            if not ws or not wf or self.workspace_name or self.workflow_id:
+                raise ValueError(BAD_WORKFLOW if not ws or not wf else ONE_WORKFLOW)
+            object.__setattr__(self, "workspace_name", ws)
+            object.__setattr__(self, "workflow_id", wf)
+        saved = self.workspace_name is not None or self.workflow_id is not None
+        if sum((self.model is not None, self.workflow_spec is not None, saved)) > 1:
+            raise ValueError(ONE_WORKFLOW)
+        if saved and not (self.workspace_name and self.workflow_id):
+            raise ValueError("a saved workflow needs both workspace_name and workflow_id (workflow=WORKSPACE/ID).")
+        if self.model is None and self.workflow_spec is None and not saved:
+            object.__setattr__(self, "model", DEFAULT_MODEL)
+        if (self.line is not None or self.zone is not None) and self.model is None:
+            raise ValueError(NEEDS_MODEL)
+        check_detector(self.model, self.confidence, self.min_height)
+        return self
+
+
+def check_detector(model: str | None, confidence: float | None, min_height: int | None) -> None:
+    """ValueError (one line) for detector settings without a model that takes them."""
+    if confidence is None and min_height is None:
+        return
+    if model is None:
+        raise ValueError("confidence= and min_height= set a model's detector: give them with model= (a workflow "
+                         "sets its own detector's settings).")
+    if min_height is not None and model != PEOPLE:
+        faces = " (it finds faces from about 24 px: for smaller ones use the main stream)" \
+            if model == "builtin/faces" else ""
+        raise ValueError(f"min_height= is for model={PEOPLE} (the smallest person to find); "
+                         f"{model} does not take it{faces}: drop min_height=.")

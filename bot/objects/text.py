@@ -1,0 +1,146 @@
+"""The strings members write, bounded where they come in and quoted where they reach a prompt.
+
+Two kinds: a *name* (a pipeline, camera, class, job or recipe name) is one short word-like line of a safe character
+set, so it can neither carry markup nor break a line, and goes anywhere as is; *free text* (a watch's `about`, a recipe
+description, a memory note, a rule's words) is one bounded line of anything, which reaches a prompt only through
+`untrusted` (quoted as data, every marker of ours broken by `defang`). Every object model (bot/objects/) types its
+fields with these, so every door gets the same bounds and the same words when a value is refused.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, Field, GetCoreSchemaHandler, GetJsonSchemaHandler
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema, core_schema
+
+# --- names ----------------------------------------------------------------------------------------------------
+NAME_MAX = 64
+# Letters and digits of any script, then also space . _ - : ( ): what camera rows of CAMERAS.md, pipeline and job names
+# use (`summary-18:00`). No quote, '<', '>', '&', '*', '`', '|', '#', '@' or line break: a name cannot open markup in
+# a prompt, mention anyone or format text in Slack.
+NAME_PATTERN = rf"^[^\W_][\w .:()-]{{0,{NAME_MAX - 1}}}$"
+_NAME = re.compile(NAME_PATTERN)
+NAME_RULE = (f"1 to {NAME_MAX} letters, digits, spaces, '.', '_', '-', ':' or '()', starting with a letter or digit "
+             "(e.g. front-door)")
+
+
+def check_name(value: Any, what: str = "a name") -> str:
+    """The name, trimmed; ValueError (one line: `{what} is …`) for one outside the safe set."""
+    name = " ".join(value.split()) if isinstance(value, str) else value
+    if not isinstance(name, str) or not _NAME.match(name):
+        shown = value if not isinstance(value, str) or len(value) <= 40 else value[:40] + "…"
+        raise ValueError(f"{what + ' ' if what else ''}is {NAME_RULE}, not {shown!r}")
+    return name
+
+
+def name_from(text: str, fallback: str = "camera") -> str:
+    """A name made from other text (a CAMERAS.md row, a host, a file stem): characters outside the safe set become
+    '-', cut to the length; `fallback` when nothing is left."""
+    cleaned = re.sub(r"[^\w .:()-]+", "-", " ".join(str(text).split())).strip(" .:()-_")
+    cleaned = re.sub(r"-{2,}", "-", cleaned)[:NAME_MAX].rstrip(" .-")
+    return cleaned if _NAME.match(cleaned) else fallback
+
+
+def _name(value: Any) -> str:
+    return check_name(value, "")  # a model's field: the refusal names the field (bot/objects/refusal.py)
+
+
+Name = Annotated[str, AfterValidator(_name),
+                 Field(json_schema_extra={"pattern": NAME_PATTERN, "maxLength": NAME_MAX})]
+
+# --- free text -----------------------------------------------------------------------------------------------------
+_CONTROL = re.compile(r"[\x00-\x1f\x7f\u0085\u2028\u2029]+")
+
+
+def one_line(value: Any, limit: int) -> str:
+    """Free text as one line: line breaks, tabs and other control characters become one space; ValueError over
+    `limit` characters (what is refused, never cut: the person sees their words were too long)."""
+    if not isinstance(value, str):
+        raise ValueError(f"takes text (one line, at most {limit} characters), not {type(value).__name__}")
+    text = " ".join(_CONTROL.sub(" ", value).split())
+    if len(text) > limit:
+        raise ValueError(f"is one line of at most {limit} characters, not {len(text)}")
+    return text
+
+
+@dataclass(frozen=True)
+class Line:
+    """Field metadata for free text: `about: Annotated[str, Line(200)]` is one line of at most 200 characters
+    (line breaks folded, longer refused), and says so in the JSON schema (the tool's, the REST body's)."""
+
+    limit: int
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        return core_schema.no_info_before_validator_function(lambda v: one_line(v, self.limit), handler(source))
+
+    def __get_pydantic_json_schema__(self, schema: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        out = handler(schema)
+        out["maxLength"] = self.limit
+        return out
+
+
+Text20 = Annotated[str, Line(20)]
+Text60 = Annotated[str, Line(60)]
+Text100 = Annotated[str, Line(100)]
+Text200 = Annotated[str, Line(200)]
+Text300 = Annotated[str, Line(300)]
+Text2000 = Annotated[str, Line(2000)]
+
+# --- quoting -------------------------------------------------------------------------------------------------------
+MARKERS = ("message", "thread_history", "data", "turn_context")
+# A marker as a model would read it: '<' also as an HTML entity or a full-width look-alike, and letters with invisible
+# characters (zero-width space, joiner, soft hyphen) between them. All become the broken form `‹name`.
+_INVISIBLE = "[\u00ad\u180e\u200b-\u200f\u2060-\u2064\ufeff]"
+_OPENER = r"(?:<|&lt;|&#0*60;|&#x0*3c;|\uff1c|\ufe64)"
+_GAP = rf"(?:\s|{_INVISIBLE})*"
+_MARKER = re.compile(rf"{_OPENER}({_GAP}/?{_GAP})("
+                     + "|".join(f"{_INVISIBLE}*".join(re.escape(ch) for ch in m) for m in MARKERS) + r")\b",
+                     re.IGNORECASE)
+_KIND_KEEPS = re.compile(r"[^\w .'-]+")
+QUOTED_MAX = 20_000  # one quoted value: a store read back in full (a day's log) is cut before it is quoted
+
+
+def defang(text: str) -> str:
+    """`text` with every marker of ours broken (`<message` → `‹message`), so it cannot close or open one."""
+    return _MARKER.sub(lambda m: "\u2039" + m.group(1) + m.group(2), text)
+
+
+def data_kind(kind: str) -> str:
+    """A quote's kind as an attribute value: plain words only."""
+    return " ".join(_KIND_KEEPS.sub(" ", kind or "").split())[:40].strip() or "data"
+
+
+def quote_data(kind: str, text: str) -> str:
+    """Text that came from data (a frame's caption, an alert, a file name, a memory note), quoted so it reads as
+    data: the model describes or uses it, never follows it."""
+    return f'<data kind="{data_kind(kind)}">\n{defang(text)}\n</data>'
+
+
+def untrusted(kind: str, text: str, limit: int = QUOTED_MAX) -> str:
+    """THE way a string a member or a model wrote reaches a prompt: bounded, defanged, quoted as data of `kind`.
+
+    Names, descriptions, notes, watch and rule words, camera and file names, status lines built from them: whatever
+    a prompt carries that a person could have written goes through here (bot/agent/prompt.py, the heartbeat, a
+    watch's look, the daily summary), never into the system prompt."""
+    text = str(text or "")
+    if len(text) > limit:
+        text = text[:limit] + " …(cut)"
+    return quote_data(kind, text)
+
+
+_QUOTED = re.compile(r'<data kind="[\w .\'-]{1,40}">\n.*?\n</data>', re.S)
+
+
+def shield(text: str) -> str:
+    """Text a tool returns, as it reaches the model: our own quotes (`quote_data`, whose insides are defanged
+    already) kept, every marker outside them broken. A tool's line may repeat what a member or a source wrote (a
+    refused source, a camera's error, a name): it can never open or close a message, a quote or the turn context."""
+    out, pos = [], 0
+    for m in _QUOTED.finditer(text):
+        out += [defang(text[pos:m.start()]), m.group(0)]
+        pos = m.end()
+    return "".join(out) + defang(text[pos:])

@@ -41,9 +41,11 @@ _KEY = re.compile(r"(?P<pre>(?:^|[?&;/_\s,\"'({#-]))(?P<k>[A-Za-z0-9][A-Za-z0-9_
 _VALUE = re.compile(r"(?:[^&\s\"'<>_]++|_(?![A-Za-z]+=))*+")
 # Key names (lower case, '-' and '_' dropped) that hold a secret: anywhere in the name, at its end, or the whole name.
 _SECRET_ANYWHERE = re.compile(r"passw|passcode|passkey|passphrase|pwd|pswd|psw|loginpas|secret|signature|credential|"
-                              r"apikey|authkey|accesskey|privatekey|sessionkey|streamkey|authorization")
-_SECRET_AT_END = ("pass", "token")
-_SECRET_NAMES = frozenset({"pw", "key", "sig", "auth", "pas", "psk", "jwt"})
+                              r"apikey|authkey|accesskey|privatekey|sessionkey|streamkey|devicekey|authorization")
+# "…private" is a key pair's secret half (go2rtc's homekit and xiaomi sources: client_private=); `private=true` alone
+# is a flag, and `sign=` a request signature (Xiaomi, Tuya, Ezviz).
+_SECRET_AT_END = ("pass", "token", "private")
+_SECRET_NAMES = frozenset({"pw", "key", "sig", "sign", "auth", "pas", "psk", "jwt"})
 # `p=` is a password only right after a user's key (?u=admin&p=…, ?user=admin&amp;p=…); alone it is a page, a
 # probability, a parameter. Read in the few characters before it, so a long run of "&p=" stays linear.
 _USER_BEFORE = re.compile(r"(?:^|[?&;#\s-])(?:u|user|usr|username|login|loginuse)=[^&\s=]{0,64}&(?:amp;)?$", re.I)
@@ -53,7 +55,8 @@ _USER_WINDOW = 90
 def _secret_key(name: str) -> bool:
     """Whether a query, path or JSON key of this name holds a secret (monkey=, keyframe=, max_tokens= do not)."""
     n = name.lower().replace("-", "").replace("_", "")
-    return n in _SECRET_NAMES or n.endswith(_SECRET_AT_END) or bool(_SECRET_ANYWHERE.search(n))
+    return (n in _SECRET_NAMES or (n.endswith(_SECRET_AT_END) and n != "private")
+            or bool(_SECRET_ANYWHERE.search(n)))
 
 
 def _secret_at(text: str, m: re.Match[str]) -> bool:

@@ -14,8 +14,10 @@ _SCHEME = r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]*://"  # where a word start
 # before a port or path; unicode names too), so "p@ss w#1" is masked whole and "...@10.0.0.5 is down, ask
 # bob@example.com" keeps its host. A '/' or line break ends the search. The user may be an e-mail address
 # (ops@example.com:pw@host: the user runs to the first ':', as URL parsers read it).
-_HOST_AHEAD = (r"(?=(?:\[[0-9A-Fa-f:.]+(?:%[\w.-]+)?\]|[\w-]+(?:\.[\w-]+)+)(?::\d+)?(?:[/?#\s\"'<>|),;]|$)"
-               r"|[\w-]+:\d+(?:[/?#\s\"'<>|),;]|$)|[\w-]+(?:[/?]|$))")  # one label: with a port, or before a path
+# What ends a host: a path, prose, quotes, markdown, a full stop, the next parameter when the URL is one's value.
+_HOST_END = r"(?:[/?#&\s\"'<>|),;`*\]]|\.(?:\s|$)|$)"
+_HOST_AHEAD = (rf"(?=(?:\[[0-9A-Fa-f:.]+(?:%[\w.-]+)?\]|[\w-]+(?:\.[\w-]+)+)(?::\d+)?{_HOST_END}"
+               rf"|[\w-]+:\d+{_HOST_END}|[\w-]+(?:[/?]|$))")  # one label: with a port, or before a path
 # host:port, not user:password: "rtsp://cam.local:8554 is down, ask bob@example.com" keeps its port and its prose.
 _NOT_A_PORT = r"(?!\d{1,5}(?:[/\s,;)\]>|\"']|$))"
 _CRED_IN_URL = re.compile(rf"(?P<scheme>{_SCHEME})(?P<user>[^:/\s]*):{_NOT_A_PORT}(?P<pw>[^/\n]{{1,128}}?)@{_HOST_AHEAD}")
@@ -41,11 +43,12 @@ _KEY = re.compile(r"(?P<pre>(?:^|[?&;/_\s,\"'({#-]))(?P<k>[A-Za-z0-9][A-Za-z0-9_
 _VALUE = re.compile(r"(?:[^&\s\"'<>_]++|_(?![A-Za-z]+=))*+")
 # Key names (lower case, '-' and '_' dropped) that hold a secret: anywhere in the name, at its end, or the whole name.
 _SECRET_ANYWHERE = re.compile(r"passw|passcode|passkey|passphrase|pwd|pswd|psw|loginpas|secret|signature|credential|"
-                              r"apikey|authkey|accesskey|privatekey|sessionkey|streamkey|devicekey|authorization")
+                              r"apikey|authkey|accesskey|privatekey|sessionkey|sessionid|streamkey|devicekey|"
+                              r"authorization")
 # "…private" is a key pair's secret half (go2rtc's homekit and xiaomi sources: client_private=); `private=true` alone
 # is a flag, and `sign=` a request signature (Xiaomi, Tuya, Ezviz).
 _SECRET_AT_END = ("pass", "token", "private")
-_SECRET_NAMES = frozenset({"pw", "key", "sig", "sign", "auth", "pas", "psk", "jwt"})
+_SECRET_NAMES = frozenset({"pw", "key", "sig", "sign", "auth", "pas", "psk", "jwt", "sid"})  # sid: a session id
 # `p=` is a password only right after a user's key (?u=admin&p=…, ?user=admin&amp;p=…); alone it is a page, a
 # probability, a parameter. Read in the few characters before it, so a long run of "&p=" stays linear.
 _USER_BEFORE = re.compile(r"(?:^|[?&;#\s-])(?:u|user|usr|username|login|loginuse)=[^&\s=]{0,64}&(?:amp;)?$", re.I)
@@ -112,6 +115,13 @@ _CRED_IN_HEADER = re.compile(
     r"(?P<kind>(?:basic|bearer|digest|token)\s+)?(?P<v>[^\s,;\"']+)"
 )
 _CRED_IN_JSON = re.compile(r"(?P<k>[\"'](?P<name>[A-Za-z0-9_-]{1,40})[\"']\s*:\s*[\"'])(?P<v>[^\"']*)(?=[\"'])")
+# A config line holding one value under a secret's name (Home Assistant's secrets.yaml "cam_password: hunter2", an
+# .env line "password: x"): the whole line, so "password: please reset it" in a sentence stays as written.
+_CRED_IN_CONFIG_LINE = re.compile(r"(?m)^(?P<k>[ \t]*(?:-[ \t]*)?(?P<name>[A-Za-z0-9_.-]{1,40})[ \t]*:[ \t]+)"
+                                  r"(?P<v>\"[^\"\n]*\"|'[^'\n]*'|[^\s\"'#*][^\s]{0,200})(?P<end>[ \t]*)$")
+# curl's -u/--user user:password (and --proxy-user), as people paste a snapshot command; not docker's -u 1000:1000.
+_CRED_IN_CLI = re.compile(r"(?<![\w-])(?P<k>(?:-u|--user|--proxy-user|-U)(?:[ \t]+|=)[\"']?)(?!\d+:\d+(?:[\s\"']|$))"
+                          r"(?P<user>[^\s:\"'@/]{1,64}):(?P<pw>[^\s\"'/][^\s\"']{0,127})")  # not rsync -u host:/path
 # Slack bot/app/user tokens and Anthropic keys, whoever's they are: their shape alone says they are secrets.
 _TOKEN_SHAPE = re.compile(r"\b(?P<kind>xox[abposr]|xapp|sk-ant)-[A-Za-z0-9_-]+")
 # The bot's own secrets, named by their env vars: their literal values are masked even where no shape matches.
@@ -145,6 +155,10 @@ def _redact_plain(text: str) -> str:
     text = _TOKEN_SHAPE.sub(lambda m: f"{m['kind']}-***", text)
     text = _CRED_IN_HEADER.sub(lambda m: f"{m['k']}{m['kind'] or ''}***", text)
     text = _CRED_IN_JSON.sub(lambda m: f"{m['k']}***" if m["v"] and _secret_key(m["name"]) else m[0], text)
+    text = _CRED_IN_CONFIG_LINE.sub(
+        lambda m: f"{m['k']}***{m['end']}" if _secret_key(m["name"].rsplit(".", 1)[-1]) and m["v"] != "***" else m[0],
+        text)
+    text = _CRED_IN_CLI.sub(lambda m: f"{m['k']}{m['user']}:***" if m["pw"] != "***" else m[0], text)
     text = _STREAM_ID.sub(_mask_stream_id, text)
     text = _STREAM_KEY.sub(lambda m: f"{m['pre']}***", text)
     return _mask_key_values(text)

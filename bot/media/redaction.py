@@ -48,7 +48,7 @@ _SECRET_ANYWHERE = re.compile(r"passw|passcode|passkey|passphrase|pwd|pswd|psw|l
 # "…private" is a key pair's secret half (go2rtc's homekit and xiaomi sources: client_private=); `private=true` alone
 # is a flag, and `sign=` a request signature (Xiaomi, Tuya, Ezviz).
 _SECRET_AT_END = ("pass", "token", "private")
-_SECRET_NAMES = frozenset({"pw", "key", "sig", "sign", "auth", "pas", "psk", "jwt", "sid"})  # sid: a session id
+_SECRET_NAMES = frozenset({"pw", "key", "sig", "sign", "auth", "pas", "psk", "jwt", "sid", "session"})
 # `p=` is a password only right after a user's key (?u=admin&p=…, ?user=admin&amp;p=…); alone it is a page, a
 # probability, a parameter. Read in the few characters before it, so a long run of "&p=" stays linear.
 _USER_BEFORE = re.compile(r"(?:^|[?&;#\s-])(?:u|user|usr|username|login|loginuse)=[^&\s=]{0,64}&(?:amp;)?$", re.I)
@@ -119,6 +119,9 @@ _CRED_IN_JSON = re.compile(r"(?P<k>[\"'](?P<name>[A-Za-z0-9_-]{1,40})[\"']\s*:\s
 # .env line "password: x"): the whole line, so "password: please reset it" in a sentence stays as written.
 _CRED_IN_CONFIG_LINE = re.compile(r"(?m)^(?P<k>[ \t]*(?:-[ \t]*)?(?P<name>[A-Za-z0-9_.-]{1,40})[ \t]*:[ \t]+)"
                                   r"(?P<v>\"[^\"\n]*\"|'[^'\n]*'|[^\s\"'#*][^\s]{0,200})(?P<end>[ \t]*)$")
+# An XML element named as a secret: ONVIF's <wsse:Password Type="…">pw</wsse:Password>, <password>pw</password>.
+_CRED_IN_XML = re.compile(r"(?P<open><(?P<tag>(?:[\w.-]{1,40}:)?(?P<name>[\w.-]{1,40}))(?:\s[^<>]{0,300})?>)"
+                          r"(?P<v>[^<]{1,300})(?P<close></(?P=tag)\s*>)")
 # curl's -u/--user user:password (and --proxy-user), as people paste a snapshot command; not docker's -u 1000:1000.
 _CRED_IN_CLI = re.compile(r"(?<![\w-])(?P<k>(?:-u|--user|--proxy-user|-U)(?:[ \t]+|=)[\"']?)(?!\d+:\d+(?:[\s\"']|$))"
                           r"(?P<user>[^\s:\"'@/]{1,64}):(?P<pw>[^\s\"'/][^\s\"']{0,127})")  # not rsync -u host:/path
@@ -158,6 +161,8 @@ def _redact_plain(text: str) -> str:
     text = _CRED_IN_CONFIG_LINE.sub(
         lambda m: f"{m['k']}***{m['end']}" if _secret_key(m["name"].rsplit(".", 1)[-1]) and m["v"] != "***" else m[0],
         text)
+    text = _CRED_IN_XML.sub(
+        lambda m: f"{m['open']}***{m['close']}" if _secret_key(m["name"]) and m["v"] != "***" else m[0], text)
     text = _CRED_IN_CLI.sub(lambda m: f"{m['k']}{m['user']}:***" if m["pw"] != "***" else m[0], text)
     text = _STREAM_ID.sub(_mask_stream_id, text)
     text = _STREAM_KEY.sub(lambda m: f"{m['pre']}***", text)

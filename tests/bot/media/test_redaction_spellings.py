@@ -160,9 +160,26 @@ SPELLINGS: list[tuple[str, list[str], list[str]]] = [
     ("curl -u admin:CurlPw99 http://10.0.0.5/snap.jpg", ["CurlPw99"], ["-u admin:", "10.0.0.5/snap.jpg"]),
     ("wget --user=admin --password=WgetPw99 http://10.0.0.6/snap.jpg", ["WgetPw99"], ["10.0.0.6/snap.jpg"]),
     ("vlc rtsp://10.0.0.7/live --rtsp-user=admin --rtsp-pwd=VlcPw999", ["VlcPw999"], ["10.0.0.7/live"]),
+    # a third round not written against (6 of 10 passed, as on main; Blue Iris's session= and ONVIF's XML password
+    # were then added; Shinobi's and Scrypted's keys in the path stay known gaps, below): ZoneMinder, Blue Iris,
+    # ONVIF SOAP, a requests exception, a unicode password, XML, MediaMTX, Agent DVR
+    ("https://zm.example.com/zm/cgi-bin/nph-zms?mode=jpeg&monitor=1&user=admin&pass=Zm1nder9", ["Zm1nder9"],
+     ["zm.example.com/zm/cgi-bin/nph-zms?mode=jpeg"]),
+    ("http://bi.local:81/image/cam1?session=Bl1eSess99&q=50", ["Bl1eSess99"], ["bi.local:81/image/cam1", "&q=50"]),
+    ('<wsse:Username>admin</wsse:Username><wsse:Password Type="#PasswordText">0nvifXml9</wsse:Password>',
+     ["0nvifXml9"], ["<wsse:Username>admin</wsse:Username>", "</wsse:Password>"]),
+    ("HTTPConnectionPool(host='10.0.0.9', port=80): Max retries exceeded with url: /snap.jpg?user=admin&password=Req99Pw",
+     ["Req99Pw"], ["host='10.0.0.9'", "/snap.jpg?user=admin"]),
+    ("rtsp://admin:Пароль99@10.0.0.9/s", ["Пароль99"], ["10.0.0.9/s"]),
+    ('<source url="rtsp://admin:Xml9Pw99@10.0.0.10/s"/>', ["Xml9Pw99"], ["10.0.0.10/s\"/>"]),
+    ("http://mtx.local:8888/cam/index.m3u8?user=admin&pass=Mtx9Hls", ["Mtx9Hls"], ["mtx.local:8888/cam/index.m3u8"]),
+    ("http://agent.local:8090/video.mjpg?oid=1&ot=2&auth=Ag3ntAuth", ["Ag3ntAuth"], ["agent.local:8090/video.mjpg"]),
 ]
-# Known gap: a secret that is the path itself (UniFi Protect's stream alias) has no name or place to know it by.
-GAPS = ["rtsps://192.168.1.1:7441/Zx8y7W6v5U4t3S2r?enableSrtp", "rtmp://10.0.0.36/live/SomeCustomKey123"]
+# Known gaps: a secret that is the path itself (UniFi Protect's stream alias, an RTMP key of no known shape,
+# Shinobi's API key, Scrypted's webhook token) has no name or place to know it by.
+GAPS = ["rtsps://192.168.1.1:7441/Zx8y7W6v5U4t3S2r?enableSrtp", "rtmp://10.0.0.36/live/SomeCustomKey123",
+        "http://shinobi.local:8080/Sh1nob1ApiKey9/mp4/GROUP/MONITOR/s.mp4",
+        "https://scrypted.local:10443/endpoint/@scrypted/webhook/public/12/ab12cd34ef56ab78"]
 
 
 def _forms(secret: str) -> set[str]:
@@ -235,6 +252,7 @@ def test_spellings_in_one_message_are_all_masked() -> None:
     "srt://10.0.0.32:8890?streamid=live/cam",  # no credential in the stream id
     "read:mystream at 10:30 and code=500, country code=US, p=0.05, page?p=2",  # `code`, a lone `p` are words
     "?private=true, design=modern, the signature line, monkey=1",
+    "<b>password</b> is <i>secret</i>, <p>hello</p> <keyboard>x</keyboard>",
     "docker run -u 1000:1000 img; rsync -u host:/path dest; sort -u file",  # -u that is not curl's user:password
     "Note: tomorrow at 9\npassword: please reset it\nkey: value with spaces",  # prose, not a config line
     "https://medium.com:443/@user/post and rtsp://cam.local:554/@main",
@@ -250,7 +268,7 @@ def test_ordinary_text_around_these_forms_is_left_alone(text: str) -> None:
     "\\u0040" * 7000, "rtsp%3A%2F%2F" * 3000, "src=rtsp%3A%2F%2Fa%3A" * 2000, "?k=" * 20000,
     "streamid=#!::" * 3000, "rtsp://a@" * 5000, "rtsp://a:b/" * 4000 + "@", "rtmp://h/" + "a/" * 20000,
     "?u=a" + "&p=" * 12000, "rtsp://" + "a@b:" * 10000, "password: x\n" * 4000, "-u a:b " * 6000,
-    "cam_password: " + "y" * 40000,
+    "cam_password: " + "y" * 40000, "<" * 40000, "<a>" * 13000, '<password x="' + "y" * 40000,
 ])
 def test_hostile_input_is_redacted_in_linear_time(text: str) -> None:
     started = time.process_time()

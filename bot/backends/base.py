@@ -107,7 +107,7 @@ class InferenceResult:
 
 @dataclass(frozen=True)
 class PipelineHandle:
-    """A pipeline, backend-agnostic. video_reference is always credential-redacted."""
+    """A pipeline, backend-agnostic. video_reference and error are always credential-redacted."""
 
     pipeline_id: str
     name: str

@@ -76,7 +76,9 @@ class PipelineTable:
 
     # state --------------------------------------------------------------
     def _set(self, handle: PipelineHandle) -> PipelineHandle:
-        handle = handle.with_(video_reference=redact(handle.video_reference))
+        # the error too: decoders name the URL they failed on, and REST returns the handle's fields as they are
+        handle = handle.with_(video_reference=redact(handle.video_reference),
+                              error=redact(handle.error) if handle.error else handle.error)
         with self._lock:
             self._handles[handle.pipeline_id] = handle
         return handle

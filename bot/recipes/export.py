@@ -24,7 +24,7 @@ def _spec(values: dict[str, Any], named_zones: dict[str, str]) -> tuple[dict[str
         return None, ""
     if values.get("workflow_spec"):
         return values["workflow_spec"], ""
-    model, line, zone = values.get("model_id") or "builtin/people", values.get("line"), values.get("zone")
+    model, line, zone = values.get("model") or "builtin/people", values.get("line"), values.get("zone")
     zone_points, zone_size = resolve_zone_sized(zone, named_zones) if zone else (None, None)
     line_points = (parse_line(line) or _LINE_STANDIN) if line else None
     zone_text = ",".join(f"{x},{y}" for x, y in zone_points) if zone_points else ""
@@ -35,13 +35,13 @@ def _spec(values: dict[str, Any], named_zones: dict[str, str]) -> tuple[dict[str
 
 
 def _defaults(recipe: dict[str, Any], values: dict[str, Any], zone_text: str) -> dict[str, Any]:
-    source = values.get("video_reference")
+    source = values.get("source")
     cameras = recipe["metadata"].get("camera_params") or []
     if any(recipe["parameters"].get(p) == source for p in cameras):
         # A camera name means nothing outside the bot, and its URL may hold a password: --source is required.
         source = None
     confidence = recipe["parameters"].get("confidence")
-    return {"source": source, "fps": values.get("max_fps"), "line": values.get("line"), "zone": zone_text or None,
+    return {"source": source, "fps": values.get("fps"), "line": values.get("line"), "zone": zone_text or None,
             "confidence": confidence}
 
 
@@ -52,7 +52,7 @@ def script_for(recipe: dict[str, Any], named_zones: dict[str, str], now: datetim
         raise ValueError(f"recipe {recipe['name']} starts {len(starts)} pipelines; an export runs exactly one.")
     values = substitute(starts[0]["input"], recipe["parameters"])
     spec, zone_text = _spec(values, named_zones)
-    model = values.get("model_id") or ("" if spec is None or values.get("workflow_spec") else "builtin/people")
+    model = values.get("model") or ("" if spec is None or values.get("workflow_spec") else "builtin/people")
     workflow = {k: values[k] for k in ("workspace_name", "workflow_id") if values.get(k)}
     block = "\n".join([
         f"RECIPE = {recipe['name']!r}",

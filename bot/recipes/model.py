@@ -6,11 +6,21 @@ import copy
 from datetime import datetime
 from typing import Any
 
+from bot.objects.pipeline import PipelineSpec
+from bot.objects.refusal import field_name
+
 PARAM = "$param"
 REPLAYABLE = ("start_pipeline",)  # other changes a turn made are named when saving, not replayed
-# start_pipeline arguments that differ per use → the parameter a user sets (`source=cam2 fps=5`)
-START_PARAMS = {"video_reference": "source", "pipeline_name": "name", "model_id": "model", "line": "line",
-                "anchor": "anchor", "zone": "zone", "max_fps": "fps"}
+# start_pipeline arguments that differ per use → the parameter a user sets (`source=cam2 fps=5`); by their one name
+START_PARAMS = {"source": "source", "name": "name", "model": "model", "line": "line", "anchor": "anchor",
+                "zone": "zone", "fps": "fps"}
+SPECS = {"start_pipeline": PipelineSpec}  # each replayable step's one model: its arguments by their one names
+
+
+def canonical(tool: str, tool_input: dict[str, Any]) -> dict[str, Any]:
+    """A step's arguments by their one names (a recipe saved when the tool said `video_reference` reads `source`)."""
+    spec = SPECS.get(tool)
+    return {field_name(spec, k): v for k, v in tool_input.items()} if spec is not None else dict(tool_input)
 THRESHOLDS = ("confidence", "iou_threshold")  # lifted out of an inline workflow spec's steps
 NUMERIC = {"fps", "confidence", "iou_threshold"}
 
@@ -49,7 +59,7 @@ def parameterize(calls: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dic
     for call in calls:
         if call["tool"] not in REPLAYABLE or call.get("is_error"):
             continue
-        inp = copy.deepcopy(call["input"])
+        inp = canonical(call["tool"], copy.deepcopy(call["input"]))
         for arg, base in START_PARAMS.items():
             if inp.get(arg) is not None:
                 inp[arg] = _lift(base, inp[arg], params)

@@ -188,7 +188,7 @@ class RecipeService:
         recorded name while that one is not running (`door-2` while `door` still counts)."""
         pipelines = services.pipelines
         for step in recipe["steps"]:
-            name_key, source_key = (model.hole(step["input"].get(k)) for k in ("pipeline_name", "video_reference"))
+            name_key, source_key = (model.hole(step["input"].get(k)) for k in ("name", "source"))
             if pipelines is None or name_key is None or name_key in given:
                 continue
             source = str(values.get(source_key) or "") if source_key else ""
@@ -203,6 +203,9 @@ class RecipeService:
             raise LookupError(f"No recipe {name!r}; `/vision recipes` lists them.")
         recipe.setdefault("parameters", {})
         recipe["name"] = check_name(name)
+        for step in recipe["steps"]:  # saved when the tool's arguments had other names: read by their one names
+            if isinstance(step, dict) and isinstance(step.get("input"), dict):
+                step["input"] = model.canonical(str(step.get("tool")), step["input"])
         return recipe
 
     def lines(self) -> list[str]:

@@ -52,9 +52,10 @@ def test_save_lifts_the_per_use_values_into_parameters(r: Rig) -> None:
     saved = json.loads((r.ws.root / "recipes" / "door-count.json").read_text())
     assert saved["parameters"] == {"source": str(src), "name": "door", "model": "builtin/faces", "line": "middle",
                                    "fps": 5}
+    # recorded with the tool's old argument names, saved by their one names (bot/objects/pipeline.py)
     assert saved["steps"] == [{"tool": "start_pipeline", "input": {
-        "video_reference": {"$param": "source"}, "pipeline_name": {"$param": "name"}, "model_id": {"$param": "model"},
-        "line": {"$param": "line"}, "max_fps": {"$param": "fps"}}}]
+        "source": {"$param": "source"}, "name": {"$param": "name"}, "model": {"$param": "model"},
+        "line": {"$param": "line"}, "fps": {"$param": "fps"}}}]
     meta = saved["metadata"]
     assert meta["created_by"] == "operator" and meta["successes"] == meta["failures"] == 0 and meta["invalid"] is None
     assert r.ws.recipes.listing() == [("door-count", "count the door")]

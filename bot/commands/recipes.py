@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from bot.commands.context import CommandContext, CommandReply, fail
+from bot.objects.recipe import RecipeRun
+from bot.objects.refusal import parse
 from bot.rights import CONTROLLED, RECIPES, refusal
 from bot.services import Recipes, need
 
@@ -52,5 +54,6 @@ async def _run(service: Recipes, name: str, rest: list[str], ctx: CommandContext
         if not eq or not key:
             return fail(f"`{tok}`: parameters are key=value, e.g. source=cam2 fps=5.")
         values[key.lower()] = val
-    ok, text = await service.run(name, values, ctx.requester, ctx.services, ctx.session_key or "")
+    spec = parse(RecipeRun, {"name": name, "parameters": values})  # the one model, as run_recipe takes it
+    ok, text = await service.run(spec.name, values, ctx.requester, ctx.services, ctx.session_key or "")
     return CommandReply(text, ok=ok)

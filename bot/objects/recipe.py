@@ -7,13 +7,16 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from bot.objects.text import Text200
-from workspace.recipes import NAME, check_name
+from workspace.recipes import NAME
 
 DESCRIPTION_MAX = 200
 
 
 def _recipe_name(value: Any) -> str:
-    return check_name(str(value)) if isinstance(value, str) else check_name("")
+    clean = value.strip().lower() if isinstance(value, str) else ""
+    if not NAME.match(clean):
+        raise ValueError(f"is 1-48 lower-case letters, digits, - or _ (e.g. door-count), not {str(value)[:60]!r}")
+    return clean
 
 
 RecipeName = Annotated[str, AfterValidator(_recipe_name), Field(json_schema_extra={"pattern": NAME.pattern})]

@@ -64,10 +64,10 @@ def _example(model: type[BaseModel], name: str) -> str:
 def _shown(value: Any) -> str:
     """The value given, the same whichever door it came through: 500 from JSON and '500' typed both show as 500."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return f"{value:g}" if isinstance(value, float) else str(value)
+        return f"{value:.15g}" if isinstance(value, float) else str(value)
     if isinstance(value, str):
         try:
-            return f"{float(value):g}" if value.strip() else repr(value)
+            return f"{float(value):.15g}" if value.strip() else repr(value)
         except ValueError:
             pass
     text = repr(value)

@@ -160,17 +160,23 @@ class Scheduler:
     def job(self, name: str) -> CronJob | None:
         return next((j for j in self.jobs() if j.name == name), None)
 
-    @staticmethod
-    def _read(row: dict[str, Any]) -> CronJob | None:
+    def _read(self, row: dict[str, Any]) -> CronJob | None:
         try:
-            return CronJob.from_record(row)
+            return self._job(row)
         except Exception:  # noqa: BLE001 - set aside at start-up (`_load`); one added since by hand is skipped
             return None
 
     def _load(self) -> list[CronJob]:
         """The stored jobs, through the one loader: a record of another shape or out of bounds is set aside."""
         with self._lock:
-            return records.load(self._store, "jobs", CronJob.from_record)
+            return records.load(self._store, "jobs", self._job)
+
+    def _job(self, row: dict[str, Any]) -> CronJob:
+        """A stored job this scheduler can run (ValueError for another version's action)."""
+        job = CronJob.from_record(row)
+        if job.action not in self.actions:
+            raise ValueError(f"unknown job action {job.action!r}")
+        return job
 
     def _set_aside(self, job: CronJob, why: str) -> None:
         with self._lock:

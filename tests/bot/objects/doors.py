@@ -1,0 +1,90 @@
+"""Every door of the bot, over one running runtime: `/vision` words (Slack and the terminal), the model's tools, MCP,
+the REST API and recipe replay. Tests of what members create walk an object through each door with this."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from bot.agent.tools import ToolContext
+from bot.api.server import ApiServer
+from bot.backends.provider import BackendProvider
+from bot.commands.dispatch import run_command
+from bot.config import Settings
+from bot.mcp.adapter import McpAdapter
+from bot.objects.table import OPERATIONS
+from bot.rights import OPERATOR, Requester
+from bot.runtime import Runtime
+from tests.bot.mcp.helpers import decoded
+from tests.tools.fake_backend import FakeBackend
+
+TOKEN = "doors-api-token-0123456789"
+CAMERAS = "| Name | URL |\n|---|---|\n| dock | rtsp://10.0.0.5/s1 |\n| gate | rtsp://10.0.0.6/s1 |\n"
+ALICE = Requester.slack("U0ALICE", "C0OPS", "public", "Alice")
+
+
+class Doors:
+    """One runtime (with its scheduler), its REST API and its MCP adapter; each door returns the text it answers."""
+
+    def __init__(self, rt: Runtime, backend: FakeBackend, base: str, http: aiohttp.ClientSession) -> None:
+        self.rt, self.backend, self.base, self.http = rt, backend, base, http
+        self.mcp = McpAdapter(rt)
+
+    async def slash(self, line: str, who: Requester = OPERATOR) -> str:
+        ctx = self.rt.command_context(who.user_id, who.channel_id, operator=who.operator)
+        return (await run_command(line, ctx)).text
+
+    async def tool(self, name: str, data: dict[str, Any], who: Requester = OPERATOR, key: str = "cli:doors") -> str:
+        ctx = ToolContext(settings=self.rt.settings, session_key=key, services=self.rt.services, requester=who)
+        return (await self.rt.tools.execute(name, data, ctx)).text
+
+    async def mcp_call(self, name: str, data: dict[str, Any]) -> str:
+        return decoded(await self.mcp.call_tool(name, data))[0]
+
+    async def rest(self, op: str, data: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        method, path = OPERATIONS[op].rest.split()  # type: ignore[union-attr]
+        async with self.http.request(method, self.base + path, json=data,
+                                     headers={"Authorization": f"Bearer {TOKEN}"}) as resp:
+            return resp.status, await resp.json()
+
+    async def replay(self, data: dict[str, Any]) -> str:
+        """A recipe whose one step is this start (as a recipe saved by hand or by an older version holds it), run."""
+        recipe = {"name": "walk", "description": "", "version": 1, "parameters": {},
+                  "steps": [{"tool": "start_pipeline", "input": data}],
+                  "metadata": {"created_by": "operator", "successes": 0, "failures": 0, "step_failures": {}}}
+        (self.rt.workspace.root / "recipes").mkdir(exist_ok=True)
+        (self.rt.workspace.root / "recipes" / "walk.json").write_text(json.dumps(recipe))
+        return await self.slash("recipe run walk")
+
+    @staticmethod
+    def words(*parts: Any) -> str:
+        return shlex.join(str(p) for p in parts)
+
+
+async def open_doors(settings: Settings) -> AsyncIterator[Doors]:
+    (settings.workspace / "CAMERAS.md").write_text(CAMERAS)
+    backend = FakeBackend()
+    rt = Runtime(settings)  # background: its scheduler runs, so jobs have every door
+    rt.backend = BackendProvider.of(backend)
+    await rt.start()
+    server = ApiServer(rt, "127.0.0.1", 0)
+    port = await server.start()
+    try:
+        async with aiohttp.ClientSession() as http:
+            yield Doors(rt, backend, f"http://127.0.0.1:{port}", http)
+    finally:
+        await server.stop()
+        await rt.close()
+
+
+def settings_env(base_env: dict[str, str], **extra: str) -> dict[str, str]:
+    return dict(base_env, VISION_AGENT_API_TOKEN=TOKEN, **extra)
+
+
+def workspace_of(settings: Settings) -> Path:
+    return Path(settings.workspace)

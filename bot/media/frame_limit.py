@@ -5,7 +5,7 @@ A still over the limit is refused before it is decoded (sniff.check_image). A ca
 frame without stopping it, so its frames are decoded smaller instead: at 1/2, 1/4, 1/8… of each side, the first
 of those within the limit. Halvings, because a JPEG (an MJPEG camera's frames) decodes straight at those scales
 (libjpeg's reduced decode: no full-size frame ever exists); any other codec's frame is resized to the same size
-right after its decode (bot/backends/direct/capture.py). One 12000x12000 MJPEG camera held 4 GB before.
+right after its decode (bot/backends/direct/capture.py). One 12000x12000 MJPEG camera took a pipeline to 4 GB.
 """
 
 from __future__ import annotations
@@ -79,3 +79,4 @@ def jpeg_size(data: bytes | memoryview) -> tuple[int, int] | None:
             return (width, height) if width and height else None
         i += 2 + (view[i + 2] << 8 | view[i + 3])
     return None
+

@@ -1,7 +1,8 @@
 """The video source a direct pipeline opens: OpenCV's, with frames over `media.max_pixels` scaled at decode.
 
 InferencePipeline queues decoded frames (decoder queue, results queue, each frame with its drawn copy: frames.py),
-so what one frame weighs is multiplied: a 12000x12000 MJPEG camera (432 MB a frame) took one pipeline to 4 GB.
+so what one frame weighs is multiplied: a 12000x12000 MJPEG camera (432 MB a frame) took one pipeline to 4 GB
+(test_frame_bound.py's loopback camera: +2.1 GB within a minute, now +0.15 GB at a 10 MP limit).
 Here frames are bounded where they are decoded (bot/media/frame_limit.py says to what size):
 
 - JPEG frames (MJPEG cameras and files) over the limit are not decoded by FFmpeg at all: OpenCV hands over each

@@ -178,3 +178,23 @@ async def test_a_camera_just_under_the_limit_is_not_touched(bounded_backend):
     results, handles, said, _ = await _run_camera(bounded_backend, "under", size)
     assert {r.image_size for r in results} == {size}
     assert {h.scaled for h in handles} == {None} and said == []
+
+
+async def test_a_line_on_a_camera_of_huge_frames_is_placed_on_the_frames_the_pipeline_gets():
+    """line= is placed and moved from the first frame's size at start: the scaled size, read without decoding one
+    432 MB frame here (the probe used to decode it whole)."""
+    from bot.media.sources import first_frame_size
+    from bot.pipelines.analytics import compose
+
+    jpeg = flat_jpeg(12000, 12000)
+    with mjpeg_camera([jpeg]) as camera:
+        base, measured = _status("VmRSS"), _reset_peak()
+        assert await asyncio.to_thread(first_frame_size, camera.url, DEFAULT_LIMIT) == (12000, 12000)
+        growth = _status("VmHWM") - base if measured else -1
+        middle = await compose("builtin/people", camera.url, "middle", None, {}, max_pixels=DEFAULT_LIMIT)
+        given = await compose("builtin/people", camera.url, "0,0,12000,6000@12000x12000", None, {},
+                              max_pixels=DEFAULT_LIMIT)
+    assert middle.line == [[3000, 0], [3000, 6000]]
+    assert given.line == [[0, 0], [6000, 3000]]
+    assert given.moved == " (given at 12000x12000, moved onto this stream's 6000x6000 frames)"
+    assert growth < 100_000_000, f"reading the first frame's size grew peak RSS {growth / 1e6:.0f} MB"

@@ -80,3 +80,13 @@ def jpeg_size(data: bytes | memoryview) -> tuple[int, int] | None:
         i += 2 + (view[i + 2] << 8 | view[i + 3])
     return None
 
+
+def decoded_whole(width: int, height: int, max_pixels: int, backend: str, live: bool = True) -> str | None:
+    """Why a source of width x height frames is refused on a backend that decodes every frame whole elsewhere (an
+    inference server cannot be told to scale them), with what to do; None for frames within the limit."""
+    if width * height <= max_pixels:
+        return None
+    sends, fix = ("the camera sends", "lower the camera's resolution") if live else ("the video has", "use a smaller video")
+    return (f"{sends} {width}×{height} frames ({megapixels(width * height)}), over media.max_pixels "
+            f"({megapixels(max_pixels)}), and the {backend} backend decodes every frame whole: {fix}, raise "
+            "media.max_pixels, or start it with backend=direct, which scales such frames to fit")

@@ -11,12 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from bot.backends.base import WorkflowRef
+from bot.backends.base import BackendError, WorkflowRef
 from bot.backends.direct.capture import BoundedProducer
 from bot.media.frame_limit import bounded_size, scaled_note
 from bot.monitoring.health import PipelineHealth
 from bot.pipelines.status import status_line
 from tests.fakes.waits import patience
+from tests.fixtures.common import free_port
 from tests.fixtures.inference import make_video
 from tests.fixtures.mjpeg import flat_jpeg, mjpeg_camera
 
@@ -178,6 +179,34 @@ async def test_a_camera_just_under_the_limit_is_not_touched(bounded_backend):
     results, handles, said, _ = await _run_camera(bounded_backend, "under", size)
     assert {r.image_size for r in results} == {size}
     assert {h.scaled for h in handles} == {None} and said == []
+
+
+# --- backends whose server decodes: refused at start, before any server sees the source -------------------------
+
+@pytest.mark.parametrize("backend_name", ["http", "webrtc"])
+async def test_a_server_backend_refuses_a_camera_of_huge_frames_at_start(backend_name, base_env):
+    """An inference server decodes every frame whole and cannot be told to scale them: the camera is refused with
+    what to do, read off its stream header (nothing decoded here, no server asked). Under the limit it goes on to
+    the server (none listens here, so that start fails on reaching it)."""
+    from bot.backends.http.backend import HttpBackend
+    from bot.backends.webrtc.backend import WebRtcBackend
+    from bot.config import load_settings
+
+    kind = {"http": HttpBackend, "webrtc": WebRtcBackend}[backend_name]
+    backend = kind(load_settings({**base_env, "INFERENCE_SERVER_URL": f"http://127.0.0.1:{free_port()}"}))
+    try:
+        with mjpeg_camera([flat_jpeg(12000, 12000)]) as camera:
+            with pytest.raises(BackendError) as refused:
+                await backend.start_pipeline("huge", "huge", camera.url, WorkflowRef(model_id="builtin/people"))
+        assert str(refused.value) == (
+            "the camera sends 12000×12000 frames (144 MP), over media.max_pixels (40 MP), and the "
+            f"{backend_name} backend decodes every frame whole: lower the camera's resolution, raise media.max_pixels, "
+            "or start it with backend=direct, which scales such frames to fit")
+        with mjpeg_camera([flat_jpeg(6000, 6000)]) as camera:
+            with pytest.raises(BackendError, match="not reachable"):
+                await backend.start_pipeline("under", "under", camera.url, WorkflowRef(model_id="builtin/people"))
+    finally:
+        await backend.close()
 
 
 async def test_a_line_on_a_camera_of_huge_frames_is_placed_on_the_frames_the_pipeline_gets():

@@ -24,8 +24,10 @@ from tests.fixtures.mjpeg import flat_jpeg, mjpeg_camera
 pytestmark = pytest.mark.slow
 DEFAULT_LIMIT = 40_000_000  # media.max_pixels' default
 # The pipelines here run with a 10 MP limit, so the bounded frames (12000x12000 -> 3000x3000: 27 MB) sit far from
-# the unbounded ones (432 MB) and the memory bound lies wide of both. Measured (2 cores, the other one busy or not):
-# bounded +150-250 MB peak RSS; unbounded (the pipeline without BoundedSource) +1.9-2.1 GB, growing with its queues.
+# the unbounded ones (432 MB) and the memory bound lies wide of both. Measured peak RSS growth: bounded +149 MB
+# (12000x12000) and +74 MB (9000x7000); unbounded (DirectPipeline without BoundedSource) +2.1 GB and +0.9 GB, so the
+# bound fails the unbounded 12000x12000 camera and the frame sizes fail both. (At the default 40 MP the bounded
+# camera's frames are 6000x6000 and it took +0.44-0.57 GB, both cores busy or not.)
 LIMIT = 10_000_000
 GROWTH_BOUND = 1_000_000_000  # bytes of peak RSS one huge-frame pipeline may add
 RESULTS = 8  # enough for every queue of the pipeline to have filled

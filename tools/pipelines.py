@@ -85,6 +85,8 @@ async def get_pipeline_results(args: GetResultsArgs, ctx: ToolContext) -> ToolRe
         status += f"; {tally.text()}"
     if handle.error:
         status += f"; error: {redact(handle.error)}"
+    if handle.scaled:
+        status += f"; {handle.scaled}"
     if note := cannot_count((mgr.latest(handle.pipeline_id) or InferenceResult()).values):
         status += f"; {note}"
     text = f"{status}. " + summarize_many(results, label="New results") if results else f"{status}. No new results since the last check."

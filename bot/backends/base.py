@@ -123,6 +123,10 @@ class PipelineHandle:
     # The last failover, in words: "restarted on :9002 at 14:03 UTC (:9001 stopped answering), counts carry on" (the
     # pipeline was restarted on another inference server; `server` is where it runs now). Not the line's points.
     failover: str | None = None
+    # Its frames are over media.max_pixels and scaled at decode, in words with what to do: "the camera sends
+    # 12000×12000 frames (144 MP), over media.max_pixels (40 MP): frames are scaled to 6000×6000 (36 MP); …"
+    # (bot/media/frame_limit.py). None: its frames are within the limit (or not seen yet).
+    scaled: str | None = None
 
     def with_(self, **changes: Any) -> PipelineHandle:
         return replace(self, **changes)

@@ -35,6 +35,7 @@ class PipelineBase:
         self.error: str | None = None
         self.server: str | None = None  # where it runs, when that is worth saying (several inference servers)
         self.failover: str | None = None  # the last time it was restarted on another server, in words
+        self.scaled: str | None = None  # its frames are scaled to media.max_pixels, in words (PipelineHandle.scaled)
 
     def is_alive(self) -> bool:
         return self.status in LIVE
@@ -68,6 +69,7 @@ class PipelineBase:
                 frames=self.frames,
                 server=self.server,
                 failover=self.failover,
+                scaled=self.scaled,
             )
 
     def _deliver(self, result: InferenceResult) -> None:

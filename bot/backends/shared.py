@@ -16,7 +16,9 @@ from bot.backends.policy.sizes import check_sizes
 from bot.backends.workflows import BUILTIN_MODELS, detection_workflow
 from bot.config import Settings
 from bot.media.decode import off_loop
+from bot.media.frame_limit import decoded_whole
 from bot.media.sniff import ImageRejected
+from bot.media.sources import header_frame_size, is_live
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +80,9 @@ class BackendBase:
     """
 
     name = ""
+    # Its pipelines scale frames over media.max_pixels where they decode them (direct: capture.py); the others (an
+    # inference server decodes) refuse such a source at start instead (_refuse_huge_frames).
+    scales_frames = False
 
     def __init__(self, settings: Settings) -> None:
         self._settings = settings
@@ -126,7 +131,21 @@ class BackendBase:
         if pipeline_id in self._pipelines and self._pipelines[pipeline_id].is_alive():
             raise BackendError(f"pipeline {pipeline_id} is already running: stop it first or pick another id")
         self._refuse_sized_parameters(ref, parameters)
+        if not self.scales_frames:
+            await self._refuse_huge_frames(video_reference)
         return await self._start(pipeline_id, name, video_reference, ref, max_fps, parameters, on_result)
+
+    async def _refuse_huge_frames(self, video_reference: str) -> None:
+        """A source whose stream declares frames over media.max_pixels, refused (one line saying what to do) before
+        a server decodes every one of them whole (one 12000x12000 camera: gigabytes). Read from its header, nothing
+        decoded; a webcam index (the server's own device) and a source this process cannot open are left to the
+        server."""
+        if str(video_reference).strip().isdigit():
+            return
+        max_pixels = self._settings.media.max_pixels
+        size = await asyncio.to_thread(header_frame_size, video_reference)
+        if size and (why := decoded_whole(*size, max_pixels, self.name, is_live(video_reference))):
+            raise BackendError(why)
 
     def _refuse_sized_parameters(self, ref: WorkflowRef, parameters: dict | None) -> None:
         """The run's parameters can set a sizing input the spec's check saw only with its default."""

@@ -10,7 +10,7 @@ from pathlib import Path
 
 __all__ = [
     "CHAT_TYPES", "DEFAULT_MAX_PIXELS", "MAX_JPEG_SCANS", "STILL_HINT", "ImageHeader", "ImageRejected", "TooManyPixels", "TooManyScans",
-    "check_image", "media_type_of", "still_image",
+    "check_image", "media_type_of", "megapixels", "still_image",
 ]
 
 DEFAULT_MAX_PIXELS = 40_000_000  # settings.media.max_pixels; 40 MP decodes to ~120 MB of RGB
@@ -80,24 +80,26 @@ class ImageHeader:
         return _PIL_FORMAT[self.media_type]
 
 
-def _mp(pixels: int) -> str:
+def megapixels(pixels: int) -> str:
+    """'144 MP', '2.1 MP', or '5000 pixels': a pixel count as the size messages say it."""
     if pixels >= 10_000_000:
         return f"{pixels / 1_000_000:.0f} MP"
     return f"{pixels / 1_000_000:.1f} MP" if pixels >= 100_000 else f"{pixels} pixels"
 
 
 def _too_big(what: str, size: str, pixels: int, max_pixels: int) -> TooManyPixels:
-    return TooManyPixels(f"{what} is {size} ({_mp(pixels)}); the limit is {_mp(max_pixels)} — send a smaller image.")
+    return TooManyPixels(f"{what} is {size} ({megapixels(pixels)}); the limit is {megapixels(max_pixels)} — "
+                         "send a smaller image.")
 
 
 def _bomb(what: str, exc: Exception, max_pixels: int) -> TooManyPixels:
     m = _BOMB_PIXELS.search(str(exc))
     if m is None:
         return TooManyPixels(f"{what} looks like a decompression bomb (far more pixels than its file size suggests); "
-                             f"the limit is {_mp(max_pixels)} — send a smaller image.")
+                             f"the limit is {megapixels(max_pixels)} — send a smaller image.")
     pixels = int(m.group(1))
-    return TooManyPixels(f"{what} looks like a decompression bomb ({_mp(pixels)} in a small file); "
-                         f"the limit is {_mp(max_pixels)} — send a smaller image.")
+    return TooManyPixels(f"{what} looks like a decompression bomb ({megapixels(pixels)} in a small file); "
+                         f"the limit is {megapixels(max_pixels)} — send a smaller image.")
 
 
 def _head(source: bytes | Path) -> bytes:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+PROBE_TIMEOUT_MS = 5000  # opening a source to read its size: a camera that does not answer must not hold a start
+
 
 def is_live(reference: str) -> bool:
     """A webcam index or a stream/camera URL (any scheme but file://), as opposed to a video file.
@@ -40,3 +44,53 @@ def file_frame_size(path: str) -> tuple[int, int] | None:
     finally:
         cap.release()
     return size if size[0] > 0 and size[1] > 0 else None
+
+
+def _open(reference: str, timeout_ms: int) -> Any:
+    """An OpenCV capture of the source, opening and reading within timeout_ms each (blocking)."""
+    import cv2
+
+    params = [cv2.CAP_PROP_OPEN_TIMEOUT_MSEC, timeout_ms, cv2.CAP_PROP_READ_TIMEOUT_MSEC, timeout_ms]
+    return cv2.VideoCapture(capture_reference(reference), cv2.CAP_ANY, params)
+
+
+def _header_size(cap: Any) -> tuple[int, int] | None:
+    import cv2
+
+    width, height = int(cap.get(cv2.CAP_PROP_FRAME_WIDTH)), int(cap.get(cv2.CAP_PROP_FRAME_HEIGHT))
+    return (width, height) if width > 0 and height > 0 else None
+
+
+def header_frame_size(reference: str, timeout_ms: int = PROBE_TIMEOUT_MS) -> tuple[int, int] | None:
+    """(width, height) a source's stream header declares, nothing decoded; None when it cannot be opened from here
+    or declares none (blocking)."""
+    cap = _open(reference, timeout_ms)
+    try:
+        return _header_size(cap) if cap.isOpened() else None
+    finally:
+        cap.release()
+
+
+def first_frame_size(reference: str, max_pixels: int | None = None,
+                     timeout_ms: int = PROBE_TIMEOUT_MS) -> tuple[int, int] | None:
+    """(width, height) of the source's first frame, or None when it gives none (blocking: run in a thread).
+
+    A stream whose header declares more than max_pixels is not decoded here either (432 MB for one 12000x12000
+    frame): one compressed frame read shows it gives frames (OpenCV's raw mode), and the header says its size.
+    """
+    import cv2
+
+    cap = _open(reference, timeout_ms)
+    try:
+        if not cap.isOpened():
+            return None
+        size = _header_size(cap)
+        if size and max_pixels is not None and size[0] * size[1] > max_pixels and cap.set(cv2.CAP_PROP_FORMAT, -1):
+            return size if cap.grab() else None
+        ok, frame = cap.read()
+        if not ok or frame is None:
+            return None
+        height, width = frame.shape[:2]
+        return int(width), int(height)
+    finally:
+        cap.release()

@@ -1,5 +1,5 @@
 """Pipeline health as tier 1 sees it: the problems each pipeline newly shows (errored, source dropped, stalled, slow,
-cannot count reliably), each said once on its way in."""
+cannot count reliably, frames over media.max_pixels), each said once on its way in."""
 
 from __future__ import annotations
 
@@ -32,6 +32,8 @@ class PipelineHealth:
         current = health_problems(h, now, last, self.stall_seconds, self.min_fps)
         if h.status == "running" and (note := cannot_count(getattr(self.latest(h), "values", None))):
             current["cannot_count"] = f"{h.name}: {note}."  # said once, after the first frames measured the camera
+        if h.status == "running" and h.scaled:
+            current["frames_scaled"] = f"{h.name}: {h.scaled}."  # said once: the source's frames are scaled at decode
         before = self._health.get(h.pipeline_id, set())
         self._health[h.pipeline_id] = set(current)
         return [(rule, text) for rule, text in current.items() if rule not in before]  # only on the way in

@@ -8,6 +8,7 @@ from typing import Any
 
 from bot.backends.counting import parse_anchor
 from bot.backends.workflows import detection_workflow
+from bot.media.sniff import DEFAULT_MAX_PIXELS
 from bot.objects.pipeline import NEEDS_MODEL
 from bot.pipelines.counting_line import (
     check_on_frame,
@@ -66,9 +67,13 @@ def check_syntax(line: str | None, zone: str | None, named_zones: dict[str, str]
 async def compose(
     model_id: str | None, source: str, line: str | None, zone: str | None, named_zones: dict[str, str],
     anchor: str | None = None, confidence: float | None = None, min_height: int | None = None,
+    max_pixels: int = DEFAULT_MAX_PIXELS,
 ) -> Analytics:
     """The workflow for model_id with a line and/or zone (`line=middle` reads one frame of source for its size) and
-    the detector settings given; an empty Analytics when there is none of them (the manager wraps the model)."""
+    the detector settings given; an empty Analytics when there is none of them (the manager wraps the model).
+
+    The frame size is the one the pipeline works on: a source's frames over max_pixels (media.max_pixels) are
+    scaled at decode, and points are placed and checked on the scaled frames."""
     if line is None and zone is None and confidence is None and min_height is None:
         return Analytics()
     if model_id is None:
@@ -79,14 +84,14 @@ async def compose(
     zone_points, zone_size = resolve_zone_sized(zone, named_zones) if zone is not None else (None, None)
     frame = None
     if line is not None and line_points is None:
-        frame = await frame_size(source, "place line=middle")
+        frame = await frame_size(source, "place line=middle", max_pixels)
         line_points = middle_line(*frame)
     elif line_size or zone_size:  # points measured on another size: moved onto the frames this source gives
-        frame = await frame_size(source, "move points given @WIDTHxHEIGHT onto this stream")
+        frame = await frame_size(source, "move points given @WIDTHxHEIGHT onto this stream", max_pixels)
     elif line_points is not None or zone_points is not None:
         # Points read off another frame size without @WxH can miss the picture entirely: check them on a frame
         # (None when the source cannot be read now: the pipeline's start says why).
-        frame = await asyncio.to_thread(probe_size, source)
+        frame = await asyncio.to_thread(probe_size, source, max_pixels)
     if line_points is not None:
         line_points = rescale(line_points, line_size, frame)
     if zone_points is not None:

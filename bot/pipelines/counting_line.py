@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 import re
 
-from bot.media.sources import capture_reference
+from bot.media.frame_limit import bounded_size
+from bot.media.sources import first_frame_size
 
 LINE_HINT = ("line= takes X1,Y1,X2,Y2 in pixels (e.g. line=320,0,320,480; add @WIDTHxHEIGHT when they were "
              "measured on a frame of another size, e.g. line=640,0,640,576@1280x720) or line=middle")
@@ -114,25 +115,17 @@ def middle_line(width: int, height: int) -> list[list[int]]:
     return [[width // 2, 0], [width // 2, height]]
 
 
-def probe_size(source: str) -> tuple[int, int] | None:
-    """(width, height) of the source's first frame, or None when it cannot be read (blocking: run in a thread)."""
-    import cv2
-
-    params = [cv2.CAP_PROP_OPEN_TIMEOUT_MSEC, PROBE_TIMEOUT_MS, cv2.CAP_PROP_READ_TIMEOUT_MSEC, PROBE_TIMEOUT_MS]
-    cap = cv2.VideoCapture(capture_reference(source), cv2.CAP_ANY, params)
-    try:
-        ok, frame = cap.read() if cap.isOpened() else (False, None)
-        if not ok or frame is None:
-            return None
-        height, width = frame.shape[:2]
-        return int(width), int(height)
-    finally:
-        cap.release()
+def probe_size(source: str, max_pixels: int) -> tuple[int, int] | None:
+    """(width, height) of the frames a pipeline of the source gets, read off its first frame, or None when it cannot
+    be read (blocking: run in a thread). Frames over max_pixels are scaled at decode (bot/media/frame_limit.py), so
+    points land where they are meant on the frames the pipeline works on (and a huge frame is not decoded here)."""
+    size = first_frame_size(source, max_pixels, PROBE_TIMEOUT_MS)
+    return bounded_size(*size, max_pixels) if size is not None else None
 
 
-async def frame_size(source: str, why: str) -> tuple[int, int]:
+async def frame_size(source: str, why: str, max_pixels: int) -> tuple[int, int]:
     """(width, height) of the source's frames, read from one (ValueError saying `why` it was needed if not)."""
-    size = await asyncio.to_thread(probe_size, source)
+    size = await asyncio.to_thread(probe_size, source, max_pixels)
     if size is None:
         raise ValueError(f"Could not read a frame to {why}; check the source, or give the points in the stream's "
                          "own pixels without @WIDTHxHEIGHT.")

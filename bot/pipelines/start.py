@@ -65,7 +65,8 @@ async def start(req: StartRequest, mgr: PipelineManager, caller: MediaScope, who
     source = await asyncio.to_thread(resolve_video, req.source, caller)
     # A line or zone is checked on a frame of the source (a line off its frames is refused) before anyone is told
     # the start goes ahead: "loading the detector" then "the line lies outside" contradicted itself.
-    extra = await compose(req.model_id, source, req.line, req.zone, zones, req.anchor, req.confidence, req.min_height)
+    extra = await compose(req.model_id, source, req.line, req.zone, zones, req.anchor, req.confidence, req.min_height,
+                          caller.settings.media.max_pixels)
     if starting is not None:  # checked and found: what is left (opening the source, loading the detector) takes seconds
         await starting()
     name = (req.name or "").strip()

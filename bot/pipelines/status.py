@@ -12,8 +12,8 @@ from bot.pipelines.tally import Tally
 def status_line(
     h: PipelineHandle, *, markdown: bool = False, latest: InferenceResult | None = None, tally: Tally | None = None
 ) -> str:
-    """`name (id pipe_x): running[ on :9002], 12 frames, 4.0 fps, source …, what it runs[; error …][; now: person×2]
-    [; counted in 3 / out 2][; zone: …][; restarted on :9002 at 14:03 UTC …]`.
+    """`name (id pipe_x): running[ on :9002], 12 frames, 4.0 fps, source …, what it runs[; error …][; the camera
+    sends 12000×12000 frames …][; now: person×2][; counted in 3 / out 2][; zone: …][; restarted on :9002 at …]`.
 
     markdown=True bolds the name and puts the id in code (the `/vision` replies); `latest` adds what the newest
     result shows, `tally` what it counted so far (`PipelineManager.tally`). The source is credential-redacted here,
@@ -22,6 +22,7 @@ def status_line(
     fps = f", {h.fps:.1f} fps" if h.fps else ""
     what = f", {h.workflow_description}" if h.workflow_description else ""
     err = f"; error: {redact(h.error)}" if h.error else ""
+    scaled = f"; {h.scaled}" if h.scaled else ""  # its frames are over media.max_pixels (bot/media/frame_limit.py)
     seen = ", ".join(f"{k}×{v}" for k, v in latest.counts().items()) if latest is not None else ""
     now = f"; now: {seen}" if seen else ""
     limit = f"; {note}" if latest is not None and (note := cannot_count(latest.values)) else ""  # limits.py
@@ -29,8 +30,8 @@ def status_line(
     counted = f"; {tally.text()}" if tally is not None and tally.text() else ""
     where = f" on {h.server}" if h.server else ""  # several inference servers: which one runs it
     failover = f"; {h.failover}" if h.failover else ""
-    return (f"{head}: {h.status}{where}, {h.frames} frames{fps}, source {redact(h.video_reference)}{what}{err}{now}"
-            f"{counted}{limit}{failover}")
+    return (f"{head}: {h.status}{where}, {h.frames} frames{fps}, source {redact(h.video_reference)}{what}{err}"
+            f"{scaled}{now}{counted}{limit}{failover}")
 
 
 def health_problems(

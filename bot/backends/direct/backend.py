@@ -36,6 +36,7 @@ class DirectBackend(BackendBase):
     """InferenceBackend running everything inside this process (offline-capable with the builtin models)."""
 
     name = "direct"
+    scales_frames = True  # bot/backends/direct/capture.py
 
     def __init__(self, settings: Settings) -> None:
         super().__init__(settings)

@@ -10,11 +10,13 @@ from typing import Any
 from bot.backends.base import LIVE, ResultListener
 from bot.backends.convert import from_workflow_output
 from bot.backends.deferred import Drawing, prepare, take_values
+from bot.backends.direct.capture import BoundedSource
 from bot.backends.direct.engine import InferenceRuntime, SpecSource
 from bot.backends.direct.frames import queue_depth
 from bot.backends.errors import translate
 from bot.backends.pipeline_base import PipelineBase
 from bot.config import Settings
+from bot.media.frame_limit import scaled_note
 from bot.media.sources import capture_reference, file_fps, is_live
 
 log = logging.getLogger(__name__)
@@ -96,9 +98,11 @@ class DirectPipeline(PipelineBase):
         if max_fps is not None and not is_live(self._reference):
             pipeline_class, max_fps = sampled_file(InferencePipeline, max_fps, file_fps(self._reference))
         depth = queue_depth(self._settings.monitoring.frame_buffer_bytes, self._reference)
+        # Frames over media.max_pixels are scaled where they are decoded, before any queue holds them (capture.py).
+        source = BoundedSource(capture_reference(self._reference), self._settings.media.max_pixels, self._on_scaled)
         try:
             self._pipeline = pipeline_class.init_with_workflow(
-                video_reference=capture_reference(self._reference),
+                video_reference=source,
                 workflow_specification=spec,
                 api_key=self._runtime.api_key,
                 image_input_name=self.source.image_input,
@@ -182,6 +186,16 @@ class DirectPipeline(PipelineBase):
             max_dimension=self._settings.monitoring.result_image_max_dimension,
         )
         self._deliver(result)
+
+    def _on_scaled(self, width: int, height: int) -> None:
+        """The source sends width x height frames, over media.max_pixels: said on the handle (the status line, and
+        once by the health check), logged once per size (called on the decoding thread)."""
+        note = scaled_note(width, height, self._settings.media.max_pixels, is_live(self._reference))
+        with self._lock:
+            if note == self.scaled:
+                return
+            self.scaled = note
+        log.warning("pipeline %s: %s", self.pipeline_id, note)
 
     # --- status --------------------------------------------------------------------------------------------------
 

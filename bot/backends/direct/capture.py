@@ -1,0 +1,146 @@
+"""The video source a direct pipeline opens: OpenCV's, with frames over `media.max_pixels` scaled at decode.
+
+InferencePipeline queues decoded frames (decoder queue, results queue, each frame with its drawn copy: frames.py),
+so what one frame weighs is multiplied: a 12000x12000 MJPEG camera (432 MB a frame) took one pipeline to 4 GB
+(test_frame_bound.py's loopback camera: +2.1 GB within a minute, now +0.15 GB at a 10 MP limit).
+Here frames are bounded where they are decoded (bot/media/frame_limit.py says to what size):
+
+- JPEG frames (MJPEG cameras and files) over the limit are not decoded by FFmpeg at all: OpenCV hands over each
+  compressed frame (its raw-stream mode), and libjpeg decodes it straight at 1/2, 1/4 or 1/8 scale. No full-size
+  frame ever exists, and frames the source drops (a live source keeps only the newest) are not decoded either.
+- Any other codec's frame over the limit is resized right after its decode: the decoder's own full-size buffers
+  remain (one frame, whatever the queue depths), but nothing queued is ever larger than the limit.
+
+InferencePipeline takes a callable as its video reference and calls it for each (re)connection: `BoundedSource`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from bot.media.frame_limit import divisor, jpeg_size, scaled
+
+log = logging.getLogger(__name__)
+# FFmpeg's names for JPEG-per-frame video (CAP_PROP_FOURCC: the container's tag, else the codec's name cut to 4).
+JPEG_FOURCCS = frozenset({"MJPG", "mjpe", "jpeg", "AVRn", "mjpa", "dmb1"})
+_REDUCED = {1: "IMREAD_COLOR", 2: "IMREAD_REDUCED_COLOR_2", 4: "IMREAD_REDUCED_COLOR_4", 8: "IMREAD_REDUCED_COLOR_8"}
+ScaledListener = Callable[[int, int], None]  # (width, height) the source sends, when its frames had to be scaled
+
+
+class BoundedSource:
+    """The reference InferencePipeline opens: each call opens the source anew as a BoundedProducer.
+
+    str() is the reference, which is what streamvision logs and puts in its errors (redacted by the pipeline).
+    """
+
+    def __init__(self, reference: str | int, max_pixels: int, on_scaled: ScaledListener) -> None:
+        self.reference, self.max_pixels, self.on_scaled = reference, max_pixels, on_scaled
+
+    def __call__(self) -> Any:
+        return BoundedProducer(self.reference, self.max_pixels, self.on_scaled)
+
+    def __str__(self) -> str:
+        return str(self.reference)
+
+
+class BoundedProducer:
+    """streamvision's OpenCV frame producer (the one InferencePipeline uses for a plain reference), bounded.
+
+    Built by delegation, not inheritance, so importing this module does not import inference (seconds).
+    """
+
+    def __init__(self, reference: str | int, max_pixels: int, on_scaled: ScaledListener) -> None:
+        import cv2
+        from streamvision.camera.video_source import CV2VideoFrameProducer
+
+        self._inner = CV2VideoFrameProducer(reference)
+        self._max_pixels, self._on_scaled = max_pixels, on_scaled
+        self._reported: tuple[int, int] | None = None
+        self._raw = False
+        if not self._inner.isOpened():
+            return
+        stream = self._inner.stream
+        width, height = int(stream.get(cv2.CAP_PROP_FRAME_WIDTH)), int(stream.get(cv2.CAP_PROP_FRAME_HEIGHT))
+        fourcc = (int(stream.get(cv2.CAP_PROP_FOURCC)) & 0xFFFFFFFF).to_bytes(4, "little").decode("latin-1")
+        if width * height <= max_pixels:
+            return
+        self._report((width, height))  # said at once: the pipeline's start already knows
+        if fourcc in JPEG_FOURCCS:  # compressed frames from here on (-1: OpenCV's raw mode; FFmpeg backend only)
+            self._raw = bool(stream.set(cv2.CAP_PROP_FORMAT, -1))
+
+    # --- what VideoSource calls --------------------------------------------------------------------------------
+
+    def isOpened(self) -> bool:  # noqa: N802 - streamvision's producer interface
+        return bool(self._inner.isOpened())
+
+    def grab(self) -> bool:
+        return bool(self._inner.grab())  # raw mode: reads the next packet, decodes nothing
+
+    def retrieve(self) -> tuple[bool, Any]:
+        ok, image = self._inner.retrieve()
+        if not ok or image is None:
+            return False, None
+        image = self._decode_jpeg(image) if self._raw else self._fit(image)
+        return (image is not None), image
+
+    def release(self) -> None:
+        self._inner.release()
+
+    def initialize_source_properties(self, properties: dict[str, Any]) -> None:
+        self._inner.initialize_source_properties(properties)
+
+    def discover_source_properties(self) -> Any:
+        """The source's properties, with the size of the frames it is given (scaled when over the limit)."""
+        props = self._inner.discover_source_properties()
+        if props.width <= 0 or props.height <= 0:
+            return props
+        k = divisor(props.width, props.height, self._max_pixels)
+        return dataclasses.replace(props, width=scaled(props.width, k), height=scaled(props.height, k))
+
+    def connection_error_message(self) -> str:
+        return str(self._inner.connection_error_message())
+
+    # --- bounding ----------------------------------------------------------------------------------------------
+
+    def _decode_jpeg(self, packet: Any) -> Any:
+        """One compressed frame, decoded within the limit (None if it is not a JPEG: the stream ends, as FFmpeg's
+        own decode errors end it)."""
+        import cv2
+        import numpy as np
+
+        data = np.ascontiguousarray(packet).reshape(-1)
+        size = jpeg_size(data.data)  # the array's own buffer: nothing copied
+        if size is None:
+            log.warning("a compressed frame is not a JPEG: cannot decode it")  # no reference: it may hold a password
+            return None
+        k = divisor(*size, self._max_pixels)
+        flags = getattr(cv2, _REDUCED[min(k, 8)]) | cv2.IMREAD_IGNORE_ORIENTATION  # as FFmpeg: no EXIF turn
+        image = cv2.imdecode(data, flags)
+        if image is None:
+            return None
+        return self._resized(image, size, k)
+
+    def _fit(self, image: Any) -> Any:
+        """A decoded frame, resized to the limit's scale if it is over it."""
+        height, width = image.shape[:2]
+        return self._resized(image, (width, height), divisor(width, height, self._max_pixels))
+
+    def _resized(self, image: Any, size: tuple[int, int], k: int) -> Any:
+        if k == 1:
+            return image
+        import cv2
+
+        target = (scaled(size[0], k), scaled(size[1], k))
+        if (image.shape[1], image.shape[0]) != target:  # a decoded frame, or past JPEG's own 1/8
+            image = cv2.resize(image, target, interpolation=cv2.INTER_AREA)
+        self._report(size)
+        return image
+
+    def _report(self, size: tuple[int, int]) -> None:
+        """Tell the pipeline the source's frames are this size and scaled (once per size)."""
+        if size != self._reported:
+            self._reported = size
+            self._on_scaled(*size)

@@ -25,8 +25,13 @@ def may_see(viewer: str, audience: str) -> bool:
 
     The operator reads everything; the site's notes and public channels' notes are everyone's; a DM's notes only
     come back in that person's DM, a private channel's only in that channel, the operator's only to the operator.
+    A channel is one place whatever it was called when each was written (a slash command does not say whether its
+    channel is public, so it counts as private: fail closed), so `private:C1` is read in C1 also as `public:C1`.
     """
-    return viewer == OPERATOR or audience == SITE or audience.startswith("public:") or audience == viewer
+    if viewer == OPERATOR or audience == SITE or audience.startswith("public:") or audience == viewer:
+        return True
+    return audience.startswith("private:") and viewer.startswith(("private:", "public:")) and \
+        audience.partition(":")[2] == viewer.partition(":")[2]
 
 
 def tokenize(text: str) -> list[str]:

@@ -26,8 +26,8 @@ Draw labels with vision_agent/labels@v1 ("person 0.87 #12", kept inside the fram
 vision_agent/line_overlay@v1 rather than label_visualization / line_counter_visualization, whose drawings leave the
 frame at its edges or fade into it.
 Block fields differ between blocks and versions: call list_workflow_blocks and get_block_details before composing
-anything beyond a single model. For a plain detector, pass `model_id` to run_inference / start_pipeline instead
-of a spec; it is wrapped into a detection workflow for you. Blocks that reach outside the workflow (webhooks,
+anything beyond a single model. For a plain detector, pass `model_id` to run_inference, or `model` to
+start_pipeline (its default is builtin/people), instead of a spec; it is wrapped into a detection workflow for you. Blocks that reach outside the workflow (webhooks,
 e-mail, files, uploads, secret stores, third-party AI APIs) and custom Python are refused unless the operator
 enabled them in config.yaml; list_workflow_blocks shows only blocks you may use."""
 
@@ -77,7 +77,8 @@ the workspace or the configured media folders, an http(s) URL, base64 data, or t
 of an image shared in this conversation. Images attached to a message are also shown to you directly.
 
 ## Models
-- Offline builtin detectors, always available with no network or API key (use them as `model_id`):
+- Offline builtin detectors, always available with no network or API key (use them as run_inference's `model_id`,
+  start_pipeline's `model`):
   `builtin/faces` (OpenCV Haar frontal-face detector, class `face`) and `builtin/people` (OpenCV HOG pedestrian
   detector, class `person`: upright people from ~64 px tall, boxes head to feet). In a workflow spec their blocks
   are `vision_agent/haar_face_detector@v1` and `vision_agent/hog_people_detector@v1`.

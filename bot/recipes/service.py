@@ -28,6 +28,7 @@ from bot.recipes.trajectories import TrajectoryLog, scrub
 from bot.recipes.validators import why_invalid
 from bot.rights import CONTROLLED, Requester
 from bot.services import Services
+from bot.storage import records
 from workspace.atomic import write_atomic
 from workspace.recipes import check_name
 
@@ -66,6 +67,24 @@ class RecipeService:
         self.files = workspace.recipes
         self.trajectories = TrajectoryLog(workspace.sessions_dir / "trajectories")
         self._clock, self.timeout = clock, first_result_timeout
+        self._set_aside()
+
+    def _set_aside(self) -> None:
+        """Recipe files of another shape (not JSON, no steps list, no metadata) go beside the folder's others, kept
+        whole in `recipes.set-aside.jsonl` with one note for the operator, instead of failing every listing."""
+        bad: list[tuple[Path, str]] = []
+        for path in sorted(self.files.folder.glob("*.json")) if self.files.folder.is_dir() else []:
+            try:
+                data = json.loads(path.read_text(encoding="utf-8"))
+                if not isinstance(data, dict) or not isinstance(data.get("steps"), list) \
+                        or not isinstance(data.get("metadata"), dict):
+                    raise ValueError("not a recipe: it needs a steps list and a metadata object")
+            except (OSError, ValueError, UnicodeDecodeError) as exc:
+                bad.append((path, " ".join(str(exc).split())[:200]))
+        if bad and records.keep(self.files.folder / "recipes", "recipes",
+                                [({"file": p.name, "text": _read(p)}, why) for p, why in bad]):
+            for path, _ in bad:  # kept first: nothing is lost if the set-aside file cannot be written
+                path.unlink(missing_ok=True)
 
     # record -------------------------------------------------------------
     def on_turn_end(self, turn: FinishedTurn) -> None:
@@ -246,6 +265,13 @@ class RecipeService:
 
     def _owners(self) -> list[str | None]:
         return [_owner(r).user for n in self.files.names() if (r := self.files.load(n)) is not None]
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_bytes()[:100_000].decode("utf-8", "replace")
+    except OSError:
+        return ""
 
 
 def _owner(recipe: dict[str, Any]) -> Owner:

@@ -32,7 +32,8 @@ def set_aside_path(store: Path) -> Path:
 
 
 def keep(store: Path, table: str, records: Iterable[tuple[Any, str]]) -> int:
-    """Append records (with why) to the store's set-aside file, one line for the operator; how many."""
+    """Append records (with why) to the store's set-aside file, one line for the operator; how many were kept (0 when
+    the file could not be written: the note still says what was dropped)."""
     lines = [json.dumps({"table": table, "time": time.time(), "why": why, "record": rec}, default=repr)
              for rec, why in records]
     if not lines:
@@ -45,13 +46,16 @@ def keep(store: Path, table: str, records: Iterable[tuple[Any, str]]) -> int:
         path.chmod(0o600)
     except OSError as exc:  # the record is still dropped from the store: start-up must go on
         log.error("could not keep set-aside records in %s: %s", path.name, exc)
+        written = 0
+    else:
+        written = len(lines)
     first = json.loads(lines[0])["why"]
     note = (f"{len(lines)} stored record{'s' * (len(lines) != 1)} of {store.name} ({table}) did not fit and "
             f"{'were' if len(lines) != 1 else 'was'} set aside in {path.name} (first: {first})")
     log.warning("%s", note)
     with _lock:
         _notes.append(note)
-    return len(lines)
+    return written
 
 
 def note(text: str) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.monitoring.alerts import Alert
-from bot.storage import Backend, Storage, open_storage
+from bot.storage import Backend, Storage, open_storage, records
 
 MAX_KEPT = 500  # alerts older than the newest 500 cannot be updated or marked any more
 
@@ -47,26 +47,36 @@ class PostedAlert:
         return replace(self, summary=summary)
 
 
+def _posted(row: dict[str, Any]) -> PostedAlert:
+    """A stored record (TypeError / ValueError for one of another shape)."""
+    posted = PostedAlert(**{k: v for k, v in row.items() if k in PostedAlert.__dataclass_fields__})
+    if not all(isinstance(getattr(posted, k), str) for k in ("alert_id", "channel", "ts", "camera", "rule", "text")):
+        raise ValueError("a posted alert's ids and text are strings")
+    return posted
+
+
 class AlertBook:
     """PostedAlert records by alert id, in the bot's storage; the newest MAX_KEPT are kept."""
 
     def __init__(self, path: Path, storage: Storage | None = None, backend: Backend = "tinydb") -> None:
         self._store = storage if storage is not None else open_storage(path, backend)
         self._table = self._store.table("posted")
+        records.load(self._store, "posted", _posted)  # one of another shape is set aside: the reads below trust them
 
     def put(self, posted: PostedAlert) -> None:
         self._table.upsert(asdict(posted), alert_id=posted.alert_id)
         rows = self._table.all()
         for old in rows[: max(0, len(rows) - MAX_KEPT)]:
-            self._table.remove(alert_id=old["alert_id"])
+            self._table.discard(old)
 
     def get(self, alert_id: str) -> PostedAlert | None:
         if not alert_id:
             return None
         row: dict[str, Any] | None = self._table.get(alert_id=alert_id)
-        if row is None:
+        try:
+            return _posted(row) if row is not None else None
+        except (TypeError, ValueError):  # written since start-up by another version: not this alert's record
             return None
-        return PostedAlert(**{k: v for k, v in row.items() if k in PostedAlert.__dataclass_fields__})
 
     def close(self) -> None:
         self._store.close()

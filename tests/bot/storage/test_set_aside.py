@@ -124,3 +124,31 @@ def test_a_saved_pipeline_of_another_shape_is_set_aside_and_a_long_name_made_a_n
     loaded = load_state(path)
     assert [(c.pipeline_id, c.name) for c in loaded] == [("p1", "dock"), ("p2", "x" * 64)]
     assert len(_aside(workspace_dir, "active_state")) == 4
+
+
+async def test_recipes_and_posted_alerts_of_another_shape_are_set_aside(base_env, workspace_dir: Path) -> None:
+    from handlers.state.alert_book import AlertBook
+
+    folder = workspace_dir / "recipes"
+    folder.mkdir()
+    good = {"name": "door", "description": "", "steps": [], "parameters": {}, "metadata": {"created_by": "operator"}}
+    (folder / "door.json").write_text(json.dumps(good))
+    (folder / "broken.json").write_text("{not json")
+    (folder / "listy.json").write_text("[1, 2, 3]")
+    (folder / "nosteps.json").write_text(json.dumps({"name": "nosteps", "metadata": {}}))
+    async with Runtime(load_settings(base_env), background=False) as rt:
+        assert rt.workspace.recipes.names() == ["door"]
+        kept = [json.loads(line) for line in (folder / "recipes.set-aside.jsonl").read_text().splitlines()]
+        assert sorted(k["record"]["file"] for k in kept) == ["broken.json", "listy.json", "nosteps.json"]
+        assert kept[0]["record"]["text"] == "{not json"  # whole, for the person who looks
+    state = workspace_dir / ".state"
+    (state / "slack_alerts.json").write_text(json.dumps({"posted": {
+        "1": {"alert_id": "a1", "channel": "C1", "ts": "1.0", "camera": "dock", "rule": "line", "text": "x"},
+        "2": {"alert_id": "a2"}, "3": {"channel": ["odd"], "alert_id": "a3", "ts": 5, "camera": 1, "rule": 2,
+                                        "text": None}}}))
+    book = AlertBook(state / "slack_alerts.json")
+    try:
+        assert book.get("a1") is not None and book.get("a2") is None and book.get("a3") is None
+        assert len(_aside(state, "slack_alerts")) == 2
+    finally:
+        book.close()

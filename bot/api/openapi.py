@@ -35,9 +35,10 @@ def _op(summary: str, ok: str = "200", body: type[BaseModel] | None = None, quer
         params += _query_params(QUERIES[query])
     if params:
         op["parameters"] = params
-    if body is not None:
+    if body is not None:  # named as its component: the body classes are the objects' models (bot/objects)
+        name = next(k for k, v in BODIES.items() if v is body)
         op["requestBody"] = {"required": True, "content": {"application/json": {
-            "schema": {"$ref": f"#/components/schemas/{body.__name__}"}}}}
+            "schema": {"$ref": f"#/components/schemas/{name}"}}}}
     return op
 
 

@@ -116,3 +116,32 @@ async def test_the_same_request_gets_the_same_defaults_at_every_door(doors: Door
     assert len(runs) == 5 and all(r["workflow_spec"] == runs[0]["workflow_spec"] for r in runs)
     assert all(doors.rt.pipelines.config(h.pipeline_id).model_id == "builtin/people" for h in doors.rt.pipelines.snapshot())
     assert sorted(h.name for h in doors.rt.pipelines.snapshot()) == ["dock", "dock-2", "dock-3", "dock-4", "dock-5"]
+
+
+def test_every_door_the_table_names_exists_and_takes_the_operations_model() -> None:
+    """The table is the source: each operation's tool takes its model, its REST body is its model (and so the
+    OpenAPI schema), its `/vision` verb is a command."""
+    from bot.api.jobs import JOB_ROUTES
+    from bot.api.models import BODIES
+    from bot.api.openapi import document
+    from bot.api.routes import ROUTES
+    from bot.api.watches import WATCH_ROUTES
+    from bot.commands.dispatch import CONTROL, USAGE
+    from tools import build_registry
+
+    registry, routes = build_registry(), {f"{m} {p}" for m, p, _ in ROUTES + WATCH_ROUTES + JOB_ROUTES}
+    for op in OPERATIONS.values():
+        if "tool" in op.doors:
+            tool = registry.get(op.tool)
+            assert tool is not None and tool.args_model is op.spec and tool.changes == op.changes, op.tool
+        if "rest" in op.doors:
+            assert op.rest in routes, op.rest
+            assert op.spec in BODIES.values()
+            method, path = op.rest.split()
+            body = document()["paths"][path][method.lower()]["requestBody"]["content"]["application/json"]["schema"]
+            name = body["$ref"].rsplit("/", 1)[-1]
+            assert document()["components"]["schemas"][name] == op.spec.model_json_schema(
+                ref_template="#/components/schemas/{model}")
+        if "slash" in op.doors:
+            verb = op.slash.split()[0]  # type: ignore[union-attr]
+            assert f"`{verb}" in USAGE and (verb in CONTROL or verb == "recipe"), verb

@@ -84,7 +84,7 @@ class Runtime:
         self.owner = OwnerLock(self.workspace.state_dir)  # held in background mode: one such process per workspace
         self._started = False
         self._announced = False
-
+        self._stored_mark = records.mark()  # the stores this runtime opens say what they set aside after this
     async def __aenter__(self) -> Runtime:
         return await self.start()
 
@@ -176,7 +176,7 @@ class Runtime:
     async def announce_stored(self) -> str | None:
         """The one note to the operator about stored data set aside or recovered at start-up (bot/storage/records.py),
         posted once where alerts go; call it once the adapter's sinks are attached. The text, or None."""
-        lines = records.notes()
+        lines = records.notes(self._stored_mark)
         if not lines or self._announced:
             return None
         self._announced = True

@@ -61,14 +61,21 @@ def keep(store: Path, table: str, records: Iterable[tuple[Any, str]]) -> int:
 def note(text: str) -> None:
     """A line for the operator about stored data (a damaged file kept aside), shown with the set-aside ones."""
     with _lock:
-        if text not in _notes:
+        if text not in _notes[-20:]:  # said again by a later read of the same file: once is enough
             _notes.append(text)
 
 
-def notes() -> list[str]:
-    """What this process set aside or recovered so far (for `/vision status` and the start-up notice)."""
+def notes(since: int = 0) -> list[str]:
+    """What this process set aside or recovered so far (for `/vision status`), or since a `mark()` (what one
+    runtime's start-up found, for its notice)."""
     with _lock:
-        return list(_notes)
+        return list(_notes[since:])
+
+
+def mark() -> int:
+    """Where the notes stand now: `notes(mark())` later gives only what came after."""
+    with _lock:
+        return len(_notes)
 
 
 def _why(exc: Exception) -> str:

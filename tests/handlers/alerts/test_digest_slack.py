@@ -95,7 +95,7 @@ async def test_without_since_the_digest_starts_when_the_asker_last_wrote_here(
     assert [row[0]["text"] for row in table["rows"]] == ["Camera", "yard"]  # the door's crossing was before
 
 
-async def test_a_scheduled_digest_posts_its_table_to_the_alert_channel(
+async def test_a_members_scheduled_digest_posts_its_table_where_it_was_asked(
     alerts_bot: RunningBot, slack_api: SlackEmulator
 ) -> None:
     crossings(alerts_bot.runtime.router, time.time() - 3000, [(1, 0), (4, 2)])
@@ -104,7 +104,8 @@ async def test_a_scheduled_digest_posts_its_table_to_the_alert_channel(
     scheduler = alerts_bot.runtime.scheduler
     assert scheduler is not None
     scheduler.run_now("digest-hourly")
-    [post] = await slack_api.await_for("chat.postMessage", lambda c: c.params.get("channel") == "C0ALERTS")
+    # a member's job posts where they asked for it (#general), not in the operator's alert channel
+    [post] = await slack_api.await_for("chat.postMessage", lambda c: c.params.get("channel") == "C0GENERAL")
     assert "table" in kinds(post.params["blocks"]) and "actions" not in kinds(post.params["blocks"])
     assert "What happened since" in post.params["text"] and "door" in post.params["text"]
 
@@ -195,7 +196,8 @@ async def test_the_digest_links_each_alert_to_the_message_that_shows_its_frame(
 
     alert = Alert("yard", "class_appears:person", "a person appeared", {"person": 1}, time.time() - 60, jpeg(32, 24))
     assert await alerts_bot.runtime.router.dispatch(alert) is None
-    [post] = await slack_api.await_for("chat.postMessage", lambda c: c.params.get("channel") == "C0ALERTS")
+    # a member's job posts where they asked for it (#general), not in the operator's alert channel
+    [post] = await slack_api.await_for("chat.postMessage", lambda c: c.params.get("channel") == "C0GENERAL")
     reply = await reply_to(slack_api, slack_api.slash("digest 1h"))
     section = next(b for b in reply["blocks"] if b["type"] == "section" and "*Alerts*" in b["text"]["text"])
     posted_ts = slack_api.channel("C0ALERTS").messages[-1]["ts"]

@@ -196,8 +196,7 @@ async def test_the_digest_links_each_alert_to_the_message_that_shows_its_frame(
 
     alert = Alert("yard", "class_appears:person", "a person appeared", {"person": 1}, time.time() - 60, jpeg(32, 24))
     assert await alerts_bot.runtime.router.dispatch(alert) is None
-    # a member's job posts where they asked for it (#general), not in the operator's alert channel
-    [post] = await slack_api.await_for("chat.postMessage", lambda c: c.params.get("channel") == "C0GENERAL")
+    [post] = await slack_api.await_for("chat.postMessage", lambda c: c.params.get("channel") == "C0ALERTS")
     reply = await reply_to(slack_api, slack_api.slash("digest 1h"))
     section = next(b for b in reply["blocks"] if b["type"] == "section" and "*Alerts*" in b["text"]["text"])
     posted_ts = slack_api.channel("C0ALERTS").messages[-1]["ts"]

@@ -12,6 +12,7 @@ import pytest
 from handlers.alerts.sink import FALSE_ALARM_ACTION, MUTE_ACTION, STOP_ACTION
 from tests.fakes.anthropic_api import FakeAnthropic, text
 from tests.fakes.slack_api import ApiCall, SlackEmulator
+from tests.fakes.slack_events import HUMAN
 from tests.fakes.waits import patience
 from tests.fixtures.inference import crossing_line, make_video
 from tests.fixtures.slack import RunningBot, await_answers, start_bot, stop_bot
@@ -68,12 +69,11 @@ def annotations(jpeg: bytes) -> dict[str, float]:
 async def test_face_crossing_alerts_once_in_the_routed_channel_and_a_thread_reply_reaches_claude(
     slack_env: dict[str, str], slack_api: SlackEmulator, anthropic_api: FakeAnthropic
 ) -> None:
-    running = await start_bot(slack_env, slack_api)
+    running = await start_bot(slack_env, slack_api, slack={"operators": [HUMAN]})  # the person who set the bot up
     try:
         video = make_video(running.settings.workspace / "door.mp4")  # crossings: out at ~frame 37, in at ~38
         x1, y1, x2, y2 = (v for point in crossing_line() for v in point)
-        # a member routes alerts where they read them: typed in the alerts channel itself
-        assert "now go to" in await command(slack_api, f"route <#{ALERTS}|alerts> camera=door", channel=ALERTS)
+        assert "now go to" in await command(slack_api, f"route <#{ALERTS}|alerts> camera=door")
         started = await command(slack_api, f"start {video} model=builtin/faces name=door line={x1},{y1},{x2},{y2}")
         assert started.startswith("Started *door*") and "builtin/faces" in started, started
         await run_to_end(running, "door")

@@ -6,6 +6,7 @@ import time
 from collections.abc import Iterable
 
 from bot.commands.context import CommandContext, CommandReply, fail, parse_options
+from bot.commands.rules import resolve_camera
 from bot.media.cameras import cameras
 from bot.objects.caps import cap_refusal
 from bot.objects.owner import Owner, change_refusal, is_operator
@@ -30,13 +31,16 @@ def set_route(spec: RouteSpec, ctx: CommandContext) -> None:
     router = ctx.services.router
     if router is None:
         raise LookupError("Alert routing is not available in this process.")
-    camera = None if spec.camera in (None, "*") else spec.camera
+    camera = None if spec.camera in (None, "*") else resolve_camera(spec.camera, ctx, allow_new=True)
+    camera = None if camera == "*" else camera
     who = ctx.requester
+    operator = ctx.operator or is_operator(ctx.settings, who)
     before = router.routes().get(camera or "*")
     if before is not None and (why := change_refusal(ctx.settings, router.route_owner(camera), who,
                                                      f"the alert route of {camera or 'every camera'}")):
         raise ValueError(why)
-    operator = ctx.operator or is_operator(ctx.settings, who)
+    if not operator and (why := _not_theirs(camera, ctx)):
+        raise ValueError(why)
     opened = ctx.settings.slack.open_channels
     if not operator and spec.channel != ctx.channel_id and spec.channel.lstrip("#") not in opened \
             and spec.channel not in opened:
@@ -47,6 +51,23 @@ def set_route(spec: RouteSpec, ctx: CommandContext) -> None:
     if before is None and (why := cap_refusal(ctx.settings, "route", router.route_owners(), owner.user)):
         raise ValueError(why)
     router.set_route(spec.channel, camera, owner if owner.member else None)
+
+
+def _not_theirs(camera: str | None, ctx: CommandContext) -> str | None:
+    """Why a member may not route this camera's alerts: where alerts go is the site's, except for a pipeline the
+    member runs (their own camera's alerts may come to them)."""
+    if camera is None:
+        return ("where every camera's alerts go is the operator's to set; route one of your own pipelines instead "
+                "(`/vision route CHANNEL camera=NAME`)")
+    mgr = ctx.services.pipelines
+    try:
+        owner = mgr.owner(camera) if mgr is not None else None
+    except LookupError:
+        owner = None
+    if owner is None or owner.user != ctx.requester.user_id:
+        return (f"{camera}'s alerts go where its owner or the operator sends them; you can route the alerts of a "
+                f"pipeline you started (`/vision start` one, then `/vision route CHANNEL camera=NAME`)")
+    return None
 
 
 def _clock(ts: float) -> str:

@@ -60,6 +60,11 @@ def create_job(spec: JobSpec, ctx: CommandContext) -> tuple[CronJob, str]:
     camera = resolve_camera(spec.camera, ctx, allow_all=False) if spec.camera else None
     name = spec.name or "-".join(p for p in (spec.action, camera, spec.slug) if p)
     who = ctx.requester
+    if spec.action == "heartbeat" and not (ctx.operator or is_operator(ctx.settings, who)):
+        # the heartbeat reads every camera's news and the site's checklist, within the site's daily call cap: it is
+        # the site's, not one member's
+        raise ValueError("the heartbeat is the whole site's check (every camera's news, HEARTBEAT.md, the day's "
+                         "heartbeat calls): only an operator schedules one; a digest or a summary is yours to schedule")
     before = scheduler.job(name)
     if before is not None and (why := change_refusal(ctx.settings, before.owner, who, f"job `{name}`")):
         raise ValueError(why)

@@ -121,15 +121,19 @@ async def test_snapshot_posts_the_latest_frame_to_the_channel(ctx, backend):
 
 
 async def test_route_and_status(ctx):
-    member = await run_command("route <#C999|alerts> camera=dock", ctx)  # U1 asks in C1: alerts go where they read
+    await run_command("start 0 name=gate", ctx)  # U1's own pipeline: theirs to route
+    member = await run_command("route <#C999|alerts> camera=gate", ctx)  # U1 asks in C1: alerts go where they read
     assert not member.ok and "you can route alerts to this channel" in member.text
     assert (await run_command("route <#C1|here> camera=gate", ctx)).ok
+    theirs = await run_command("route <#C1|here> camera=dock", ctx)  # the operator's camera: where its alerts go
+    assert not theirs.ok and "dock's alerts go where its owner or the operator sends them" in theirs.text
     operator = CommandContext(ctx.settings, ctx.services, user_id="cli", channel_id="cli", operator=True)
     assert (await run_command("route <#C999|alerts> camera=dock", operator)).ok
     assert (await run_command("route #all-alerts", operator)).ok
     assert ctx.services.router.routes() == {"gate": "C1", "dock": "C999", "*": "#all-alerts"}
     taken = await run_command("route <#C1|here> camera=dock", ctx)  # the operator's route is theirs to change
     assert not taken.ok and "belongs to the operator" in taken.text
+    await run_command("stop gate", ctx)
     ctx.services.router.mute("dock", 3600)
     await run_command("start dock", ctx)
     status = await run_command("status", ctx)

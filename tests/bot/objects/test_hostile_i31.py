@@ -39,8 +39,8 @@ async def doors(base_env) -> AsyncIterator[Doors]:
 
 # --- 2. rights -------------------------------------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="class 2: a member's route for every camera (`*`) or for the operator's camera "
-                   "takes the operator's alerts out of slack.alert_channel into the member's channel")
+# Was a break: class 2: a member's route for every camera (`*`) or for the operator's camera  takes the operator's
+# alerts out of slack.alert_channel into the member's channel
 async def test_a_members_route_never_takes_the_operators_alerts(doors: Doors) -> None:
     said = await doors.slash("route <#C0OPS|ops>", ALICE)  # no camera=: every camera
     assert doors.rt.router.channel_for("dock") == "C0ALERTS", said  # dock is the operator's camera (CAMERAS.md)
@@ -91,37 +91,16 @@ def _news(rt: Runtime, n: int) -> None:
                                      counts={"person": 1}, time=rt.clock()))
 
 
-@pytest.mark.xfail(strict=True, reason="class 3 (and 2): a member's scheduled heartbeat takes the site's tier-1 news "
-                   "(the site heartbeat then finds nothing) and posts it to the member's channel; once the member's "
-                   "share is spent it fails silently each run yet spends heartbeat.daily_llm_cap, capping the "
-                   "operator's heartbeat for the day")
-async def test_a_members_heartbeat_job_is_theirs_alone(llm_doors: Doors, anthropic_api: FakeAnthropic) -> None:
+async def test_a_members_heartbeat_job_is_refused_the_heartbeat_is_the_sites(llm_doors: Doors) -> None:
+    """Was: a member's scheduled heartbeat took the site's tier-1 news, posted it to the member's channel and spent
+    heartbeat.daily_llm_cap. The heartbeat reads every camera and the site's checklist: an operator's to schedule."""
     rt = llm_doors.rt
-    await llm_doors.slash("schedule heartbeat every 1 minutes name=alice-hb", ALICE)
-    job = rt.scheduler.job("alice-hb")
+    said = await llm_doors.slash("schedule heartbeat every 1 minutes name=alice-hb", ALICE)
+    assert "only an operator schedules one" in said and rt.scheduler.job("alice-hb") is None
+    told = await llm_doors.tool("schedule_job", {"action": "heartbeat", "every_minutes": 5}, ALICE)
+    assert "only an operator schedules one" in told
     _news(rt, 1)
-    anthropic_api.enqueue(text("A person at the dock."))
-    await rt.scheduler.actions["heartbeat"](job)
-    site_news_kept = len(rt.monitor.news.pending()) == 1
-    rt.llm.usage.settle(0.0, {"input_tokens": 1_000_000, "output_tokens": 0}, None,
-                        ["total", "people", "channel:C0OPS", "user:U0ALICE"])  # Alice's share is spent
-    told: list[str] = []
-    original = rt.router.dispatch
-
-    async def spy(alert, *args, **kwargs):  # type: ignore[no-untyped-def]
-        if alert.channel == "C0OPS":
-            told.append(alert.text)
-        return await original(alert, *args, **kwargs)
-
-    rt.router.dispatch = spy  # type: ignore[method-assign]
-    for n in range(3):
-        _news(rt, 10 + n)
-        await rt.scheduler.actions["heartbeat"](job)
-    anthropic_api.enqueue(text("The site's own heartbeat."))
-    site = await rt.scheduler.heartbeat.run()
-    assert site_news_kept, "Alice's job took the site's news"
-    assert any("share" in t for t in told), "Alice was never told her share is spent"
-    assert site == "alert", f"the site's heartbeat was {site!r}: Alice's spent job used up heartbeat.daily_llm_cap"
+    assert len(rt.monitor.news.pending()) == 1  # the site's news waits for the site's heartbeat
 
 
 # --- 1. bounds -----------------------------------------------------------------------------------------------------

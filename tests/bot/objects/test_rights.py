@@ -55,8 +55,9 @@ KINDS = [
          lambda d, who: _then(_watch_id(d), lambda wid: d.slash(f"unwatch {wid}", who))),
     Kind("job", lambda d, who: d.slash("schedule digest every hour name=ops-digest", who),
          lambda d, who: d.slash("unschedule ops-digest", who)),
-    Kind("route", lambda d, who: d.slash(f"route <#{who.channel_id}> camera=dock", who),
-         lambda d, who: d.slash(f"route <#{who.channel_id}> camera=dock", who)),
+    Kind("route", lambda d, who: _then(d.slash("start dock", who), lambda _: d.slash(
+        f"route <#{who.channel_id}> camera=dock", who)), lambda d, who: d.slash(f"route <#{who.channel_id}> camera=dock",
+                                                                               who)),
     Kind("recipe", lambda d, who: _made(_recipe(d, "ops", who)), lambda d, who: d.slash("recipe delete ops", who)),
 ]
 
@@ -107,7 +108,8 @@ async def test_stop_all_by_a_member_stops_their_own_and_says_what_it_left(doors:
     ("rule", lambda d, who, n: d.slash(f"rule dock count person>{n}", who)),
     ("watch", lambda d, who, n: d.slash(f"watch dock count person>{n}", who)),
     ("job", lambda d, who, n: d.slash(f"schedule digest every {n + 1} hours", who)),
-    ("route", lambda d, who, n: d.slash(f"route <#{'C0OPEN' if who.operator else who.channel_id}> camera=cam{n}", who)),
+    ("route", lambda d, who, n: _then(d.slash(f"start dock name=cam{n}", who), lambda _: d.slash(
+        f"route <#{'C0OPEN' if who.operator else who.channel_id}> camera=cam{n}", who))),
     ("note", lambda d, who, n: d.tool("remember", {"content": f"note {n}"}, who)),
     ("pipeline", lambda d, who, n: d.slash(f"start {['dock', 'gate'][n % 2]} name=p{n}", who)),
 ])
@@ -145,8 +147,20 @@ async def test_a_members_job_posts_only_where_they_may(doors: Doors) -> None:
 
 
 async def test_a_member_routes_alerts_only_where_they_read_them(doors: Doors) -> None:
+    await doors.slash("start dock", ALICE)
     refused = await doors.slash("route <#C0SECRET|secret> camera=dock", ALICE)
     assert "you can route alerts to this channel or one the operator opened (C0OPEN)" in refused
     assert doors.rt.router.routes() == {}
     assert "now go to" in await doors.slash("route <#C0OPEN|open> camera=dock", ALICE)
     assert doors.rt.router.route_owner("dock").user == "U0ALICE"
+
+
+async def test_a_member_routes_only_their_own_pipelines_alerts(doors: Doors) -> None:
+    """Where every camera's alerts go, and the operator's cameras', is the operator's: a member's route never takes
+    them out of the alert channel."""
+    assert "every camera's alerts go is the operator's" in await doors.slash("route <#C0OPS|ops>", ALICE)
+    assert "go where its owner or the operator sends them" in await doors.slash("route <#C0OPS> camera=gate", ALICE)
+    await doors.slash("start gate", BOB)
+    assert "go where its owner or the operator sends them" in await doors.slash("route <#C0OPS> camera=gate", ALICE)
+    assert "now go to" in await doors.slash("route <#C0BOB> camera=GATE", BOB)  # the camera's own name, any case
+    assert doors.rt.router.routes() == {"gate": "C0BOB"}

@@ -9,6 +9,7 @@ import pytest
 from bot.pipelines.request import StartRequest
 from handlers.listeners import commands
 from tests.fakes.slack_api import SlackEmulator
+from tests.fakes.slack_events import HUMAN
 from tests.fixtures.inference import make_video
 from tests.fixtures.slack import RunningBot, start_bot, stop_bot
 from tests.fixtures.slow_start import SlowStartBackend
@@ -46,7 +47,13 @@ async def test_garbage_gets_usage_not_a_crash(slack_bot: RunningBot, slack_api: 
     assert "Usage" in env.ack_payload["text"]
 
 
-async def test_route_sets_the_alert_channel_for_a_camera(slack_bot: RunningBot, slack_api: SlackEmulator) -> None:
+async def test_route_sets_the_alert_channel_for_a_camera(bot_with_fake_backend: RunningBot, slack_api: SlackEmulator,
+                                                         slow_backend: SlowStartBackend) -> None:
+    slack_bot = bot_with_fake_backend
+    slow_backend.release.set()
+    video = slack_bot.settings.workspace / "lobby.mp4"
+    video.write_bytes(b"x")
+    await slack_bot.runtime.pipelines.start(StartRequest(str(video), "lobby", model_id="builtin/people", owner=HUMAN))
     elsewhere = await slack_api.await_ack(slack_api.slash("route <#C0ALERTS|alerts> camera=lobby"))  # from #general
     assert "you can route alerts to this channel" in elsewhere.ack_payload["text"]
     assert slack_bot.runtime.router.channel_for("lobby") != "C0ALERTS"

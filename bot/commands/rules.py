@@ -14,7 +14,7 @@ from bot.commands.rule_grammar import RULE_USAGE, parse_rule
 from bot.media.cameras import cameras
 from bot.monitoring.rules import ANY, Rule
 from bot.objects.caps import cap_refusal
-from bot.objects.owner import Owner, change_refusal
+from bot.objects.owner import Owner, change_refusal, is_operator
 from bot.objects.refusal import parse
 from bot.objects.rule import RuleSpec
 from bot.objects.text import check_name
@@ -100,6 +100,9 @@ def create_rule(spec: RuleSpec, ctx: CommandContext) -> tuple[Rule, str]:
     new = [c for c in (rule.after_camera, camera) if c and c != ANY and c.lower() not in known]
     before = next((r for r in monitor.rules() if (r.camera, r.id) == (camera, rule.id)), None)
     who = ctx.requester
+    if camera == ANY and not (ctx.operator or is_operator(ctx.settings, who)):
+        raise ValueError("rules for every camera are the operator's (they change what every camera alerts on); set "
+                         f"yours on one camera, e.g. `/vision rule dock {rule.kind_of.command(rule).split(' ', 3)[-1]}`")
     if before is not None and (why := change_refusal(ctx.settings, before.owner, who, f"rule `{rule.id}` on {camera}")):
         raise ValueError(why)
     owner = Owner.of(who) if before is None or before.owner is None or before.owner.user == who.user_id \
@@ -113,6 +116,8 @@ def create_rule(spec: RuleSpec, ctx: CommandContext) -> tuple[Rule, str]:
     note = "".join(f" No camera or pipeline is called {c} yet: the rule applies once a pipeline of that name runs "
                    f"(`/vision start SOURCE name={c}`)." for c in new)
     note += _changed(before, rule, monitor.cooldown_seconds) + _kept(kept, rule, monitor, camera)
+    if owner.member and owner.channel:  # a member's rule alerts where they set it, not in the operator's channel
+        note += f" Its alerts come to <#{owner.channel}>." if owner.channel[:1] in "CG" else " Its alerts come here."
     return rule, (f"Rule on {where}: {_rule_line(rule, monitor.cooldown_seconds)}{fixed}.{note} "
                   f"Remove it with `/vision unrule {camera} {rule.id}`.")
 

@@ -54,6 +54,7 @@ class Monitor:
         self._store = storage if storage is not None else open_storage(
             db_path or settings.workspace / ".state" / "monitor.json", settings.storage.backend)
         self.book = RuleBook(self._store)  # which rules run for each camera
+        self.book.camera_owner = self._camera_owner
         self._lock = threading.RLock()  # results arrive on pipeline threads, health checks on the loop
         self._state: dict[tuple[str, str], RuleState] = {}
         self.news = News()  # what the next heartbeat looks at (tier 2)
@@ -64,6 +65,14 @@ class Monitor:
         self.held = HeldBook()  # what the cooldown held since each rule's last alert
         self._seen: dict[str, set[str]] = {}  # classes each camera's results have shown (a rule must name one)
         self.sightings = Sightings()  # when each camera last showed each class: a `then` rule reads another camera's
+
+    def _camera_owner(self, camera: str) -> str | None:
+        """The Slack user who runs `camera`'s pipeline (None: the operator's, or no pipeline)."""
+        owner = getattr(self.pipelines, "owner", None)
+        try:
+            return owner(camera).user if owner is not None else None
+        except LookupError:
+            return None
 
     # wiring -------------------------------------------------------------
     def start(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
@@ -106,7 +115,8 @@ class Monitor:
                 state = self._state.setdefault((camera, rule.id), RuleState())
                 hit = evaluate(rule, state, result, now, self.sightings)
                 if hit is not None:
-                    ev = MonitorEvent(camera, rule.id, hit.text, now, hit.counts, result.frame, handle.pipeline_id)
+                    ev = MonitorEvent(camera, rule.id, hit.text, now, hit.counts, result.frame, handle.pipeline_id,
+                                      channel=rule.owner.channel if rule.owner and rule.owner.member else None)
                     admitted = self._admit(ev, rule.cooldown_seconds)
                     if admitted is not None:
                         mark = self.clips.mark(handle.pipeline_id, result.frame) if self.clips else None

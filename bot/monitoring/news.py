@@ -26,6 +26,7 @@ class MonitorEvent:
     mark: float | None = None  # the event's moment on the clip recorder's clock (None: no clip)
     alert_id: str = field(default_factory=new_alert_id)  # its Alert's id: the heartbeat's summary names it
     held: str = ""  # what the cooldown held since the last alert, in words (bot/monitoring/held.py)
+    channel: str | None = None  # a member's rule alerts where they set it (None: the camera's route)
 
     def to_alert(self) -> Alert:
         more = f" ({self.held})" if self.held else f" (+{self.suppressed} more within the cooldown)" if self.suppressed else ""
@@ -38,6 +39,7 @@ class MonitorEvent:
             self.frame,
             self.pipeline_id,
             alert_id=self.alert_id,
+            channel=self.channel,
         )
 
 

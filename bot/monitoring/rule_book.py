@@ -4,6 +4,7 @@ a camera's first results show (a line's crossings, a zone's stays, else `appears
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 from bot.backends.base import InferenceResult
 from bot.monitoring.rules import ANY, Rule, default_rules
@@ -11,6 +12,12 @@ from bot.storage import Storage, records
 
 KEPT_DEFAULTS = ("line_crossed", "time_in_zone")  # what a pipeline was started for (line=, zone=): kept beside rules
 GUESS_UNTIL_SURE = [Rule("class_appears")]  # the fallback guess: a later result may still show a line or a zone
+
+
+def _sets(rule: Rule, runs: str | None) -> bool:
+    """Whether a rule is the camera's own setting (the operator's, or its pipeline's owner's), which may replace an
+    every-camera rule and the guessed defaults; another member's rule alerts beside them, where that member set it."""
+    return rule.owner is None or not rule.owner.member or rule.owner.user == runs
 
 
 def _slot(rule: Rule) -> tuple[str | None, ...]:
@@ -27,6 +34,8 @@ class RuleBook:
         # cached: read on every frame; a stored rule of another shape is set aside, the others load
         self._rules = records.load(store, table, Rule.from_dict)
         self._defaults: dict[str, list[Rule]] = {}
+        # who runs a camera's pipeline (a Slack user; None: the operator or nobody): set by the monitor
+        self.camera_owner: Callable[[str], str | None] = lambda camera: None
 
     def add(self, rule: Rule) -> Rule:
         """Add or replace a rule for a camera ('*' = all); a camera with own rules drops the guessed defaults."""
@@ -60,12 +69,15 @@ class RuleBook:
         guess only while the camera has no rule); a disabled rule of a kind turns that default off."""
         every = self.rules(camera)
         configured = [r for r in every if r.enabled]
-        # a camera's own rule of a kind and class replaces the every-camera one (a false alarm tightens one camera)
-        own = {_slot(r) for r in configured if r.camera == camera}
+        # a camera's own rule of a kind and class replaces the every-camera one (a false alarm tightens one camera);
+        # a member's never does: it alerts beside the operator's, where the member set it
+        runs = self.camera_owner(camera)
+        own = {_slot(r) for r in configured if r.camera == camera and _sets(r, runs)}
         configured = [r for r in configured if r.camera == camera or _slot(r) not in own]
         with self._lock:
             defaults = list(self._defaults.get(camera, []))
-        if not every:
-            return defaults
-        ruled = {r.kind for r in every}
+        sites = [r for r in every if _sets(r, runs)]  # the camera's own setting: only those replace its defaults
+        if not sites:
+            return configured + [d for d in defaults if d not in configured]
+        ruled = {r.kind for r in sites}
         return configured + [d for d in defaults if d.kind in KEPT_DEFAULTS and d.kind not in ruled]

@@ -53,6 +53,14 @@ def ctx(settings, workspace_dir: Path, backend: FakeBackend):
     ctx.scheduler.stop()
 
 
+@pytest.fixture
+def op_ctx(settings, workspace_dir: Path, backend: FakeBackend):
+    """The operator's context (the terminal): rules for every camera and heartbeat jobs are the operator's to set."""
+    ctx = make_ctx(settings, workspace_dir, backend, user_id="cli", channel_id="cli", operator=True)
+    yield ctx
+    ctx.scheduler.stop()
+
+
 @pytest.mark.parametrize(
     ("text", "camera", "rule"),
     [
@@ -66,10 +74,10 @@ def ctx(settings, workspace_dir: Path, backend: FakeBackend):
         ("rule * line", "*", Rule("line_crossed", "*")),
     ],
 )
-async def test_rule_kinds_reach_the_monitor(ctx, text, camera, rule):
-    reply = await run_command(text, ctx)
+async def test_rule_kinds_reach_the_monitor(op_ctx, text, camera, rule):
+    reply = await run_command(text, op_ctx)
     assert reply.ok, reply.text
-    assert ctx.services.monitor.rules() == [rule]
+    assert op_ctx.services.monitor.rules() == [rule]
     assert f"`/vision unrule {camera} {rule.id}`" in reply.text
 
 
@@ -121,43 +129,42 @@ async def test_a_rule_for_a_camera_without_a_pipeline_yet_waits_for_it(ctx, back
     await ctx.manager().stop_all()
 
 
-async def test_rules_lists_configured_and_guessed_defaults(ctx, backend):
-    assert "*dock*: none yet" in (await run_command("rules", ctx)).text
-    await run_command("start 0 name=desk", ctx)
-    ctx.services.monitor.on_result(ctx.manager().resolve("desk"), result({}))  # nothing seen: the default is guessed, no alert
-    await run_command("rule dock count person>3 cooldown=90", ctx)
-    await run_command("rule * appears car", ctx)
-    listing = (await run_command("rules", ctx)).text
+async def test_rules_lists_configured_and_guessed_defaults(op_ctx, backend):
+    assert "*dock*: none yet" in (await run_command("rules", op_ctx)).text
+    await run_command("start 0 name=desk", op_ctx)
+    op_ctx.services.monitor.on_result(op_ctx.manager().resolve("desk"), result({}))  # nothing seen: the default is guessed, no alert
+    await run_command("rule dock count person>3 cooldown=90", op_ctx)
+    await run_command("rule * appears car", op_ctx)
+    listing = (await run_command("rules", op_ctx)).text
     lines = listing.splitlines()
     assert lines[0] == "*Rules*" and lines[1].startswith("• *every camera*: `class_appears:car`")
     assert "• *desk*: `class_appears:car`" in listing and "default" not in listing  # '*' rules replace the guess
     assert "`count_over:person>3` (alerts when more than 3 people are in view; cooldown 90 s)" in listing
-    await run_command("unrule * class_appears:car", ctx)
-    one = (await run_command("rules desk", ctx)).text
-    default = ctx.settings.monitoring.alert_cooldown_seconds  # rules without cooldown= use the configured one
+    await run_command("unrule * class_appears:car", op_ctx)
+    one = (await run_command("rules desk", op_ctx)).text
+    default = op_ctx.settings.monitoring.alert_cooldown_seconds  # rules without cooldown= use the configured one
     assert one.splitlines()[1] == (f"• *desk*: `class_appears:*` (alerts when an object appears; cooldown {default:g} s)"
                                    " — default, guessed from its results")
-    assert not (await run_command("rules garage", ctx)).ok
+    assert not (await run_command("rules garage", op_ctx)).ok
 
 
-async def test_unrule_removes_and_explains_misses(ctx):
-    await run_command("rule dock count person>3", ctx)
-    await run_command("rule * line", ctx)
-    miss = await run_command("unrule dock count_over:person>4", ctx)
+async def test_unrule_removes_and_explains_misses(op_ctx):
+    await run_command("rule dock count person>3", op_ctx)
+    await run_command("rule * line", op_ctx)
+    miss = await run_command("unrule dock count_over:person>4", op_ctx)
     assert not miss.ok and "its rules: `count_over:person>3`" in miss.text
-    wrong_scope = await run_command("unrule dock line_crossed", ctx)
+    wrong_scope = await run_command("unrule dock line_crossed", op_ctx)
     assert not wrong_scope.ok and "`/vision unrule * line_crossed`" in wrong_scope.text
-    assert (await run_command("unrule dock count_over:person&gt;3", ctx)).ok  # Slack-escaped id
-    assert ctx.services.monitor.rules() == [Rule("line_crossed", "*")]
-    assert not (await run_command("unrule dock", ctx)).ok
-    ctx.services.monitor.add_rule(Rule("line_crossed", "gone"))  # its pipeline and CAMERAS.md row were removed since
-    assert "• *gone*: `line_crossed`" in (await run_command("rules", ctx)).text
-    theirs = await run_command("unrule gone line_crossed", ctx)  # the operator's rule: not a member's to remove
+    assert (await run_command("unrule dock count_over:person&gt;3", op_ctx)).ok  # Slack-escaped id
+    assert op_ctx.services.monitor.rules() == [Rule("line_crossed", "*")]
+    assert not (await run_command("unrule dock", op_ctx)).ok
+    op_ctx.services.monitor.add_rule(Rule("line_crossed", "gone"))  # its pipeline and CAMERAS.md row were removed since
+    assert "• *gone*: `line_crossed`" in (await run_command("rules", op_ctx)).text
+    member = CommandContext(op_ctx.settings, op_ctx.services, user_id="U1", channel_id="C1", scheduler=op_ctx.scheduler)
+    theirs = await run_command("unrule gone line_crossed", member)  # the operator's rule: not a member's to remove
     assert not theirs.ok and "belongs to the operator" in theirs.text
-    operator = CommandContext(ctx.settings, ctx.services, user_id="cli", channel_id="cli", operator=True,
-                              scheduler=ctx.scheduler)
-    assert (await run_command("unrule gone line_crossed", operator)).ok
-    assert ctx.services.monitor.rules() == [Rule("line_crossed", "*")]
+    assert (await run_command("unrule gone line_crossed", op_ctx)).ok
+    assert op_ctx.services.monitor.rules() == [Rule("line_crossed", "*")]
 
 
 @pytest.mark.parametrize(
@@ -171,10 +178,10 @@ async def test_unrule_removes_and_explains_misses(ctx):
         ("schedule summary at 07:15 name=morning", "morning", {"at": "07:15"}),
     ],
 )
-async def test_schedule_saves_a_named_job(ctx, text, name, fields):
-    reply = await run_command(text, ctx)
+async def test_schedule_saves_a_named_job(op_ctx, text, name, fields):
+    reply = await run_command(text, op_ctx)
     assert reply.ok, reply.text
-    job = next(j for j in ctx.scheduler.jobs() if j.name == name)
+    job = next(j for j in op_ctx.scheduler.jobs() if j.name == name)
     assert {k: getattr(job, k) for k in fields} == fields
     assert f"`/vision unschedule {name}`" in reply.text
 
@@ -182,7 +189,7 @@ async def test_schedule_saves_a_named_job(ctx, text, name, fields):
 @pytest.mark.parametrize("minutes", [0, 15])
 async def test_a_heartbeat_job_says_whether_the_configured_one_also_runs(base_env, workspace_dir, backend, minutes):
     settings = load_settings({**base_env, "VISION_AGENT_HEARTBEAT_MINUTES": str(minutes)})
-    ctx = make_ctx(settings, workspace_dir, backend)
+    ctx = make_ctx(settings, workspace_dir, backend, user_id="cli", channel_id="cli", operator=True)  # the site's
     reply = await run_command("schedule heartbeat every 5 minutes", ctx)
     assert reply.ok and ("every 15 min) keeps running too" in reply.text) == (minutes == 15)
     assert ("VISION_AGENT_HEARTBEAT_MINUTES=0" in reply.text) == (minutes == 15)
@@ -231,13 +238,13 @@ async def test_jobs_show_the_next_run_and_unschedule_removes(ctx):
     assert not miss.ok and "the jobs are: `daily_summary`, `summary-19:00`" in miss.text
 
 
-async def test_status_shows_rules_and_jobs(ctx):
-    before = (await run_command("status", ctx)).text
+async def test_status_shows_rules_and_jobs(op_ctx):
+    before = (await run_command("status", op_ctx)).text
     assert "*Rules*: 0 (each camera uses its guessed default)" in before
     assert re.search(r"\*Jobs\*: daily_summary \(next \w{3} 18:00 UTC\)", before)
-    await run_command("rule dock line", ctx)
-    await run_command("rule * appears", ctx)
-    assert "*Rules*: 2 on dock, every camera" in (await run_command("status", ctx)).text
+    await run_command("rule dock line", op_ctx)
+    await run_command("rule * appears", op_ctx)
+    assert "*Rules*: 2 on dock, every camera" in (await run_command("status", op_ctx)).text
 
 
 async def test_allowlist_covers_rules_and_schedules_but_not_listing(base_env, workspace_dir, backend):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from bot.backends.base import Detection, InferenceResult
 from bot.config import load_settings
 from bot.llm.client import LLMClient
 from bot.llm.look import FrameLook
@@ -16,11 +17,10 @@ from bot.objects.owner import Owner
 from bot.rights import Requester
 from bot.scheduling.cron_jobs import CronJob, _narrative
 from tests.bot.agent.test_agent import make_agent
-from bot.backends.base import Detection, InferenceResult
-from tests.bot.monitoring.test_watches import _book, _watch
-from workspace import Workspace
 from tests.bot.monitor_helpers import Clock
+from tests.bot.monitoring.test_watches import _book, _watch
 from tests.fakes.anthropic_api import FakeAnthropic, text
+from workspace import Workspace
 
 ALICE = Owner(user="U0ALICE", channel="C0OPS", place="public")
 

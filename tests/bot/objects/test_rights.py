@@ -164,3 +164,25 @@ async def test_a_member_routes_only_their_own_pipelines_alerts(doors: Doors) -> 
     assert "go where its owner or the operator sends them" in await doors.slash("route <#C0OPS> camera=gate", ALICE)
     assert "now go to" in await doors.slash("route <#C0BOB> camera=GATE", BOB)  # the camera's own name, any case
     assert doors.rt.router.routes() == {"gate": "C0BOB"}
+
+
+async def test_a_members_rule_on_the_operators_camera_alerts_where_they_set_it(doors: Doors) -> None:
+    """It alerts beside the camera's own rules (never replacing them or its guessed defaults), and in the member's
+    channel, not in the operator's alert channel."""
+    from tests.tools.fake_backend import result
+
+    sent: list[tuple[str, str | None]] = []
+
+    async def sink(alert, channel):  # type: ignore[no-untyped-def]
+        sent.append((alert.rule, channel))
+
+    doors.rt.router.add_sink(sink)
+    await doors.slash("start dock")  # the operator's camera
+    said = await doors.slash("rule dock count person>1", ALICE)
+    assert "Its alerts come to <#C0OPS>" in said
+    pid = doors.rt.pipelines.resolve("dock").pipeline_id
+    doors.backend.emit(pid, result({"person": 3}))
+    await doors.rt.monitor.flush()
+    assert ("count_over:person>1", "C0OPS") in sent
+    assert any(rule == "class_appears:*" and channel != "C0OPS" for rule, channel in sent), sent  # its default stays
+    assert "rules for every camera are the operator's" in await doors.slash("rule * appears person", ALICE)

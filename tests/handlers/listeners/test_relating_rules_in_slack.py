@@ -28,8 +28,9 @@ def people(*xs: float) -> InferenceResult:
     return InferenceResult(dets, image_size=(640, 480))  # no frame: the alert is one chat.postMessage
 
 
-def alert_to(camera: str):
-    return lambda c: c.params.get("channel") == "C0ALERTS" and camera in c.params.get("text", "")
+def alert_to(camera: str, channel: str = "C0GENERAL"):
+    """A rule's alert: a member's rules (set by /vision in #general) alert where they were set."""
+    return lambda c: c.params.get("channel") == channel and camera in c.params.get("text", "")
 
 
 async def test_near_and_then_set_in_slack_check_classes_read_well_and_alert(

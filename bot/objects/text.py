@@ -92,21 +92,23 @@ Text2000 = Annotated[str, Line(2000)]
 
 # --- quoting -------------------------------------------------------------------------------------------------------
 MARKERS = ("message", "thread_history", "data", "turn_context")
-# A marker as a model would read it: '<' also as an HTML entity or a full-width look-alike, and letters with invisible
-# characters (zero-width space, joiner, soft hyphen) between them. All become the broken form `‹name`.
-_INVISIBLE = "[\u00ad\u180e\u200b-\u200f\u2060-\u2064\ufeff]"
-_OPENER = r"(?:<|&lt;|&#0*60;|&#x0*3c;|\uff1c|\ufe64)"
+# What reads as the start of a tag to a model: '<' or an entity or look-alike of it ('&lt' with or without ';',
+# '&#60', '&#x3c', full-width, small, mathematical and other angle brackets), then any letters: not only our four
+# names, so a marker spelled with full-width or Cyrillic letters is broken too. Between the pieces a marker may hide
+# invisible characters: spaces, zero-width and format characters, bidi controls, tag characters, variation selectors.
+_INVISIBLE = ("[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e"
+              "\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\U0001d173-\U0001d17a\U000e0000-\U000e0fff]")
+_OPENER = r"(?:<|&lt;?|&#0*60;?|&#x0*3c;?|\uff1c|\ufe64|\u2329|\u27e8|\u3008|\u02c2|\u1438|\u276c|\u276e|\u2039)"
 _GAP = rf"(?:\s|{_INVISIBLE})*"
-_MARKER = re.compile(rf"{_OPENER}({_GAP}/?{_GAP})("
-                     + "|".join(f"{_INVISIBLE}*".join(re.escape(ch) for ch in m) for m in MARKERS) + r")\b",
-                     re.IGNORECASE)
+_MARKER = re.compile(rf"{_OPENER}({_GAP}/?{_GAP})(?=[^\W\d_])", re.IGNORECASE)
 _KIND_KEEPS = re.compile(r"[^\w .'-]+")
 QUOTED_MAX = 20_000  # one quoted value: a store read back in full (a day's log) is cut before it is quoted
 
 
 def defang(text: str) -> str:
-    """`text` with every marker of ours broken (`<message` → `‹message`), so it cannot close or open one."""
-    return _MARKER.sub(lambda m: "\u2039" + m.group(1) + m.group(2), text)
+    """`text` with every tag opener broken (`<message` → `‹message`, `</data` → `‹/data`, in any spelling), so it
+    cannot close or open a marker of ours; invisible characters inside a would-be tag go with it."""
+    return _MARKER.sub(lambda m: "\u2039" + re.sub(_INVISIBLE, "", m.group(1)), text)
 
 
 def data_kind(kind: str) -> str:
@@ -132,15 +134,18 @@ def untrusted(kind: str, text: str, limit: int = QUOTED_MAX) -> str:
     return quote_data(kind, text)
 
 
-_QUOTED = re.compile(r'<data kind="[\w .\'-]{1,40}">\n.*?\n</data>', re.S)
+_QUOTED = re.compile(r'<data kind="[\w .\'-]{1,40}">\n(.*?)\n</data>', re.S)
 
 
 def shield(text: str) -> str:
-    """Text a tool returns, as it reaches the model: our own quotes (`quote_data`, whose insides are defanged
-    already) kept, every marker outside them broken. A tool's line may repeat what a member or a source wrote (a
-    refused source, a camera's error, a name): it can never open or close a message, a quote or the turn context."""
+    """Text a tool returns, as it reaches the model: our own quotes (`quote_data`) kept, every tag outside them
+    broken. A tool's line may repeat what a member or a source wrote (a refused source, a camera's error, a name): it
+    can never open or close a message, a quote or the turn context. A quote is ours only if its inside is defanged
+    already, as `quote_data` leaves it: one a member typed (with a live marker inside) is broken like any text."""
     out, pos = [], 0
     for m in _QUOTED.finditer(text):
+        if defang(m.group(1)) != m.group(1):
+            continue  # forged: its inside carries a live tag, so it is not one of ours
         out += [defang(text[pos:m.start()]), m.group(0)]
         pos = m.end()
     return "".join(out) + defang(text[pos:])

@@ -58,6 +58,9 @@ def test_a_marker_spelled_with_entities_look_alikes_or_invisible_letters_is_brok
     assert inner.startswith("before \u2039") and "after" in inner, inner
 
 
-def test_ordinary_text_passes_unchanged() -> None:
-    text = 'count <3 people; if x < 5 and y > 2 {"a": "<b>"} rtsp://cam/1 <messages are fine>'
+def test_ordinary_text_passes_unchanged_and_any_tag_is_broken() -> None:
+    text = 'count <3 people; if x <5 and y > 2 <@U123> {"a": 1} rtsp://cam/1'
     assert defang(text) == text
+    # any tag, not only ours: a marker spelled with full-width or Cyrillic letters reads as one to a model
+    assert defang('{"a": "<b>"} <messages are fine> <ｄａｔａ> <dаta>') == \
+        '{"a": "\u2039b>"} \u2039messages are fine> \u2039ｄａｔａ> \u2039dаta>'

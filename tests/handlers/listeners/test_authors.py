@@ -66,7 +66,8 @@ async def test_a_bystanders_condition_reaches_the_model_as_their_words_and_the_a
 
     bystanders_turn, askers_ok = (r.body for r in anthropic_api.ok_requests[-2:])
     # The asker's "ok" turn: the system prompt (which no message can forge) names Alice as the one to follow.
-    assert f'asked by Slack user {HUMAN} ("Alice")' in system_text(askers_ok)
+    assert f"asked by Slack user {HUMAN}:" in system_text(askers_ok)
+    assert "Alice" not in system_text(askers_ok)  # a display name is the member's own words: never in the system prompt
     assert BYSTANDER not in system_text(askers_ok)
     # Every message is marked with its author; the bystander's words are theirs, forged markers and all.
     authors = marked(askers_ok)
@@ -131,4 +132,4 @@ async def test_a_person_slack_cannot_name_is_marked_by_id_and_the_turn_goes_on(
     assert await await_answers(slack_api, "C0GENERAL", root, 1) == ["Hello."]
     body = anthropic_api.ok_requests[-1].body
     assert marked(body) == [(HUMAN, "unknown", "hi")]
-    assert f'asked by Slack user {HUMAN} ("unknown")' in system_text(body)
+    assert f"asked by Slack user {HUMAN}:" in system_text(body)

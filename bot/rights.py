@@ -34,10 +34,6 @@ class Requester:
     unattended: bool = False
     place: str | None = None  # "dm", "public" or "private" (Slack's channel type); unknown counts as private
     name: str = ""  # the person's display name (Slack users.info), shown to the model as data beside the id
-    # An unattended turn that does a member's work (their scheduled summary or heartbeat) is billed to them, in
-    # that place: their share of the day's budget, never the heartbeat's reserve (bot/llm/budget.py payer_of).
-    bill_user: str | None = None
-    bill_channel: str | None = None
 
     @classmethod
     def slack(cls, user_id: str | None, channel_id: str | None, place: str | None = None, name: str = "") -> Requester:
@@ -45,15 +41,18 @@ class Requester:
 
     @classmethod
     def unattended_for(cls, user: str | None, channel: str | None) -> Requester:
-        """A turn nobody is watching, done for `user` (None: the operator's own work): read-only tools, their bill."""
+        """A turn nobody is watching, done for `user`'s object (their scheduled summary): read-only tools (unless the
+        operator opted one in, and then with `user`'s rights, never the operator's), `user`'s audience, and `user`'s
+        bill (bot/llm/budget.py payer_of). None: the operator's own work, the site's (UNATTENDED)."""
         if user is None:
             return UNATTENDED
-        return cls(LOCAL_CHANNEL, LOCAL_CHANNEL, operator=True, unattended=True, bill_user=user, bill_channel=channel)
+        return cls(user, channel, unattended=True)
 
     @property
     def person(self) -> bool:
-        """A Slack person (not the operator, heartbeat or an unknown asker): their words are marked with their id."""
-        return not self.operator and bool(self.user_id)
+        """A Slack person asking now (not the operator, a turn nobody asked for, or an unknown asker): their words
+        are marked with their id and the system prompt names them as the asker."""
+        return not self.operator and not self.unattended and bool(self.user_id)
 
 
 OPERATOR = Requester(LOCAL_CHANNEL, LOCAL_CHANNEL, operator=True)
@@ -92,7 +91,7 @@ def audience(who: Requester) -> str:
     Unattended turns write and read as the site; the operator reads everything. A Slack place not known to be public
     or a DM is taken as private (fail closed: its notes only come back in that channel).
     """
-    if who.unattended:
+    if who.unattended and (who.operator or not who.user_id):
         return SITE
     if who.operator:
         return OPERATOR_AUDIENCE

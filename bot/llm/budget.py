@@ -47,7 +47,7 @@ def payer_of(who: Requester) -> Payer | None:
     """The asker as a payer: a Slack person (in an unknown channel: one channel "unknown"), the operator, or
     unattended; None for a turn that names nobody (no user, no channel): only the daily cap holds it."""
     if who.unattended:  # a member's scheduled work is theirs to pay for; the site's comes from the reserve
-        return payer_for(who.bill_user, who.bill_channel) if who.bill_user else Payer(unattended=True)
+        return Payer(unattended=True) if who.operator or not who.user_id else payer_for(who.user_id, who.channel_id)
     if who.operator:
         return Payer()
     if who.user_id is None and who.channel_id is None:

@@ -35,8 +35,8 @@ class Owner(BaseModel):
     def of(cls, who: Requester) -> Owner:
         """The owner of what `who` creates: a Slack person in their place, else the operator (the site for turns
         nobody asked for)."""
-        if who.unattended:
-            return cls(place="site")
+        if who.unattended and (who.operator or not who.user_id):
+            return cls(place="site")  # the site's own work (heartbeat, the operator's jobs)
         if who.operator or not who.user_id:
             return cls()
         kind = audience(who).split(":", 1)[0]

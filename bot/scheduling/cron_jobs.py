@@ -161,7 +161,7 @@ async def _narrative(agent: DrivenAgent, day: str, log_text: str, who: Requester
             if ev.type in (EventType.RESPONSE, EventType.ASK_USER):
                 parts.append(ev.data.get("text", ""))
             elif ev.type is EventType.ERROR and BUDGET.search(str(ev.data.get("text", ""))):
-                whose = f"<@{who.bill_user}>'s" if who.bill_user else "the day's"
+                whose = f"<@{who.user_id}>'s" if not who.operator and who.user_id else "the day's"
                 return (f"(No written summary today: {whose} share of today's model budget is spent; the counts "
                         "above are complete, and the prose comes back tomorrow.)")
     except Exception:  # the counts still go out without the prose

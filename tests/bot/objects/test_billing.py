@@ -99,3 +99,18 @@ async def test_a_members_summary_is_billed_to_them_and_says_when_their_share_is_
     said = await _narrative(broke, "2026-03-04", "- 12:00 dock: 2 people", job.requester)
     assert said.startswith("(No written summary today: <@U0ALICE>'s share of today's model budget is spent")
     await broke.llm.aclose()
+
+
+def test_a_members_unattended_work_has_their_rights_audience_and_bill_never_the_operators(settings) -> None:
+    """A tool the operator opted in for unattended turns (heartbeat.unattended_tools) runs, in a member's job, as
+    that member: it may not stop the operator's pipelines, its notes keep the member's audience, it spends their share."""
+    from bot.llm.budget import payer_of
+    from bot.objects.owner import change_refusal, is_operator
+    from bot.rights import UNATTENDED, audience
+
+    who = Requester.unattended_for("U0ALICE", "C0OPS")
+    assert who.unattended and not who.operator and not who.person  # its prompt is ours, not Alice's words
+    assert not is_operator(settings, who) and change_refusal(settings, None, who, "pipeline 'dock'")
+    assert audience(who) == "private:C0OPS" and Owner.of(who).user == "U0ALICE"
+    assert payer_of(who).keys() == ["total", "people", "channel:C0OPS", "user:U0ALICE"]
+    assert Requester.unattended_for(None, None) is UNATTENDED and payer_of(UNATTENDED).keys() == ["total"]

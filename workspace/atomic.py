@@ -62,7 +62,7 @@ def load_json(path: Path, kind: type = dict, fits: Callable[[Any], bool] | None 
         return None
     try:
         data = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return DAMAGED
     return data if isinstance(data, kind) and (fits is None or fits(data)) else DAMAGED
 

@@ -118,7 +118,7 @@ class Workspace:
         try:
             data = json.loads((self.state_dir / _MANIFEST).read_text(encoding="utf-8"))
             return dict(data.get("installed", {}))
-        except (OSError, ValueError, AttributeError):
+        except (OSError, ValueError, AttributeError, RecursionError):
             return {}
 
     def _write_manifest(self, installed: dict[str, str]) -> None:

@@ -16,7 +16,7 @@ def numbered_records(text: str, skipped: Callable[[int], None] | None = None) ->
             continue
         try:
             rec = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             rec = None
         if isinstance(rec, dict):
             yield n, rec

@@ -42,7 +42,7 @@ class RecipeFiles:
             data = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             return None
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, RecursionError) as exc:
             log.warning("recipe %s cannot be read: %s", path.name, exc)
             return None
         return data if isinstance(data, dict) else None

@@ -95,7 +95,7 @@ class MemoryIndex:
                 self._vectors = dict(zip(meta["vector_keys"], arr, strict=True))
         except FileNotFoundError:
             return
-        except (ValueError, KeyError, TypeError) as exc:  # a damaged index is rebuilt from the files
+        except (ValueError, KeyError, TypeError, RecursionError) as exc:  # a damaged index is rebuilt from the files
             log.warning("memory index unreadable (%s); rebuilding it", exc)
             self._files, self._vectors = {}, {}
 

@@ -188,7 +188,7 @@ def _first_record(path: Path) -> dict[str, Any] | None:
     try:
         with path.open(encoding="utf-8") as f:
             return json.loads(f.readline())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
 
 

@@ -44,7 +44,7 @@ class Mute(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     camera: str = Field(min_length=1, max_length=80)
-    until: float
+    until: float = Field(allow_inf_nan=False, ge=0, le=1e11)  # a time: one past the year 5000 is no mute
 
 
 def in_window(window: str | None, now: datetime) -> bool:

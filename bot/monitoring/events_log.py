@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from bot.monitoring.rules import KINDS
+from bot.storage import records
+from workspace.atomic import keep_aside
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +50,9 @@ class EventLog:
         self.max_bytes = max(1024, max_bytes)
         self._lock = threading.Lock()
         self._listeners: list[EventListener] = []
+        if self.path.exists() and not self.path.is_file():  # a directory (or worse) where the log should be
+            kept = keep_aside(self.path)
+            records.note(f"{self.path.name} was not a file; kept as {kept.name}, starting it empty")
         self._seq = self._last_seq()
         self._end_line()
 
@@ -107,7 +112,7 @@ class EventLog:
         with self._lock:
             try:
                 raw = self.path.read_text(encoding="utf-8", errors="replace")
-            except FileNotFoundError:
+            except OSError:  # gone, or made unreadable from outside: no events rather than a broken answer
                 return []
         return [ev for ev in map(_valid, raw.splitlines()) if ev is not None]
 
@@ -115,7 +120,7 @@ class EventLog:
         """The highest id in the file, whatever its last line holds (torn, garbage, an id out of order)."""
         try:
             raw = self.path.read_text(encoding="utf-8", errors="replace")
-        except FileNotFoundError:
+        except OSError:
             return 0
         ids = [int(ev["id"]) for ev in map(_valid, raw.splitlines()) if ev is not None and ev["id"].isdigit()]
         return max(ids, default=0)
@@ -126,7 +131,7 @@ class EventLog:
             with self.path.open("rb+") as f:
                 if f.seek(0, os.SEEK_END) and (f.seek(-1, os.SEEK_END), f.read(1))[1] != b"\n":
                     f.write(b"\n")
-        except FileNotFoundError:
+        except OSError:
             pass
 
     def _trim(self) -> None:  # holding self._lock
@@ -155,7 +160,7 @@ def _valid(line: str) -> dict[str, Any] | None:
     """
     try:
         ev = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     if not isinstance(ev, dict):
         return None

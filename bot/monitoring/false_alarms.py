@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from bot.monitoring.rules import Rule
 from bot.storage import records
@@ -37,7 +37,7 @@ class Mark(BaseModel):
     id: str
     camera: str
     rule: str
-    time: float
+    time: float = Field(allow_inf_nan=False)
     used: bool = False
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 import uuid
 from dataclasses import dataclass
@@ -9,6 +10,7 @@ from typing import Any
 
 from bot.monitoring.watch_conditions import Condition, condition_from_dict
 from bot.objects.owner import Owner
+from bot.objects.text import check_name
 from bot.objects.watch import DEFAULT_SECONDS, MAX_SECONDS, MIN_SECONDS
 
 __all__ = ["ANSWERED", "DEFAULT_SECONDS", "EXPIRED", "MAX_SECONDS", "MIN_SECONDS", "Watch", "parse_duration", "span"]
@@ -78,6 +80,12 @@ class Watch:
     def from_record(cls, r: dict[str, Any]) -> Watch:
         """A stored watch (KeyError / TypeError / ValueError for a record of another shape: set aside)."""
         owner = Owner.model_validate(r["owner"]) if isinstance(r.get("owner"), dict) else None
-        return cls(str(r["id"]), str(r["camera"]), condition_from_dict(r["condition"]), float(r["created_at"]),
-                   float(r["expires_at"]), bool(r.get("confirm")), r.get("user_id"), r.get("channel"),
-                   r.get("thread_ts"), str(r.get("about") or ""), owner)
+        texts = {k: r.get(k) for k in ("user_id", "channel", "thread_ts")}
+        if any(v is not None and not isinstance(v, str) for v in texts.values()) or not isinstance(r.get("about", ""), str):
+            raise ValueError("a watch's asker, place and words are text")
+        times = float(r["created_at"]), float(r["expires_at"])
+        if not all(math.isfinite(t) and 0 <= t < 1e11 for t in times):
+            raise ValueError("a watch's times are out of bounds")
+        return cls(check_name(str(r["id"]), "a watch id"), check_name(str(r["camera"]), "a camera"),
+                   condition_from_dict(r["condition"]), *times, bool(r.get("confirm")), texts["user_id"],
+                   texts["channel"], texts["thread_ts"], str(r.get("about") or "")[:200], owner)

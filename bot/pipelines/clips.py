@@ -206,6 +206,6 @@ class ClipRecorder:
             return None
         try:
             return Clip(path=path, **json.loads(meta_path.read_text()))
-        except (ValueError, TypeError):
+        except (ValueError, TypeError, RecursionError):
             log.warning("clip %s has unreadable metadata", clip_id)
             return None

@@ -62,7 +62,6 @@ class PipelineConfig:
         return WorkflowRef(workflow_spec=spec, workspace_name=self.workspace_name, workflow_id=self.workflow_id)
 
 
-_FIELDS = {f.name for f in dataclasses.fields(PipelineConfig)}
 
 
 def save_state(path: Path, configs: list[PipelineConfig]) -> None:
@@ -93,11 +92,9 @@ def load_state(path: Path) -> list[PipelineConfig]:
 def _config(p: dict) -> PipelineConfig:
     """A saved pipeline, checked: its fields' types, and a name people and the model may see (a name saved before
     names were bounded is made one, said)."""
-    cfg = PipelineConfig(**{k: v for k, v in p.items() if k in _FIELDS})
-    if not isinstance(cfg.pipeline_id, str) or not isinstance(cfg.video_reference, str) or not cfg.video_reference:
-        raise ValueError("a saved pipeline needs a string id and source")
-    if not isinstance(cfg.name, str):
-        raise ValueError("a saved pipeline's name is text")
+    cfg = records.typed(PipelineConfig, p)  # every field of its type (a failure count that is text stops no restore)
+    if not cfg.video_reference or cfg.restore_failures < 0:
+        raise ValueError("a saved pipeline needs a source")
     try:
         check_name(cfg.name)
     except ValueError:

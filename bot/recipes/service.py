@@ -76,10 +76,10 @@ class RecipeService:
         for path in sorted(self.files.folder.glob("*.json")) if self.files.folder.is_dir() else []:
             try:
                 data = json.loads(path.read_text(encoding="utf-8"))
-                if not isinstance(data, dict) or not isinstance(data.get("steps"), list) \
-                        or not isinstance(data.get("metadata"), dict):
-                    raise ValueError("not a recipe: it needs a steps list and a metadata object")
-            except (OSError, ValueError, UnicodeDecodeError) as exc:
+                if not _recipe_shaped(data):
+                    raise ValueError("not a recipe: it needs a list of steps (each a tool and its input), a "
+                                     "metadata object and, if any, a parameters object")
+            except (OSError, ValueError, RecursionError) as exc:  # nested past Python's limit: damaged too
                 bad.append((path, " ".join(str(exc).split())[:200]))
         if bad and records.keep(self.files.folder / "recipes", "recipes",
                                 [({"file": p.name, "text": _read(p)}, why) for p, why in bad]):
@@ -265,6 +265,13 @@ class RecipeService:
 
     def _owners(self) -> list[str | None]:
         return [_owner(r).user for n in self.files.names() if (r := self.files.load(n)) is not None]
+
+
+def _recipe_shaped(data: Any) -> bool:
+    return (isinstance(data, dict) and isinstance(data.get("metadata"), dict)
+            and isinstance(data.get("parameters", {}), dict) and isinstance(data.get("steps"), list)
+            and all(isinstance(st, dict) and isinstance(st.get("tool"), str) and isinstance(st.get("input", {}), dict)
+                    for st in data["steps"]))
 
 
 def _read(path: Path) -> str:

@@ -20,6 +20,7 @@ from bot.objects.text import check_name, untrusted
 from bot.objects.when import check_interval, parse_when
 from bot.rights import UNATTENDED, Requester
 from bot.services import need
+from bot.storage import records
 from workspace.memory import SITE
 
 if TYPE_CHECKING:
@@ -75,9 +76,7 @@ class CronJob:
     @classmethod
     def from_record(cls, row: dict[str, Any]) -> CronJob:
         """A stored job, checked as a new one is (TypeError / ValueError: a record to set aside)."""
-        fields = {k: v for k, v in row.items() if k in cls.__dataclass_fields__ and k != "owner"}
-        owner = Owner.model_validate(row["owner"]) if isinstance(row.get("owner"), dict) else None
-        return cls(**fields, owner=owner).checked()
+        return records.typed(cls, row).checked()  # every field of its type, then the bounds of a new job
 
     @property
     def requester(self) -> Requester:

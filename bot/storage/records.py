@@ -9,13 +9,18 @@ status` and posted once to the alert channel at start-up); the rest loads.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import json
 import logging
 import threading
 import time
+import typing
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from bot.storage.base import Record, Storage
 
@@ -76,6 +81,31 @@ def mark() -> int:
     """Where the notes stand now: `notes(mark())` later gives only what came after."""
     with _lock:
         return len(_notes)
+
+
+@functools.cache
+def _record_model(cls: type) -> type[BaseModel]:
+    """A strict pydantic model of a dataclass's fields (their annotated types), to check a stored record with."""
+    hints = typing.get_type_hints(cls)
+    fields: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        if f.default is not dataclasses.MISSING:
+            fields[f.name] = (hints[f.name], f.default)
+        elif f.default_factory is not dataclasses.MISSING:
+            fields[f.name] = (hints[f.name], Field(default_factory=f.default_factory))
+        else:
+            fields[f.name] = (hints[f.name], ...)
+    config = ConfigDict(strict=True, extra="ignore", arbitrary_types_allowed=True, allow_inf_nan=False)
+    return create_model(f"{cls.__name__}Record", __config__=config, **fields)
+
+
+def typed(cls: type[T], data: Any) -> T:
+    """`data` (a stored record) as the dataclass `cls`, every field of its annotated type (a number that is text, a
+    list where a name goes, inf or NaN: ValueError), so what loads can be listed, compared and formatted later."""
+    if not isinstance(data, dict):
+        raise ValueError(f"a record is an object, not {type(data).__name__}")
+    checked = _record_model(cls).model_validate(data)  # type: ignore[arg-type]  # a class is hashable
+    return cls(**{f.name: getattr(checked, f.name) for f in dataclasses.fields(cls)})  # type: ignore[arg-type]
 
 
 def _why(exc: Exception) -> str:

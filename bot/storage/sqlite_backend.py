@@ -39,7 +39,12 @@ class ForeignLayout(sqlite3.DatabaseError):
 
 
 def _check_layout(conn: sqlite3.Connection) -> None:
-    """ForeignLayout when a table of ours exists with other columns (a foreign file would fail every query)."""
+    """ForeignLayout when a table of ours exists with other columns, or as a view or an index (a foreign file would
+    fail every query)."""
+    kinds = dict(conn.execute("SELECT name, type FROM sqlite_master WHERE name IN ('records', 'meta', "
+                              "'records_by_table')").fetchall())
+    if any(kind != ("index" if name == "records_by_table" else "table") for name, kind in kinds.items()):
+        raise ForeignLayout(f"its {', '.join(sorted(kinds))} are not this bot's tables")
     for table, wanted in COLUMNS.items():
         have = {row[1] for row in conn.execute(f"PRAGMA table_info({table})").fetchall()}
         if have and not wanted <= have:
@@ -56,10 +61,10 @@ def _checked(match: dict[str, Any]) -> dict[str, Any]:
     return match
 
 
-def _decode(data: str) -> Record | None:
+def _decode(data: str | None) -> Record | None:
     try:
-        row = json.loads(data)
-    except ValueError:
+        row = json.loads(data)  # type: ignore[arg-type]
+    except (ValueError, TypeError, RecursionError):  # not JSON, NULL, nested past Python's limit: damaged
         return None
     return row if isinstance(row, dict) else None
 
@@ -135,6 +140,8 @@ class SQLiteStorage(Storage):
 
     def _open(self) -> sqlite3.Connection:
         try:
+            if self.path.is_dir():  # a directory where the store's file should be: kept aside like a damaged file
+                raise ForeignLayout("it is a directory")
             conn = self._connect()
         except ForeignLayout as exc:
             why = f"is not this bot's store ({exc})"

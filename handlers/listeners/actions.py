@@ -53,7 +53,7 @@ def _value(action: Any, key: str) -> str:
     raw = action.get("value") if isinstance(action, dict) else None
     try:
         value = json.loads(raw) if isinstance(raw, str) else {}
-    except ValueError:
+    except (ValueError, RecursionError):
         value = {}
     found = value.get(key) if isinstance(value, dict) else None
     return found if isinstance(found, str) else ""

@@ -76,7 +76,7 @@ class InflightBook:
         for line in lines:
             try:
                 self._apply(json.loads(line))
-            except (ValueError, KeyError, TypeError, AttributeError):
+            except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
                 log.debug("skipped a broken line in %s (torn by a crash?)", path.name)
         # compact: only the open turns remain
         write_atomic(path, "".join(json.dumps(self._row(t)) + "\n" for t in self._open.values()))

@@ -69,7 +69,7 @@ class ThreadBook:
                 row = json.loads(line)
                 if row["since"] >= cutoff:
                     self._known[(row["channel"], row["thread_ts"])] = row
-            except (ValueError, KeyError, TypeError):
+            except (ValueError, KeyError, TypeError, RecursionError):
                 continue  # a line cut short by a crash: skip it
         if len(self._known) < len(lines):  # compact: expired, duplicate or broken lines
             write_atomic(path, "".join(json.dumps(r) + "\n" for r in self._known.values()))

@@ -7,9 +7,13 @@ from typing import Any, ClassVar, Literal
 
 from bot.backends.base import InferenceResult
 from bot.objects.owner import Owner
+from bot.objects.rule import MAX_COOLDOWN
+from bot.objects.text import check_name
+from bot.storage import records
 
 RuleKind = Literal["class_appears", "count_over", "line_crossed", "time_in_zone", "near", "then"]
 ANY = "*"
+MAX_THRESHOLD = 1_000_000.0  # a count, seconds (a day at most for a zone) or box sizes: far past any camera's
 
 
 @dataclass(frozen=True)
@@ -56,11 +60,13 @@ class Rule:
         kinds = RuleKindBase.registry
         if d.get("kind") not in kinds:
             raise ValueError(f"unknown rule kind {d.get('kind')!r}; use one of {', '.join(kinds)}")
-        fields = {k: v for k, v in d.items() if k in cls.__dataclass_fields__ and k != "owner"}
-        owner = Owner.model_validate(d["owner"]) if isinstance(d.get("owner"), dict) else None
-        rule = cls(**fields, owner=owner)
-        if not isinstance(rule.camera, str) or not isinstance(rule.threshold, (int, float)):
-            raise ValueError("a rule's camera is a name and its threshold a number")
+        rule = records.typed(cls, d)  # every field of its type: a class that is a dict never reaches a listing
+        for value in (rule.camera, rule.class_name, rule.other_class, rule.after_camera):
+            if value is not None and value != ANY:
+                check_name(value, "a rule's camera or class")
+        if not (abs(rule.threshold) <= MAX_THRESHOLD and 0 <= rule.clear_seconds <= 86400
+                and (rule.cooldown_seconds is None or 0 <= rule.cooldown_seconds <= MAX_COOLDOWN)):
+            raise ValueError("a rule's threshold, cooldown (0 to a week) or clear time is out of bounds")
         return rule
 
 

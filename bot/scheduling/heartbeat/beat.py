@@ -25,6 +25,13 @@ from workspace.memory import SITE
 log = logging.getLogger(__name__)
 
 
+def _state_fits(state: dict[str, Any]) -> bool:
+    """The heartbeat's own shape (a file of another one is kept aside like a damaged one, and it starts afresh)."""
+    calls, done = state.get("calls", 0), state.get("done", {})
+    return (isinstance(state.get("day", ""), str) and isinstance(calls, int) and not isinstance(calls, bool)
+            and isinstance(done, dict) and all(isinstance(v, (int, float)) for v in done.values()))
+
+
 class Heartbeat:
     """One `run()` per scheduler tick. Outcomes: off-hours, idle, no-llm, capped, ok, alert, error."""
 
@@ -48,7 +55,7 @@ class Heartbeat:
     # state (calls per day, cap notice, checklist) ---------------------------------
     def _load_state(self) -> dict[str, Any]:
         # A damaged file is kept aside with one log line and its last good copy used: the day's call count survives.
-        return read_state(self._state_path, dict, log)[0] or {}
+        return read_state(self._state_path, dict, log, fits=_state_fits)[0] or {}
 
     def _save_state(self) -> None:
         write_atomic(self._state_path, json.dumps(self._state), keep_previous=True)

@@ -17,7 +17,9 @@ from zoneinfo import ZoneInfo
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from bot.monitoring.rules import Rule
+from bot.monitoring.rules import ANY, Rule
+from bot.objects.owner import Owner, change_refusal
+from bot.rights import Requester
 from bot.storage import records
 
 if TYPE_CHECKING:
@@ -70,6 +72,7 @@ class FalseAlarms:
     def __init__(self, router: AlertRouter, monitor: Monitor | None, memory: MemoryStore | None,
                  settings: Settings, clock: Callable[[], float] = time.time) -> None:
         self.router, self.monitor, self.memory = router, monitor, memory
+        self.settings = settings
         self._table = router.storage.table(TABLE)
         records.load(router.storage, TABLE, Mark.model_validate)  # the reads below then find only marks that fit
         self.limit = settings.monitoring.false_alarm_limit
@@ -86,7 +89,11 @@ class FalseAlarms:
         self._table.upsert({**fa.__dict__, "id": mark_id, "time": now, "used": False}, id=mark_id)
         recent = [r for r in self._table.all() if (r.get("camera"), r.get("rule")) == (fa.camera, fa.rule)
                   and not r.get("used") and now - float(r.get("time", 0)) <= self.window]
-        change = self._tighten(fa.camera, fa.rule) if self.limit and len(recent) >= self.limit else None
+        refused = self._refusal(fa)
+        change = self._tighten(fa.camera, fa.rule) if self.limit and len(recent) >= self.limit and not refused else None
+        if refused:  # noted (it counts when its owner or an operator marks the next one), but theirs to change
+            self._remember(fa, None)
+            return f"Noted: this {fa.camera} `{fa.rule}` alert was a false alarm. {refused}"
         if change:
             for r in recent:
                 self._table.upsert({"used": True}, id=r["id"])
@@ -98,14 +105,37 @@ class FalseAlarms:
         more = f" {left} more within {self.window / 3600:g} h and I make this rule less eager." if left > 0 else ""
         return f"Noted: this {fa.camera} `{fa.rule}` alert was a false alarm.{more}"
 
+    def _rule(self, camera: str, rule_id: str) -> Rule | None:
+        if self.monitor is None:
+            return None
+        return next((r for r in self.monitor.effective_rules(camera) if r.id == rule_id), None)
+
+    def _owner(self, camera: str, rule: Rule) -> Owner | None:
+        """Whose the rule is: its own owner, or for a guessed default the camera's (its pipeline's owner)."""
+        if rule.owner is not None:
+            return rule.owner
+        if rule.camera == ANY and self.monitor is not None and rule not in self.monitor.rules():  # a default
+            runs = self.monitor.camera_owner(camera)
+            return Owner(user=runs) if runs else None
+        return None
+
+    def _refusal(self, fa: FalseAlarm) -> str | None:
+        """Why this clicker may not make the rule less eager (it is someone else's), or None."""
+        rule = self._rule(fa.camera, fa.rule)
+        if rule is None:
+            return None
+        return change_refusal(self.settings, self._owner(fa.camera, rule), Requester.slack(fa.user, None),
+                              f"the rule `{fa.rule}` of {fa.camera}")
+
     def _tighten(self, camera: str, rule_id: str) -> str | None:
         """Replace the rule behind `rule_id` on this camera with a tightened copy; what changed, or None."""
         if self.monitor is None:
             return None
-        rule = next((r for r in self.monitor.effective_rules(camera) if r.id == rule_id), None)
+        rule = self._rule(camera, rule_id)
         if rule is None:  # health, heartbeat or snapshot alerts have no rule to adjust
             return None
-        new, what = tightened(replace(rule, camera=camera), self.monitor.cooldown_seconds)
+        owner = self._owner(camera, rule)  # a tightened default is its camera's owner's, as the default was
+        new, what = tightened(replace(rule, camera=camera, owner=owner), self.monitor.cooldown_seconds)
         if rule.camera == camera and rule.id != new.id:
             self.monitor.remove_rule(rule.id, camera)
         self.monitor.add_rule(new)

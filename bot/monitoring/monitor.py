@@ -54,7 +54,7 @@ class Monitor:
         self._store = storage if storage is not None else open_storage(
             db_path or settings.workspace / ".state" / "monitor.json", settings.storage.backend)
         self.book = RuleBook(self._store)  # which rules run for each camera
-        self.book.camera_owner = self._camera_owner
+        self.book.camera_owner = self.camera_owner
         self._lock = threading.RLock()  # results arrive on pipeline threads, health checks on the loop
         self._state: dict[tuple[str, str], RuleState] = {}
         self.news = News()  # what the next heartbeat looks at (tier 2)
@@ -66,7 +66,7 @@ class Monitor:
         self._seen: dict[str, set[str]] = {}  # classes each camera's results have shown (a rule must name one)
         self.sightings = Sightings()  # when each camera last showed each class: a `then` rule reads another camera's
 
-    def _camera_owner(self, camera: str) -> str | None:
+    def camera_owner(self, camera: str) -> str | None:
         """The Slack user who runs `camera`'s pipeline (None: the operator's, or no pipeline)."""
         owner = getattr(self.pipelines, "owner", None)
         try:

@@ -11,6 +11,7 @@ from typing import Any
 from slack_sdk.errors import SlackApiError
 
 from bot.monitoring.false_alarms import FalseAlarm, FalseAlarms
+from bot.objects.owner import Owner, change_refusal
 from bot.rights import CONTROLLED, Requester, refusal
 from handlers.alerts.sink import FALSE_ALARM_ACTION, MUTE_ACTION, MUTE_SECONDS, STOP_ACTION
 from handlers.answers.feedback import FEEDBACK_ACTION, GOOD, STOP_TURN_ACTION
@@ -77,8 +78,16 @@ async def handle_mute(ack: Any, body: dict[str, Any], action: dict[str, Any], re
     if not camera or router is None:
         await _tell(respond, "This alert has no camera to mute.")
         return
-    if why := refusal(bot.settings, Requester.slack(user, channel), "alerts and pipelines"):
+    who = Requester.slack(user, channel)
+    if why := refusal(bot.settings, who, "alerts and pipelines"):
         await _tell(respond, why)
+        return
+    monitor = getattr(bot.runtime, "monitor", None)  # a camera's alerts are its owner's to silence, or an operator's
+    runs = monitor.camera_owner(camera) if monitor is not None else None
+    owner = Owner(user=runs) if runs else Owner()
+    if change_refusal(bot.settings, owner, who, camera):
+        await _tell(respond, f"{escape(camera)}'s alerts are {owner.label()}'s to mute, or an operator's "
+                    f"(`slack.operators`); ask them.")
         return
     until = router.mute(camera, MUTE_SECONDS)
     when = time.strftime("%H:%M UTC", time.gmtime(until))

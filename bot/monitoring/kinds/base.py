@@ -147,6 +147,8 @@ class RuleKindBase:
         raise NotImplementedError
 
     def tightened(self, rule: Rule, default_cooldown: float) -> tuple[Rule, str]:
-        cooldown = 2 * (default_cooldown if rule.cooldown_seconds is None else rule.cooldown_seconds) or 60.0
+        """One step less eager, within the bounds every door holds (a cooldown of at most a week)."""
+        cooldown = min(MAX_COOLDOWN, 2 * (default_cooldown if rule.cooldown_seconds is None
+                                          else rule.cooldown_seconds) or 60.0)
         minutes = f"{cooldown / 60:g} min" if cooldown >= 60 else f"{cooldown:g} s"
         return replace(rule, cooldown_seconds=cooldown), f"now waits {minutes} between alerts"

@@ -5,7 +5,16 @@ from __future__ import annotations
 from dataclasses import replace
 
 from bot.backends.base import InferenceResult
-from bot.monitoring.kinds.base import ANY, Firing, Rule, RuleKindBase, RuleState, Sightings, held_edge
+from bot.monitoring.kinds.base import (
+    ANY,
+    MAX_THRESHOLD,
+    Firing,
+    Rule,
+    RuleKindBase,
+    RuleState,
+    Sightings,
+    held_edge,
+)
 from bot.monitoring.wording import classes, describe_counts, in_view, plural
 
 
@@ -71,6 +80,8 @@ class CountOver(_Counted):
         return Firing(f"{what} in view, over {rule.threshold:g}", counts)
 
     def tightened(self, rule: Rule, default_cooldown: float) -> tuple[Rule, str]:
+        if rule.threshold + 1 > MAX_THRESHOLD:
+            return super().tightened(rule, default_cooldown)
         new = replace(rule, threshold=rule.threshold + 1)
         what = plural(rule.class_name, int(new.threshold)) if rule.class_name else f"{new.threshold:g} objects"
         return new, f"now alerts only above {what}"

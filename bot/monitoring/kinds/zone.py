@@ -56,7 +56,9 @@ class TimeInZone(RuleKindBase):
         return Firing(text, {**result.counts(), "in_zone_over": len(over)})
 
     def tightened(self, rule: Rule, default_cooldown: float) -> tuple[Rule, str]:
-        new = replace(rule, threshold=round(rule.threshold * 1.5))
+        if rule.threshold >= 86400:  # a day in the zone is as long as a stay is counted: wait longer instead
+            return super().tightened(rule, default_cooldown)
+        new = replace(rule, threshold=float(min(86400, round(rule.threshold * 1.5))))
         return new, f"now alerts only after {new.threshold:g} s in the zone"
 
 

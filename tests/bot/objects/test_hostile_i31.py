@@ -48,8 +48,8 @@ async def test_a_members_route_never_takes_the_operators_alerts(doors: Doors) ->
     assert doors.rt.router.channel_for("gate") == "C0ALERTS"
 
 
-@pytest.mark.xfail(strict=True, reason="class 2: False alarm clicks by any member (no owner check) tighten the "
-                   "operator's rule, and tightening doubles its cooldown past the week every door refuses")
+# Was a break: class 2: False alarm clicks by any member (no owner check) tighten the  operator's rule, and tightening
+# doubles its cooldown past the week every door refuses
 async def test_false_alarms_change_only_rules_the_clicker_may_change_and_keep_the_bounds(doors: Doors) -> None:
     rt = doors.rt
     await doors.slash("rule dock line cooldown=400000")  # the operator's rule, within a week

@@ -25,7 +25,8 @@ async def street_bot(slack_env: dict[str, str], slack_api: SlackEmulator) -> Asy
     from tests.tools.fake_backend import FakeBackend
 
     running = await start_bot({**slack_env, "VISION_AGENT_ALERT_CHANNEL": "C0ALERTS"}, slack_api,
-                              backend=FakeBackend(), clips={"enabled": False}, slack={"allowed_users": [HUMAN]})
+                              backend=FakeBackend(), clips={"enabled": False},
+                              slack={"allowed_users": [HUMAN], "operators": [HUMAN]})  # the rule is the operator's
     # re-armed at once and no cooldown: every frame with more than one face is a fresh event
     running.runtime.monitor.add_rule(Rule("count_over", "street", class_name="face", threshold=1,
                                           cooldown_seconds=0, clear_seconds=0))
@@ -140,3 +141,25 @@ async def test_a_scheduled_summary_with_a_target_goes_into_that_thread(
     [post] = await slack_api.await_for("chat.postMessage", lambda c: c.params.get("channel") == "C0OTHER")
     assert post.params["thread_ts"] == root and "Daily summary" in post.params["text"]
     assert not slack_api.calls_to("chat.postMessage", is_alert)  # not in the alert channel
+
+
+async def test_a_members_false_alarm_is_noted_but_the_rule_is_its_owners_to_change(
+    slack_env: dict[str, str], slack_api: SlackEmulator
+) -> None:
+    from tests.tools.fake_backend import FakeBackend
+
+    running = await start_bot({**slack_env, "VISION_AGENT_ALERT_CHANNEL": "C0ALERTS"}, slack_api,
+                              backend=FakeBackend(), clips={"enabled": False})
+    running.runtime.monitor.add_rule(Rule("count_over", "street", class_name="face", threshold=1,
+                                          cooldown_seconds=0, clear_seconds=0))
+    try:
+        await frames(running, 2, 0, 2)
+        posts = await slack_api.await_for("chat.postMessage", is_alert, count=2)
+        first, second = (m["ts"] for m in slack_api.messages("C0ALERTS"))
+        for post, ts in ((posts[0], first), (posts[1], second)):
+            said = await mark(slack_api, post, ts)
+            assert said.startswith("Noted") and "belongs to the operator" in said
+        [rule] = running.runtime.monitor.rules("street")
+        assert rule.threshold == 1  # two members' marks changed nothing of the operator's rule
+    finally:
+        await stop_bot(running)

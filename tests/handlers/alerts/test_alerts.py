@@ -71,6 +71,9 @@ async def test_alert_is_one_top_level_message_in_the_camera_route_with_its_frame
 
 async def test_mute_click_suppresses_the_next_alert(alert_bot: RunningBot, slack_api: SlackEmulator) -> None:
     router = alert_bot.runtime.router
+    video = alert_bot.settings.workspace / "lobby.mp4"
+    video.write_bytes(b"x")  # the clicker runs the lobby pipeline: its alerts are theirs to mute
+    await alert_bot.runtime.pipelines.start(StartRequest(str(video), "lobby", model_id="builtin/people", owner=HUMAN))
     await router.dispatch(alert())
     await slack_api.await_for("chat.postMessage")
     ts = slack_api.messages("C0GENERAL")[0]["ts"]
@@ -130,3 +133,15 @@ async def test_a_heartbeat_alert_written_from_a_frame_pages_only_a_few(
     live = {u for u in people if f"<@{u}>" in sent}
     assert len(live) <= MAX_MENTIONS and "<!here>" not in sent, sorted(live)
     assert all(u in sent for u in people)  # still readable
+
+
+async def test_a_member_cannot_mute_the_operators_camera(alert_bot: RunningBot, slack_api: SlackEmulator) -> None:
+    router = alert_bot.runtime.router
+    await router.dispatch(alert())
+    await slack_api.await_for("chat.postMessage")
+    ts = slack_api.messages("C0GENERAL")[0]["ts"]
+    env = await slack_api.await_ack(slack_api.click(MUTE_ACTION, json.dumps({"camera": "lobby"}), "C0GENERAL", ts))
+    assert env.ack_latency < 3.0
+    [told] = await slack_api.await_for("response_url")
+    assert "lobby's alerts are the operator's to mute, or an operator's" in told.params["text"]
+    assert router.muted_until("lobby") is None

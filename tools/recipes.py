@@ -38,7 +38,7 @@ async def run_recipe(args: RecipeRun, ctx: ToolContext) -> ToolResult:
 
 async def export_script(args: ExportArgs, ctx: ToolContext) -> ToolResult:
     try:
-        path = need(ctx.services.recipes, "recipes").export(args.name)
+        path = need(ctx.services.recipes, "recipes").export(args.name, ctx.requester)
     except (ValueError, LookupError) as exc:
         return ToolResult.error(str(exc))
     return ToolResult(text=f"Exported recipe {args.name} as a standalone script: {path} (needs only `pip install "

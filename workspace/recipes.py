@@ -71,14 +71,14 @@ class RecipeFiles:
         out = []
         for name in self.names():
             data = self.load(name)
-            if data is None or (viewer is not None and not _visible(viewer, data)):
+            if data is None or (viewer is not None and not visible(viewer, data)):
                 continue
             desc = " ".join(str(data.get("description") or "").split())
             out.append((name, desc[:200]))
         return out
 
 
-def _visible(viewer: str, data: dict[str, Any]) -> bool:
+def visible(viewer: str, data: dict[str, Any]) -> bool:
     """A recipe's audience is where it was saved (metadata.audience); one saved before audiences existed is the
     site's, like an untagged memory note."""
     meta = data.get("metadata")

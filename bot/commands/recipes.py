@@ -20,7 +20,7 @@ def _service(ctx: CommandContext) -> Recipes:
 
 
 async def list_recipes(tokens: list[str], ctx: CommandContext) -> CommandReply:
-    lines = _service(ctx).lines()
+    lines = _service(ctx).lines(ctx.requester)  # those this place may see
     if not lines:
         return CommandReply("No recipes yet. Set something up, then `/vision recipe save NAME` (or ask me to save it).")
     return CommandReply("*Recipes*\n" + "\n".join(lines))
@@ -42,7 +42,7 @@ async def recipe(tokens: list[str], ctx: CommandContext) -> CommandReply:
     if sub == "delete":
         gone = service.delete(name, ctx.requester)  # its owner or an operator (ValueError otherwise)
         return CommandReply(f"Deleted recipe *{name}*." if gone else f"No recipe {name!r}.", ok=gone)
-    path = service.export(name)
+    path = service.export(name, ctx.requester)
     return CommandReply(f"Exported *{name}* as a standalone script: `{path}` (needs only `pip install inference`; "
                         f"`python {path.name} --help` lists its options).", file=path.read_bytes(), file_name=path.name)
 

@@ -26,11 +26,12 @@ from bot.recipes.export import script_for
 from bot.recipes.replay import FIRST_RESULT_TIMEOUT, replay
 from bot.recipes.trajectories import TrajectoryLog, scrub
 from bot.recipes.validators import why_invalid
-from bot.rights import CONTROLLED, Requester
+from bot.rights import CONTROLLED, Requester, audience
 from bot.services import Services
 from bot.storage import records
 from workspace.atomic import write_atomic
-from workspace.recipes import check_name
+from workspace.chunking import SITE
+from workspace.recipes import check_name, visible
 
 if TYPE_CHECKING:
     from bot.config import Settings
@@ -140,7 +141,9 @@ class RecipeService:
                                   created_by="operator" if keeper.user is None else keeper.user,
                                   session=str(traj.get("session") or ""), answer=redact(answer)[:1000],
                                   now=self._clock())
-        recipe["metadata"].update(camera_params=cameras, owner=keeper.model_dump(), audience=keeper.audience)
+        # a member's recipe is seen where they saved it; the operator's setups are the site's, everyone's to run
+        recipe["metadata"].update(camera_params=cameras, owner=keeper.model_dump(),
+                                  audience=keeper.audience if keeper.member else SITE)
         replaced = old is not None
         self.files.save(name, recipe)
         skipped = sorted({c["tool"] for c in traj["calls"] if self._changed(c) and c["tool"] not in model.REPLAYABLE})
@@ -177,7 +180,7 @@ class RecipeService:
         """Replay NAME with `key=value` overrides, no model; (ok, one message) and the metadata updated.
 
         services: the asker's (the tool's or command's context): the replayed tools run with them."""
-        recipe = self.load(name)
+        recipe = self.load(name, who)
         meta = recipe["metadata"]
         reason = meta.get("invalid") or why_invalid(recipe, self._clock())
         if reason:
@@ -216,9 +219,12 @@ class RecipeService:
             values[name_key] = default_name(source, base, pipelines)
 
     # read ---------------------------------------------------------------
-    def load(self, name: str) -> dict[str, Any]:
+    def load(self, name: str, who: Requester | None = None) -> dict[str, Any]:
+        """The recipe; LookupError when there is none by that name, or `who` may not see it (one saved in a DM or a
+        private channel is seen there only, as its listing in the turn context is)."""
         recipe = self.files.load(check_name(name))
-        if recipe is None or not isinstance(recipe.get("steps"), list) or not isinstance(recipe.get("metadata"), dict):
+        if recipe is None or not isinstance(recipe.get("steps"), list) or not isinstance(recipe.get("metadata"), dict) \
+                or (who is not None and not visible(audience(who), recipe)):
             raise LookupError(f"No recipe {name!r}; `/vision recipes` lists them.")
         recipe.setdefault("parameters", {})
         recipe["name"] = check_name(name)
@@ -227,12 +233,12 @@ class RecipeService:
                 step["input"] = model.canonical(str(step.get("tool")), step["input"])
         return recipe
 
-    def lines(self) -> list[str]:
-        """One line per recipe: name, description, parameters, track record, validity."""
+    def lines(self, who: Requester | None = None) -> list[str]:
+        """One line per recipe `who` may see: name, description, parameters, track record, validity."""
         out = []
         for name in self.files.names():
             try:
-                r = self.load(name)
+                r = self.load(name, who)
             except LookupError:
                 continue
             m = r["metadata"]
@@ -243,9 +249,9 @@ class RecipeService:
                        f"{m.get('failures', 0)} failed{used} · {state}")
         return out
 
-    def export(self, name: str) -> Path:
+    def export(self, name: str, who: Requester | None = None) -> Path:
         """Write the recipe's standalone script to exports/NAME.py; its path."""
-        recipe = self.load(name)
+        recipe = self.load(name, who)
         text = script_for(recipe, named_zones(self.workspace, self.settings), self._clock())
         folder = self.workspace.exports_dir
         folder.mkdir(parents=True, exist_ok=True)

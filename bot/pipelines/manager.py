@@ -198,7 +198,7 @@ class PipelineManager(PipelineTable):
             if why := self.cap_refusal(req.owner):
                 raise BackendError(why)
             cfg = PipelineConfig(
-                self._new_id(), self._unique_name(req.name or ""), str(req.source), req.model_id, req.workflow_spec,
+                self._new_id(), self._unique_name(req.name or "", req.owner), str(req.source), req.model_id, req.workflow_spec,
                 req.workspace_name, req.workflow_id, req.max_fps, req.parameters, backend=other, owner=req.owner,
                 owner_channel=req.owner_channel, owner_place=req.owner_place,
             )

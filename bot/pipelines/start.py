@@ -73,7 +73,7 @@ async def start(req: StartRequest, mgr: PipelineManager, caller: MediaScope, who
     if not name:
         # The camera's own name, also when the model passed a URL: a pipeline's name is shown where URLs are not.
         camera = camera_name_for(caller.workspace, caller.settings, source)
-        name = default_name(source, camera, mgr)
+        name = default_name(source, camera, mgr, req.owner)
     spec = extra.spec or req.workflow_spec
     handle = await mgr.start(replace(req, source=source, name=name, workflow_spec=spec, line=None, zone=None, anchor=None,
                                      confidence=None, min_height=None))

@@ -91,13 +91,22 @@ class PipelineTable:
             keep = [c for pid, c in self._configs.items() if pid in self._handles and self._handles[pid].status in (*LIVE, "error")]
         save_mine(self.state_path, keep)  # merged: another process's saved pipelines stay
 
-    def _unique_name(self, name: str) -> str:
+    def kept_by_others(self, owner: str | None) -> set[str]:
+        """Names of pipelines that are down but kept to start again (`error`), whose owner is not `owner`: still
+        theirs, so nobody else's new pipeline may take the name (and with it their rules and routes)."""
+        with self._lock:
+            return {h.name.lower() for pid, h in self._handles.items() if h.status == "error" and pid in self._configs
+                    and self._configs[pid].owner != owner}
+
+    def _unique_name(self, name: str, owner: str | None = None) -> str:
         name = (name or "").strip()
         if not name:
             raise BackendError("a pipeline needs a name, e.g. the camera name.")
+        others = self.kept_by_others(owner)
         for h in self.snapshot():
-            if h.name.lower() == name.lower() and h.status in LIVE:
-                raise BackendError(f"a pipeline named {name!r} is already {h.status} (id {h.pipeline_id}); stop it or pick another name.")
+            if h.name.lower() == name.lower() and (h.status in LIVE or h.name.lower() in others):
+                raise BackendError(f"a pipeline named {name!r} is already {h.status} (id {h.pipeline_id}); stop it "
+                                   "or pick another name.")
         return name
 
     def _new_id(self) -> str:

@@ -192,7 +192,7 @@ class RecipeService:
                 takes = ", ".join(values) or "none"
                 raise ValueError(f"unknown parameter {key}=; recipe {recipe['name']} takes {takes}.")
             values[key] = model.coerce(key, text, values[key])
-        self._free_names(recipe, values, set(raw), services)
+        self._free_names(recipe, values, set(raw), services, Owner.of(who).user)
         ctx = ToolContext(self.settings, session_key, [], services, who)
         outcome = await replay(recipe, values, self.registry, ctx, self.timeout)
         # Read again: another replay of this recipe may have ended meanwhile (no await from here to the save).
@@ -205,7 +205,8 @@ class RecipeService:
         tail = f"\nThe recipe is now invalid: {meta['invalid']}." if meta["invalid"] else ""
         return outcome.ok, head + ":\n" + "\n".join(redact(line) for line in outcome.lines) + tail
 
-    def _free_names(self, recipe: dict[str, Any], values: dict[str, Any], given: set[str], services: Services) -> None:
+    def _free_names(self, recipe: dict[str, Any], values: dict[str, Any], given: set[str], services: Services,
+                    owner: str | None = None) -> None:
         """Pipelines not named by the user are named like `/vision start` names them: after the new source, or the
         recorded name while that one is not running (`door-2` while `door` still counts)."""
         pipelines = services.pipelines
@@ -216,7 +217,7 @@ class RecipeService:
             source = str(values.get(source_key) or "") if source_key else ""
             camera = source if source_key in given and find_camera(self.workspace, self.settings, source) else None
             base = camera or (None if source_key in given else str(values[name_key]))
-            values[name_key] = default_name(source, base, pipelines)
+            values[name_key] = default_name(source, base, pipelines, owner)
 
     # read ---------------------------------------------------------------
     def load(self, name: str, who: Requester | None = None) -> dict[str, Any]:

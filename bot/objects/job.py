@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AliasChoices, Field, field_validator, model_validator
 
+from bot.objects.base import Spec
 from bot.objects.rule import CameraRef
 from bot.objects.text import Name, Text60, Text300
 from bot.objects.when import EXAMPLE, INTERVAL_RULE, MAX_MINUTES, MIN_MINUTES, check_interval, parse_when
@@ -18,12 +19,11 @@ WORDS = {v: k for k, v in ACTIONS.items()}
 _HHMM = r"^\d{1,2}:\d{2}$"
 
 
-class JobSpec(BaseModel):
+class JobSpec(Spec):
     """What scheduling a job asks for. `when` is the phrase (`at 18:00`, `every 15 minutes`); `at` and
     `every_minutes` may be given instead. `to` is a channel or a message link (its thread), checked against what the
     asker may post to when the job is created (bot/objects/table.py)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
     REFUSALS: ClassVar[dict[str, str]] = {
         "every_minutes": f"a job repeats {INTERVAL_RULE}, not every {{given}} minutes; for once a day or less "
                          "often use 'at HH:MM'"}

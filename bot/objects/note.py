@@ -4,17 +4,17 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, Field
 
+from bot.objects.base import Spec
 from bot.objects.text import Name, Text2000
 
 NOTE_MAX = 2000
 
 
-class NoteSpec(BaseModel):
+class NoteSpec(Spec):
     """What remembering asks for (the note keeps its author and audience: bot/objects/owner.py)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     content: Text2000 = Field(min_length=1, description="What to remember, in one line")
     category: Literal["observation", "knowledge", "preference"] = Field(

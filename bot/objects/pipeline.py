@@ -6,8 +6,9 @@ from __future__ import annotations
 import math
 from typing import Any, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AliasChoices, Field, field_validator, model_validator
 
+from bot.objects.base import Spec, check_free_form
 from bot.objects.text import Name, Text20, Text100, Text200, Text2000
 
 DEFAULT_MODEL = "builtin/people"  # what a start runs when given no model or workflow, at every door
@@ -47,11 +48,10 @@ def _aka(name: str, *old: str) -> AliasChoices:
     return AliasChoices(name, *old)
 
 
-class PipelineSpec(BaseModel):
+class PipelineSpec(Spec):
     """What starting a pipeline asks for, whichever door it came through (old names kept as aliases:
     video_reference, pipeline_name, model_id, max_fps)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     source: Text2000 = Field(validation_alias=_aka("source", "video_reference"),
                                   description="Camera name from CAMERAS.md, rtsp/http(s) URL, webcam index (0, 1, 2) "
@@ -107,7 +107,12 @@ class PipelineSpec(BaseModel):
     def _parameters(cls, v: dict[str, Any] | None) -> dict[str, Any] | None:
         if v is not None and (len(v) > MAX_PARAMETERS or any(len(str(k)) > 64 for k in v)):
             raise ValueError(f"holds at most {MAX_PARAMETERS} inputs with names of at most 64 characters")
-        return v
+        return check_free_form(v, "a workflow's inputs", 10_000)
+
+    @field_validator("workflow_spec")
+    @classmethod
+    def _spec(cls, v: dict[str, Any] | None) -> dict[str, Any] | None:
+        return check_free_form(v, "an inline workflow", 50_000)
 
     @model_validator(mode="after")
     def _what_runs(self) -> PipelineSpec:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, Field
 
+from bot.objects.base import Spec
 from bot.objects.text import Text200
 from workspace.recipes import NAME
 
@@ -22,20 +23,18 @@ def _recipe_name(value: Any) -> str:
 RecipeName = Annotated[str, AfterValidator(_recipe_name), Field(json_schema_extra={"pattern": NAME.pattern})]
 
 
-class RecipeSpec(BaseModel):
+class RecipeSpec(Spec):
     """What saving a recipe asks for; its steps come from the conversation's last setup."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: RecipeName = Field(description="Recipe name: lower-case letters, digits, - or _ (e.g. door-count)")
     description: Text200 = Field(
         "", description="One line saying what the setup does, e.g. 'counts people crossing the door line'")
 
 
-class RecipeRun(BaseModel):
+class RecipeRun(Spec):
     """What replaying a recipe asks for: its name and parameter overrides."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: RecipeName = Field(description="A recipe listed under 'Recipes' in the turn context")
     parameters: dict[str, str | int | float | bool | None] = Field(

@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
+from bot.objects.base import Spec
 from bot.objects.rule import CameraRef
 
 _CHANNEL = re.compile(r"^(?:<#(?P<ref>[A-Z0-9]+)(?:\|[^>]*)?>|#?(?P<name>[\w.-]{1,80}))$")
@@ -20,10 +21,9 @@ def channel_id(raw: str) -> str:
     return m["ref"] or raw.strip()
 
 
-class RouteSpec(BaseModel):
+class RouteSpec(Spec):
     """What routing alerts asks for: the channel, and the camera (None: every camera)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     channel: str = Field(max_length=100, description="Slack channel id or #name")
     camera: CameraRef | None = Field(None, description="The camera whose alerts go there (default: every camera)")

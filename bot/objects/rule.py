@@ -6,8 +6,9 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, ClassVar
 
-from pydantic import AliasChoices, BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import AliasChoices, BeforeValidator, Field
 
+from bot.objects.base import Spec
 from bot.objects.text import NAME_MAX, NAME_PATTERN, Text200, check_name
 
 ALL = {"*", "all", "any"}  # words that mean every camera or any class
@@ -36,10 +37,9 @@ def seconds_of(value: Any) -> Any:
 Seconds = Annotated[float, BeforeValidator(seconds_of)]
 
 
-class RuleSpec(BaseModel):
+class RuleSpec(Spec):
     """What adding a rule asks for: the camera, the rule in `/vision rule` words, its cooldown."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
     REFUSALS: ClassVar[dict[str, str]] = {
         "cooldown": f"cooldown is a number of seconds from 0 to {MAX_COOLDOWN:g} (a week; to silence a rule longer, "
                     "`/vision unrule` it), e.g. cooldown=60"}

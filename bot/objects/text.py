@@ -10,6 +10,7 @@ fields with these, so every door gets the same bounds and the same words when a 
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -92,23 +93,39 @@ Text2000 = Annotated[str, Line(2000)]
 
 # --- quoting -------------------------------------------------------------------------------------------------------
 MARKERS = ("message", "thread_history", "data", "turn_context")
-# What reads as the start of a tag to a model: '<' or an entity or look-alike of it ('&lt' with or without ';',
-# '&#60', '&#x3c', full-width, small, mathematical and other angle brackets), then any letters: not only our four
-# names, so a marker spelled with full-width or Cyrillic letters is broken too. Between the pieces a marker may hide
-# invisible characters: spaces, zero-width and format characters, bidi controls, tag characters, variation selectors.
+# What reads as one of our markers to a model: '<' or an entity or look-alike of it ('&lt' with or without ';',
+# '&#60', '&#x3c', full-width, small and other angle brackets), an optional '/', then a name that folds to one of
+# ours: full-width letters, letters of other scripts that look Latin (Cyrillic 'а'), invisible characters between
+# them (zero-width and format characters, bidi controls, tag characters, variation selectors). Other tags (`<b>`, a
+# placeholder such as `<model_step>`) are left as they are.
 _INVISIBLE = ("[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e"
               "\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\U0001d173-\U0001d17a\U000e0000-\U000e0fff]")
 _OPENER = r"(?:<|&lt;?|&#0*60;?|&#x0*3c;?|\uff1c|\ufe64|\u2329|\u27e8|\u3008|\u02c2|\u1438|\u276c|\u276e|\u2039)"
 _GAP = rf"(?:\s|{_INVISIBLE})*"
-_MARKER = re.compile(rf"{_OPENER}({_GAP}/?{_GAP})(?=[^\W\d_])", re.IGNORECASE)
-_KIND_KEEPS = re.compile(r"[^\w .'-]+")
+_MARKER = re.compile(rf"{_OPENER}({_GAP}/?{_GAP})((?:[^\W\d]|{_INVISIBLE})+)", re.IGNORECASE)
+# Letters of other scripts that look like the Latin ones our markers use (after NFKC, which folds full-width ones)
+_LOOKALIKE = str.maketrans("аеорсхуіјѕԁһӏԛԝɡαеοτκνѵмгтпԌ", "aeopcxyijsdhlqwgaeotkvvmrtnG")
+
+
+def _ours(name: str) -> bool:
+    folded = unicodedata.normalize("NFKC", re.sub(_INVISIBLE, "", name)).lower().translate(_LOOKALIKE)
+    return folded in MARKERS
+
+
+def _break(m: re.Match[str]) -> str:
+    if not _ours(m.group(2)):
+        return m.group(0)
+    return "\u2039" + re.sub(_INVISIBLE, "", m.group(1)) + m.group(2)
+
+
 QUOTED_MAX = 20_000  # one quoted value: a store read back in full (a day's log) is cut before it is quoted
+_KIND_KEEPS = re.compile(r"[^\w .'-]+")
 
 
 def defang(text: str) -> str:
-    """`text` with every tag opener broken (`<message` → `‹message`, `</data` → `‹/data`, in any spelling), so it
-    cannot close or open a marker of ours; invisible characters inside a would-be tag go with it."""
-    return _MARKER.sub(lambda m: "\u2039" + re.sub(_INVISIBLE, "", m.group(1)), text)
+    """`text` with every marker of ours broken (`<message` → `‹message`, `</data` → `‹/data`, in any spelling of
+    '<' and of the name), so it cannot close or open one; invisible characters between '<' and '/' go with it."""
+    return _MARKER.sub(_break, text)
 
 
 def data_kind(kind: str) -> str:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AliasChoices, Field, model_validator
 
+from bot.objects.base import Spec
 from bot.objects.rule import CameraRef
 from bot.objects.text import Text200
 
@@ -14,11 +15,10 @@ MIN_SECONDS, MAX_SECONDS = 5.0, 24 * 3600.0
 CONDITIONS = "appears [CLASS] | count CLASS>N | count CLASS<N | line | zone SECONDS | absent CLASS SECONDS"
 
 
-class WatchSpec(BaseModel):
+class WatchSpec(Spec):
     """What a watch asks for: a camera, a condition in `/vision watch` words, how long, confirm, the asker's words.
     `for_minutes` (the tool's old unit) is taken as minutes; `for_seconds` is an alias of `seconds`."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
     REFUSALS: ClassVar[dict[str, str]] = {
         "seconds": f"a watch lasts between {MIN_SECONDS:g} s and {MAX_SECONDS / 3600:g} h, not {{given}} s; ask for a "
                    "shorter or longer time (e.g. `for 2h`)"}

@@ -105,6 +105,8 @@ def parse_line(raw: str) -> list[list[int]] | None:
     if not m:
         raise ValueError(f"{LINE_HINT}, not {raw!r}.")
     x1, y1, x2, y2 = (int(v) for v in m.groups())
+    if max(x1, y1, x2, y2) > MAX_SIDE:  # past any frame (and past what OpenCV can draw): a typo, never a line
+        raise ValueError(f"line= points are pixels, 0 to {MAX_SIDE}, not {raw!r}.")
     if (x1, y1) == (x2, y2):
         raise ValueError(f"line= needs two different points, not {raw!r}; e.g. line=320,0,320,480.")
     return [[x1, y1], [x2, y2]]

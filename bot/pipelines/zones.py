@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import re
 
-from bot.pipelines.counting_line import split_size
+from bot.pipelines.counting_line import MAX_SIDE, split_size
 
 ZONE_HINT = ("zone= takes a polygon X1,Y1,X2,Y2,X3,Y3,... in pixels (at least 3 points, e.g. "
              "zone=100,300,500,300,500,470; add @WIDTHxHEIGHT when measured on a frame of another size) or the name "
              "of a zone in CAMERAS.md's Zones table")
 _NUMBERS = re.compile(r"^\s*\d+\s*(?:,\s*\d+\s*)+$")
+
 MAX_POINTS = 64  # a polygon drawn by hand has a handful; thousands would only slow every frame
 
 
@@ -21,6 +22,8 @@ def parse_polygon(raw: str) -> list[list[int]]:
     if len(nums) % 2 or not 3 <= len(nums) // 2 <= MAX_POINTS:
         raise ValueError(f"{ZONE_HINT}: an even count of numbers, 3 to {MAX_POINTS} points; not {raw!r}.")
     points = [nums[i : i + 2] for i in range(0, len(nums), 2)]
+    if max(nums) > MAX_SIDE:  # past any frame (and past what OpenCV can draw)
+        raise ValueError(f"zone= points are pixels, 0 to {MAX_SIDE}, not {raw!r}.")
     if len({(x, y) for x, y in points}) < 3:
         raise ValueError(f"zone= needs at least 3 different points, not {raw!r}.")
     return points

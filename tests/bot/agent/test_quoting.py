@@ -58,9 +58,9 @@ def test_a_marker_spelled_with_entities_look_alikes_or_invisible_letters_is_brok
     assert inner.startswith("before \u2039") and "after" in inner, inner
 
 
-def test_ordinary_text_passes_unchanged_and_any_tag_is_broken() -> None:
-    text = 'count <3 people; if x <5 and y > 2 <@U123> {"a": 1} rtsp://cam/1'
+def test_ordinary_text_passes_unchanged_and_a_marker_in_look_alike_letters_is_broken() -> None:
+    text = 'count <3 people; if x < 5 and y > 2 {"a": "<b>"} rtsp://cam/1 $steps.<model_step>.predictions a<b <messages are fine> <database>'
     assert defang(text) == text
-    # any tag, not only ours: a marker spelled with full-width or Cyrillic letters reads as one to a model
-    assert defang('{"a": "<b>"} <messages are fine> <ｄａｔａ> <dаta>') == \
-        '{"a": "\u2039b>"} \u2039messages are fine> \u2039ｄａｔａ> \u2039dаta>'
+    # a marker spelled with full-width or Cyrillic letters, or with invisible characters in it, reads as one to a model
+    assert defang('<ｄａｔａ> <dаta kind="x"> </tu\u2066rn_context> <MESSAGE') == \
+        '\u2039ｄａｔａ> \u2039dаta kind="x"> \u2039/tu\u2066rn_context> \u2039MESSAGE'

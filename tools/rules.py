@@ -25,8 +25,8 @@ async def set_alert_rule(args: RuleSpec, ctx: ToolContext) -> ToolResult:
                              operator=who.operator)
     try:
         _, text = create_rule(args, command)
-    except (ValueError, LookupError) as exc:
-        return ToolResult.error(f"{exc} Fix the rule and call again.")
+    except (ValueError, LookupError) as exc:  # the same line /vision rule and REST give
+        return ToolResult.error(str(exc))
     return ToolResult(text=text)
 
 

@@ -56,7 +56,7 @@ async def _body(request: web.Request, model: type[M]) -> M:
     """The JSON body as the object's one model (bot/objects/), refused in the words every door uses."""
     try:
         data = await request.json(loads=json.loads)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past what is read
         raise UserError("the body must be a JSON object") from None
     if not isinstance(data, dict):
         raise UserError("the body must be a JSON object")

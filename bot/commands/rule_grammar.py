@@ -6,6 +6,7 @@ from __future__ import annotations
 import html
 import re
 
+from bot.monitoring.kinds.base import MAX_THRESHOLD
 from bot.monitoring.kinds.near import DEFAULT_GAP
 from bot.monitoring.kinds.then import DEFAULT_WINDOW
 from bot.monitoring.rules import ANY, Rule
@@ -91,6 +92,8 @@ def _parse(args: list[str], camera: str, cooldown: float | None) -> Rule:
         if not m or not m["cls"] or re.search(r"[<>=]", m["cls"]):  # 'person <=0' is no class 'person<='
             raise CountSyntax(f"count takes CLASS>N, e.g. `count person>3`, not {spec!r}.")
         cls = None if m["cls"].lower() in ALL else m["cls"]
+        if float(m["n"]) > MAX_THRESHOLD:
+            raise ValueError(f"count takes a number of objects up to {MAX_THRESHOLD:g}, not {m['n']}.")
         return Rule("count_over", camera, class_name=cls, threshold=float(m["n"]), cooldown_seconds=cooldown)
     if kind == "zone" and len(rest) == 1:
         secs = seconds(rest[0], "zone", option=False)

@@ -94,8 +94,11 @@ def create_rule(spec: RuleSpec, ctx: CommandContext) -> tuple[Rule, str]:
     theirs to change, and the caps hold (bot/objects/caps.py). (the rule, the reply's line); ValueError otherwise."""
     monitor = _monitor(ctx)
     known = _known(ctx)
-    rule, fixed = build_rule(shlex.split(spec.rule), resolve_camera(spec.camera, ctx, allow_new=True), spec.cooldown,
-                             ctx)
+    try:
+        words = shlex.split(spec.rule)
+    except ValueError:
+        raise ValueError(f"rule has an unclosed quote: {spec.rule[:80]!r}.") from None
+    rule, fixed = build_rule(words, resolve_camera(spec.camera, ctx, allow_new=True), spec.cooldown, ctx)
     camera = rule.camera
     new = [c for c in (rule.after_camera, camera) if c and c != ANY and c.lower() not in known]
     before = next((r for r in monitor.rules() if (r.camera, r.id) == (camera, rule.id)), None)

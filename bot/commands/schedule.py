@@ -75,6 +75,8 @@ def create_job(spec: JobSpec, ctx: CommandContext) -> tuple[CronJob, str]:
         raise ValueError(why)
     channel, thread_ts = target_of(spec.to, ctx)
     action = ACTIONS[spec.action]
+    if before is not None and before.name != name:  # the same job in another case: replaced under its own name
+        scheduler.remove_job(before.name)
     job = scheduler.add_job(name, action, at=spec.at, every_minutes=spec.every_minutes, camera=camera,
                             channel=channel, thread_ts=thread_ts, owner=owner)
     what = {"daily_summary": "Daily summary", "heartbeat": "Heartbeat",
@@ -156,8 +158,8 @@ def unschedule(name: str, ctx: CommandContext) -> str:
         raise LookupError(f"No job named `{name[:64]}`; the jobs are: {names}.")
     if why := change_refusal(ctx.settings, job.owner, ctx.requester, f"job `{name}`"):
         raise ValueError(why)
-    scheduler.remove_job(name)
-    return f"Removed job `{name}`."
+    scheduler.remove_job(job.name)
+    return f"Removed job `{job.name}`."
 
 
 def next_run(ctx: CommandContext, job: CronJob) -> str:

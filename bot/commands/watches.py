@@ -17,6 +17,7 @@ from bot.commands.context import CommandContext, CommandReply, fail, parse_optio
 from bot.commands.rule_classes import UnknownClass, check_class
 from bot.commands.rule_grammar import ALL, CountSyntax
 from bot.commands.rules import RULE_USAGE, parse_rule, resolve_camera
+from bot.monitoring.kinds.base import MAX_THRESHOLD
 from bot.monitoring.rules import ANY, Rule
 from bot.monitoring.watch import Watch, parse_duration, span
 from bot.monitoring.watch_conditions import AbsentFor, Condition, CountUnder, RuleCondition
@@ -51,6 +52,8 @@ def _checked_class(cls: str, camera: str, ctx: CommandContext) -> tuple[str, str
 def _under(m: re.Match[str], camera: str, ctx: CommandContext) -> tuple[Condition, str]:
     """`count CLASS<N` (or `<=N`: counts are whole, so `< N+1`); refused when no count can ever be that low."""
     n = math.floor(float(m["n"])) + 1 if m["eq"] else float(m["n"])
+    if n > MAX_THRESHOLD:
+        raise ValueError(f"count takes a number of objects up to {MAX_THRESHOLD:g}, not {m['n']}.")
     if n <= 0:
         raise ValueError(f"`count {m['cls']}<{m['eq']}{m['n']}` can never hold: a count is never below 0. "
                          f"Ask `count {m['cls']}<1` to hear when none is in view.")
@@ -101,11 +104,19 @@ def answer_place(ctx: CommandContext) -> tuple[str | None, str | None]:
     return None, None
 
 
+def words_of(text: str, what: str) -> list[str]:
+    """A rule's or a watch's words, split as `/vision` splits them (ValueError in one line for an unclosed quote)."""
+    try:
+        return shlex.split(text)
+    except ValueError:
+        raise ValueError(f"{what} has an unclosed quote: {text[:80]!r}.") from None
+
+
 def create_watch(spec: WatchSpec, ctx: CommandContext) -> tuple[Watch, str]:
     """A new watch, added to the book, and the notes to say with it (ValueError / LookupError: one line to show)."""
     book = _book(ctx)
     camera = resolve_camera(spec.camera, ctx, allow_all=False)
-    condition, note = parse_condition(shlex.split(spec.condition), camera, ctx)
+    condition, note = parse_condition(words_of(spec.condition, "condition"), camera, ctx)
     lasts = spec.lasts
     if condition.takes_seconds() >= lasts:
         raise ValueError(f"'{condition.describe()}' needs {span(condition.takes_seconds())} to hold, but the watch "

@@ -65,7 +65,7 @@ def _shown(value: Any) -> str:
     """The value given, the same whichever door it came through: 500 from JSON and '500' typed both show as 500."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return f"{value:.15g}" if isinstance(value, float) else str(value)
-    if isinstance(value, str):
+    if isinstance(value, str) and value.isascii():
         try:
             return f"{float(value):.15g}" if value.strip() else repr(value)
         except ValueError:

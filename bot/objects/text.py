@@ -31,7 +31,8 @@ NAME_RULE = (f"1 to {NAME_MAX} letters, digits, spaces, '.', '_', '-', ':' or '(
 
 def check_name(value: Any, what: str = "a name") -> str:
     """The name, trimmed; ValueError (one line: `{what} is …`) for one outside the safe set."""
-    name = " ".join(value.split()) if isinstance(value, str) else value
+    # full-width and other compatibility forms as their plain letters: `ｄｏｃｋ` is `dock`, not a second camera
+    name = " ".join(unicodedata.normalize("NFKC", value).split()) if isinstance(value, str) else value
     if not isinstance(name, str) or not _NAME.match(name):
         shown = value if not isinstance(value, str) or len(value) <= 40 else value[:40] + "…"
         raise ValueError(f"{what + ' ' if what else ''}is {NAME_RULE}, not {shown!r}")
@@ -55,6 +56,7 @@ Name = Annotated[str, AfterValidator(_name),
 
 # --- free text -----------------------------------------------------------------------------------------------------
 _CONTROL = re.compile(r"[\x00-\x1f\x7f\u0085\u2028\u2029]+")
+_EDGE = r"[\s\u00ad\u034f\u061c\u115f\u1160\u180e\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164\ufeff\uffa0]"
 
 
 def one_line(value: Any, limit: int) -> str:
@@ -63,6 +65,7 @@ def one_line(value: Any, limit: int) -> str:
     if not isinstance(value, str):
         raise ValueError(f"takes text (one line, at most {limit} characters), not {type(value).__name__}")
     text = " ".join(_CONTROL.sub(" ", value).split())
+    text = re.sub(rf"^{_EDGE}+|{_EDGE}+$", "", text)  # invisible characters alone are no text
     if len(text) > limit:
         raise ValueError(f"is one line of at most {limit} characters, not {len(text)}")
     return text

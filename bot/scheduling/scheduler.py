@@ -158,7 +158,9 @@ class Scheduler:
             return [j for j in (self._read(row) for row in self._jobs.all()) if j is not None]
 
     def job(self, name: str) -> CronJob | None:
-        return next((j for j in self.jobs() if j.name == name), None)
+        """The job of that name, in any case (`OPS-DIGEST` is `ops-digest`: one job, one owner)."""
+        return next((j for j in self.jobs() if j.name == name), None) or \
+            next((j for j in self.jobs() if j.name.casefold() == name.casefold()), None)
 
     def _read(self, row: dict[str, Any]) -> CronJob | None:
         try:

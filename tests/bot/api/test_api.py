@@ -47,9 +47,16 @@ class Api:
 
 
 async def serve_api(env: dict[str, str], workspace: Path) -> AsyncIterator[Api]:
-    (workspace / "CAMERAS.md").write_text(CAMERAS)
+    async for api in run_api(load_settings(env), CAMERAS, background=False):
+        yield api
+
+
+async def run_api(settings: Any, cameras: str, background: bool) -> AsyncIterator[Api]:
+    """A runtime on the fake backend over `cameras` (CAMERAS.md), its REST API on a free port, a client session;
+    `background`: with its scheduler and restore, as `vision-agent api` runs it."""
+    (settings.workspace / "CAMERAS.md").write_text(cameras)
     backend = FakeBackend()
-    rt = Runtime(load_settings(env), background=False)
+    rt = Runtime(settings, background=background)
     rt.backend = BackendProvider.of(backend)
     await rt.start()
     server = ApiServer(rt, "127.0.0.1", 0)

@@ -12,14 +12,13 @@ from typing import Any
 import aiohttp
 
 from bot.agent.tools import ToolContext
-from bot.api.server import ApiServer
-from bot.backends.provider import BackendProvider
 from bot.commands.dispatch import run_command
 from bot.config import Settings
 from bot.mcp.adapter import McpAdapter
 from bot.objects.table import OPERATIONS
 from bot.rights import OPERATOR, Requester
 from bot.runtime import Runtime
+from tests.bot.api.test_api import run_api
 from tests.bot.mcp.helpers import decoded
 from tests.tools.fake_backend import FakeBackend
 
@@ -67,19 +66,8 @@ class Doors:
 
 
 async def open_doors(settings: Settings) -> AsyncIterator[Doors]:
-    (settings.workspace / "CAMERAS.md").write_text(CAMERAS)
-    backend = FakeBackend()
-    rt = Runtime(settings)  # background: its scheduler runs, so jobs have every door
-    rt.backend = BackendProvider.of(backend)
-    await rt.start()
-    server = ApiServer(rt, "127.0.0.1", 0)
-    port = await server.start()
-    try:
-        async with aiohttp.ClientSession() as http:
-            yield Doors(rt, backend, f"http://127.0.0.1:{port}", http)
-    finally:
-        await server.stop()
-        await rt.close()
+    async for api in run_api(settings, CAMERAS, background=True):  # with its scheduler: jobs have every door
+        yield Doors(api.rt, api.backend, api.base, api.http)
 
 
 def settings_env(base_env: dict[str, str], **extra: str) -> dict[str, str]:

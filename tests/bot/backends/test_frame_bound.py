@@ -108,6 +108,15 @@ def test_a_camera_that_changes_size_after_it_connects_is_bounded_frame_by_frame(
     assert (props.width, props.height) == small  # what it declared when opened
 
 
+def test_a_frame_that_is_not_a_jpeg_is_skipped_not_the_end_of_the_camera():
+    """Every MJPEG camera's frames are now decoded here (not by FFmpeg, which skips a frame it cannot decode): one
+    broken frame among good ones is skipped likewise; the stream goes on."""
+    small = flat_jpeg(640, 480)
+    with mjpeg_camera([small, b"--not a jpeg--", small[: len(small) // 4] + b"\x00" * 16], fps=10) as camera:
+        frames, reported, _ = _first_frames(camera.url, LIMIT, n=4)
+    assert all(f.shape == (480, 640, 3) for f in frames) and reported == []
+
+
 def test_frames_of_another_codec_are_resized_right_after_their_decode(tmp_path):
     """An mp4 (not JPEG frames) is decoded whole by FFmpeg and resized before any queue holds it."""
     video = make_video(tmp_path / "v.mp4", size=(640, 480), frames=5)

@@ -9,10 +9,11 @@ Here frames are bounded where they are decoded (bot/media/frame_limit.py says to
   is opened: OpenCV hands over each compressed frame (its raw-stream mode), its own header says its size (a few
   bytes read: jpeg_size), and libjpeg decodes it at the scale that size needs: whole when within the limit, else
   straight at 1/2, 1/4 or 1/8. So a camera that raises its resolution after it connects is bounded from its next
-  frame (deciding once, from the declared size, let FFmpeg decode each later 12000x12000 frame whole: +315 MB of
-  peak RSS where the same frames from the start took +0.2 GB), and one that lowers it is decoded whole again. No
-  full-size frame over the limit ever exists, and frames the source drops (a live source keeps only the newest)
-  are not decoded either.
+  frame, and one that lowers it is decoded whole again. (Deciding once, from the declared size, let FFmpeg decode
+  each later 12000x12000 frame whole and squash it to the first size: a pipeline on a camera that opened at 640x480
+  took +0.25 GB of peak RSS at a 10 MP limit, and nobody was told; now +0.12-0.15 GB, as for one huge from the
+  start.) No full-size frame over the limit ever exists, and frames the source drops (a live source keeps only the
+  newest) are not decoded either.
 - Any other codec's frame (and a JPEG one where OpenCV cannot hand over compressed frames: not its FFmpeg backend)
   is resized right after its decode, frame by frame: the decoder's own full-size buffers remain (one frame,
   whatever the queue depths), but nothing queued is ever larger than the limit.

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from bot.backends.base import BackendError, WorkflowRef
-from bot.backends.direct.capture import BoundedProducer
+from bot.backends.direct.capture import BoundedProducer, BoundedSource
 from bot.media.frame_limit import bounded_size, scaled_note
 from bot.monitoring.health import PipelineHealth
 from bot.pipelines.status import status_line
@@ -106,6 +106,28 @@ def test_a_camera_that_changes_size_after_it_connects_is_bounded_frame_by_frame(
     assert np.array_equal(frames[3], whole) and np.array_equal(frames[5], whole)  # under the limit: untouched
     assert reported == [just_over, huge, small, just_over, small, just_over, huge, small, just_over]
     assert (props.width, props.height) == small  # what it declared when opened
+
+
+def test_a_reconnection_does_not_say_the_size_again_and_hears_it_has_come_down():
+    """InferencePipeline opens the source anew on each reconnection: one BoundedSource, one record of the size its
+    frames were last, so a camera back at the same size is not said again, and one back smaller is heard so."""
+    reported: list[tuple[int, int]] = []
+    with mjpeg_camera([flat_jpeg(4000, 3000)], fps=10) as camera:
+        source = BoundedSource(camera.url, LIMIT, lambda w, h: reported.append((w, h)))
+        for _ in range(2):
+            producer = source()
+            try:
+                assert producer.grab() and producer.retrieve()[1].shape == (1500, 2000, 3)
+            finally:
+                producer.release()
+    with mjpeg_camera([flat_jpeg(640, 480)], fps=10) as camera:
+        source.reference = camera.url  # the camera came back at another resolution
+        producer = source()
+        try:
+            assert producer.grab() and producer.retrieve()[1].shape == (480, 640, 3)
+        finally:
+            producer.release()
+    assert reported == [(4000, 3000), (640, 480)]
 
 
 def test_a_frame_that_is_not_a_jpeg_is_skipped_not_the_end_of_the_camera():

@@ -139,7 +139,11 @@ class BackendBase:
         """A source whose stream declares frames over media.max_pixels, refused (one line saying what to do) before
         a server decodes every one of them whole (one 12000x12000 camera: gigabytes). Read from its header, nothing
         decoded; a webcam index (the server's own device) and a source this process cannot open are left to the
-        server."""
+        server.
+
+        A check at start sees only the size the stream declares then (an MJPEG camera: its first frame): a camera
+        that raises its resolution later is decoded whole by the server, which opens the camera itself, so nothing
+        here can bound it (docs/security.md, "Video frames"); the direct backend bounds each frame."""
         if str(video_reference).strip().isdigit():
             return
         max_pixels = self._settings.media.max_pixels

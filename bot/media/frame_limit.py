@@ -13,6 +13,9 @@ from __future__ import annotations
 from bot.media.sniff import megapixels
 
 MAX_HALVINGS = 16  # 1/65536: past any frame a codec can describe
+# Sizes over the limit said (logged, alerted) per pipeline: a camera may change size after it connects, and each new
+# size is said once; one that keeps changing is not a stream of alerts.
+SAID_SIZES = 16
 # Frame headers (SOF0..SOF15); C4 (Huffman tables), C8 (reserved) and CC (arithmetic conditioning) share the range.
 _SOF = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}
 _STANDALONE = frozenset({0x01, *range(0xD0, 0xD8)})  # markers with no length field (TEM, RST0..7)

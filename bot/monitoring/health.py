@@ -1,11 +1,13 @@
 """Pipeline health as tier 1 sees it: the problems each pipeline newly shows (errored, source dropped, stalled, slow,
-cannot count reliably, frames over media.max_pixels), each said once on its way in."""
+cannot count reliably, frames over media.max_pixels), each said once on its way in (frames over the limit once per
+size the camera sends)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
 from bot.backends.base import PipelineHandle
+from bot.media.frame_limit import SAID_SIZES
 from bot.pipelines.limits import cannot_count
 from bot.pipelines.status import health_problems
 
@@ -21,6 +23,7 @@ class PipelineHealth:
         self.stall_seconds, self.min_fps = stall_seconds, min_fps
         self._last_result: dict[str, float] = {}
         self._health: dict[str, set[str]] = {}
+        self._sizes_said: dict[str, list[str]] = {}  # each pipeline's frames_scaled notes said (SAID_SIZES at most)
 
     def result_at(self, pipeline_id: str, now: float) -> None:
         """A result arrived (a stalled pipeline is one whose last result is too old)."""
@@ -33,10 +36,23 @@ class PipelineHealth:
         if h.status == "running" and (note := cannot_count(getattr(self.latest(h), "values", None))):
             current["cannot_count"] = f"{h.name}: {note}."  # said once, after the first frames measured the camera
         if h.status == "running" and h.scaled:
-            current["frames_scaled"] = f"{h.name}: {h.scaled}."  # said once: the source's frames are scaled at decode
+            current["frames_scaled"] = f"{h.name}: {h.scaled}."  # the source's frames are scaled at decode
         before = self._health.get(h.pipeline_id, set())
         self._health[h.pipeline_id] = set(current)
-        return [(rule, text) for rule, text in current.items() if rule not in before]  # only on the way in
+        new = [(rule, text) for rule, text in current.items()  # only on the way in
+               if rule not in before and rule != "frames_scaled"]
+        if "frames_scaled" in current and self._first_said(h.pipeline_id, current["frames_scaled"]):
+            new.append(("frames_scaled", current["frames_scaled"]))
+        return new
+
+    def _first_said(self, pipeline_id: str, note: str) -> bool:
+        """Whether a frames_scaled note is new for the pipeline: once per size its camera sends (a camera may raise
+        its resolution after it connects, or flip between sizes), SAID_SIZES sizes at most."""
+        said = self._sizes_said.setdefault(pipeline_id, [])
+        if note in said or len(said) >= SAID_SIZES:
+            return False
+        said.append(note)
+        return True
 
     def latest(self, h: PipelineHandle) -> Any:
         """The pipeline's latest result, or None."""

@@ -5,11 +5,21 @@ so what one frame weighs is multiplied: a 12000x12000 MJPEG camera (432 MB a fra
 (test_frame_bound.py's loopback camera: +2.1 GB within a minute, now +0.15 GB at a 10 MP limit).
 Here frames are bounded where they are decoded (bot/media/frame_limit.py says to what size):
 
-- JPEG frames (MJPEG cameras and files) over the limit are not decoded by FFmpeg at all: OpenCV hands over each
-  compressed frame (its raw-stream mode), and libjpeg decodes it straight at 1/2, 1/4 or 1/8 scale. No full-size
-  frame ever exists, and frames the source drops (a live source keeps only the newest) are not decoded either.
-- Any other codec's frame over the limit is resized right after its decode: the decoder's own full-size buffers
-  remain (one frame, whatever the queue depths), but nothing queued is ever larger than the limit.
+- JPEG frames (MJPEG cameras and files) are not decoded by FFmpeg at all, whatever size the source declares when it
+  is opened: OpenCV hands over each compressed frame (its raw-stream mode), its own header says its size (a few
+  bytes read: jpeg_size), and libjpeg decodes it at the scale that size needs: whole when within the limit, else
+  straight at 1/2, 1/4 or 1/8. So a camera that raises its resolution after it connects is bounded from its next
+  frame, and one that lowers it is decoded whole again. (Deciding once, from the declared size, let FFmpeg decode
+  each later 12000x12000 frame whole and squash it to the first size: a pipeline on a camera that opened at 640x480
+  took +0.25 GB of peak RSS at a 10 MP limit, and nobody was told; now +0.12-0.15 GB, as for one huge from the
+  start.) No full-size frame over the limit ever exists, and frames the source drops (a live source keeps only the
+  newest) are not decoded either.
+- Any other codec's frame (and a JPEG one where OpenCV cannot hand over compressed frames: not its FFmpeg backend)
+  is resized right after its decode, frame by frame: the decoder's own full-size buffers remain (one frame,
+  whatever the queue depths), but nothing queued is ever larger than the limit.
+
+Each size the frames take over the limit is told to the pipeline (and their return under it), not each frame:
+`FrameSizes`, one per source, so a reconnection does not say it again.
 
 InferencePipeline takes a callable as its video reference and calls it for each (re)connection: `BoundedSource`.
 """
@@ -27,7 +37,29 @@ log = logging.getLogger(__name__)
 # FFmpeg's names for JPEG-per-frame video (CAP_PROP_FOURCC: the container's tag, else the codec's name cut to 4).
 JPEG_FOURCCS = frozenset({"MJPG", "mjpe", "jpeg", "AVRn", "mjpa", "dmb1"})
 _REDUCED = {1: "IMREAD_COLOR", 2: "IMREAD_REDUCED_COLOR_2", 4: "IMREAD_REDUCED_COLOR_4", 8: "IMREAD_REDUCED_COLOR_8"}
-ScaledListener = Callable[[int, int], None]  # (width, height) the source sends, when its frames had to be scaled
+ScaledListener = Callable[[int, int], None]  # (width, height) the source sends now: over the limit, scaled
+# Undecodable compressed frames in a row skipped before the stream is taken as ended (FFmpeg skips a frame it cannot
+# decode too; a source of nothing else ends).
+MAX_BAD_FRAMES = 16
+
+
+class FrameSizes:
+    """The size of a source's frames, frame by frame; the listener hears each change to a size over the limit, and
+    the change back under it (a camera that never goes over the limit is never heard of)."""
+
+    def __init__(self, max_pixels: int, on_scaled: ScaledListener) -> None:
+        self.max_pixels, self.on_scaled = max_pixels, on_scaled
+        self.size: tuple[int, int] | None = None
+        self._over = False  # the listener last heard of a size over the limit
+
+    def seen(self, size: tuple[int, int]) -> None:
+        if size == self.size:
+            return
+        self.size = size
+        over = size[0] * size[1] > self.max_pixels
+        if over or self._over:
+            self._over = over
+            self.on_scaled(*size)
 
 
 class BoundedSource:
@@ -37,10 +69,11 @@ class BoundedSource:
     """
 
     def __init__(self, reference: str | int, max_pixels: int, on_scaled: ScaledListener) -> None:
-        self.reference, self.max_pixels, self.on_scaled = reference, max_pixels, on_scaled
+        self.reference, self.max_pixels = reference, max_pixels
+        self.sizes = FrameSizes(max_pixels, on_scaled)  # across reconnections: a size is said once, not per open
 
     def __call__(self) -> Any:
-        return BoundedProducer(self.reference, self.max_pixels, self.on_scaled)
+        return BoundedProducer(self.reference, self.max_pixels, self.sizes.on_scaled, self.sizes)
 
     def __str__(self) -> str:
         return str(self.reference)
@@ -52,23 +85,25 @@ class BoundedProducer:
     Built by delegation, not inheritance, so importing this module does not import inference (seconds).
     """
 
-    def __init__(self, reference: str | int, max_pixels: int, on_scaled: ScaledListener) -> None:
+    def __init__(self, reference: str | int, max_pixels: int, on_scaled: ScaledListener,
+                 sizes: FrameSizes | None = None) -> None:
         import cv2
         from streamvision.camera.video_source import CV2VideoFrameProducer
 
         self._inner = CV2VideoFrameProducer(reference)
-        self._max_pixels, self._on_scaled = max_pixels, on_scaled
-        self._reported: tuple[int, int] | None = None
+        self._max_pixels = max_pixels
+        self._sizes = sizes or FrameSizes(max_pixels, on_scaled)
         self._raw = False
         if not self._inner.isOpened():
             return
         stream = self._inner.stream
         width, height = int(stream.get(cv2.CAP_PROP_FRAME_WIDTH)), int(stream.get(cv2.CAP_PROP_FRAME_HEIGHT))
         fourcc = (int(stream.get(cv2.CAP_PROP_FOURCC)) & 0xFFFFFFFF).to_bytes(4, "little").decode("latin-1")
-        if width * height <= max_pixels:
-            return
-        self._report((width, height))  # said at once: the pipeline's start already knows
-        if fourcc in JPEG_FOURCCS:  # compressed frames from here on (-1: OpenCV's raw mode; FFmpeg backend only)
+        if width > 0 and height > 0:
+            self._sizes.seen((width, height))  # over the limit: said at once, the pipeline's start already knows
+        # JPEG frames are taken compressed whatever the declared size, so each is decoded at the scale its own
+        # header needs: the size a camera declares when opened need not be the size it sends later.
+        if fourcc in JPEG_FOURCCS:  # -1: OpenCV's raw mode (FFmpeg backend only; set before the first grab)
             self._raw = bool(stream.set(cv2.CAP_PROP_FORMAT, -1))
 
     # --- what VideoSource calls --------------------------------------------------------------------------------
@@ -83,8 +118,19 @@ class BoundedProducer:
         ok, image = self._inner.retrieve()
         if not ok or image is None:
             return False, None
-        image = self._decode_jpeg(image) if self._raw else self._fit(image)
-        return (image is not None), image
+        if not self._raw:
+            return True, self._fit(image)
+        for _ in range(MAX_BAD_FRAMES):
+            image = self._decode_jpeg(image)
+            if image is not None:
+                return True, image
+            if not self._inner.grab():  # skipped, as FFmpeg skips a frame it cannot decode
+                return False, None
+            ok, image = self._inner.retrieve()
+            if not ok or image is None:
+                return False, None
+        log.warning("%d compressed frames in a row could not be decoded: the stream ends", MAX_BAD_FRAMES)
+        return False, None
 
     def release(self) -> None:
         self._inner.release()
@@ -106,16 +152,17 @@ class BoundedProducer:
     # --- bounding ----------------------------------------------------------------------------------------------
 
     def _decode_jpeg(self, packet: Any) -> Any:
-        """One compressed frame, decoded within the limit (None if it is not a JPEG: the stream ends, as FFmpeg's
-        own decode errors end it)."""
+        """One compressed frame, decoded at the scale its own header needs (None if it is not a JPEG or libjpeg
+        cannot decode it)."""
         import cv2
         import numpy as np
 
         data = np.ascontiguousarray(packet).reshape(-1)
         size = jpeg_size(data.data)  # the array's own buffer: nothing copied
         if size is None:
-            log.warning("a compressed frame is not a JPEG: cannot decode it")  # no reference: it may hold a password
+            log.debug("a compressed frame is not a JPEG: skipped")  # no reference: it may hold a password
             return None
+        self._sizes.seen(size)
         k = divisor(*size, self._max_pixels)
         flags = getattr(cv2, _REDUCED[min(k, 8)]) | cv2.IMREAD_IGNORE_ORIENTATION  # as FFmpeg: no EXIF turn
         image = cv2.imdecode(data, flags)
@@ -126,6 +173,7 @@ class BoundedProducer:
     def _fit(self, image: Any) -> Any:
         """A decoded frame, resized to the limit's scale if it is over it."""
         height, width = image.shape[:2]
+        self._sizes.seen((width, height))
         return self._resized(image, (width, height), divisor(width, height, self._max_pixels))
 
     def _resized(self, image: Any, size: tuple[int, int], k: int) -> Any:
@@ -136,11 +184,4 @@ class BoundedProducer:
         target = (scaled(size[0], k), scaled(size[1], k))
         if (image.shape[1], image.shape[0]) != target:  # a decoded frame, or past JPEG's own 1/8
             image = cv2.resize(image, target, interpolation=cv2.INTER_AREA)
-        self._report(size)
         return image
-
-    def _report(self, size: tuple[int, int]) -> None:
-        """Tell the pipeline the source's frames are this size and scaled (once per size)."""
-        if size != self._reported:
-            self._reported = size
-            self._on_scaled(*size)

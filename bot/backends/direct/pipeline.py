@@ -16,7 +16,7 @@ from bot.backends.direct.frames import queue_depth
 from bot.backends.errors import translate
 from bot.backends.pipeline_base import PipelineBase
 from bot.config import Settings
-from bot.media.frame_limit import scaled_note
+from bot.media.frame_limit import SAID_SIZES, scaled_note
 from bot.media.sources import capture_reference, file_fps, is_live
 
 log = logging.getLogger(__name__)
@@ -79,6 +79,7 @@ class DirectPipeline(PipelineBase):
         self._launched = threading.Event()  # InferencePipeline.start() returned (or raised): its dispatcher exists
         self._pipeline: Any = None
         self._drawing: Drawing | None = None  # the workflow's drawing steps, run only for frames someone reads
+        self._logged: set[str] = set()  # the scaled notes logged (SAID_SIZES at most)
 
     # --- lifecycle -----------------------------------------------------------------------------------------------
 
@@ -188,13 +189,17 @@ class DirectPipeline(PipelineBase):
         self._deliver(result)
 
     def _on_scaled(self, width: int, height: int) -> None:
-        """The source sends width x height frames, over media.max_pixels: said on the handle (the status line, and
-        once by the health check), logged once per size (called on the decoding thread)."""
+        """The source sends width x height frames now (capture.FrameSizes: each change over media.max_pixels, and the
+        change back under it). Over it: said on the handle (the status line, and once per size by the health
+        check) and logged once per size; back under it, no longer said (called on the decoding thread)."""
         note = scaled_note(width, height, self._settings.media.max_pixels, is_live(self._reference))
         with self._lock:
             if note == self.scaled:
                 return
             self.scaled = note
+            if note is None or note in self._logged or len(self._logged) >= SAID_SIZES:
+                return
+            self._logged.add(note)
         log.warning("pipeline %s: %s", self.pipeline_id, note)
 
     # --- status --------------------------------------------------------------------------------------------------

@@ -7,12 +7,13 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from bot.backends.base import BackendError, WorkflowRef
-from bot.backends.direct.capture import BoundedProducer
+from bot.backends.direct.capture import BoundedProducer, BoundedSource
 from bot.media.frame_limit import bounded_size, scaled_note
 from bot.monitoring.health import PipelineHealth
 from bot.pipelines.status import status_line
@@ -87,6 +88,57 @@ def test_mjpeg_frames_leave_the_decoder_within_the_default_limit(size, expected)
     assert (props.width, props.height) == expected
 
 
+def test_a_camera_that_changes_size_after_it_connects_is_bounded_frame_by_frame():
+    """The size a camera declares when it is opened (here 640x480) says nothing of its later frames: each frame is
+    decoded at the scale its own header needs. Just over the limit, far over it, back under it (decoded whole, not
+    kept at a reduced scale), and round again; each change over the limit, and the return under it, is heard."""
+    import cv2
+    import numpy as np
+
+    small, just_over, huge = (640, 480), (3163, 3163), (12000, 12000)  # 3163x3163: 10.005 MP, over 10 MP by 0.05%
+    sizes = [small, just_over, huge, small, just_over]
+    jpegs = {size: flat_jpeg(*size) for size in set(sizes)}
+    with mjpeg_camera([jpegs[size] for size in sizes], fps=10) as camera:
+        frames, reported, props = _first_frames(camera.url, LIMIT, n=2 * len(sizes))
+    assert [(f.shape[1], f.shape[0]) for f in frames] == [bounded_size(*size, LIMIT) for size in sizes] * 2
+    assert bounded_size(*just_over, LIMIT) == (1582, 1582) and bounded_size(*huge, LIMIT) == (3000, 3000)
+    whole = cv2.imdecode(np.frombuffer(jpegs[small], np.uint8), cv2.IMREAD_COLOR)
+    assert np.array_equal(frames[3], whole) and np.array_equal(frames[5], whole)  # under the limit: untouched
+    assert reported == [just_over, huge, small, just_over, small, just_over, huge, small, just_over]
+    assert (props.width, props.height) == small  # what it declared when opened
+
+
+def test_a_reconnection_does_not_say_the_size_again_and_hears_it_has_come_down():
+    """InferencePipeline opens the source anew on each reconnection: one BoundedSource, one record of the size its
+    frames were last, so a camera back at the same size is not said again, and one back smaller is heard so."""
+    reported: list[tuple[int, int]] = []
+    with mjpeg_camera([flat_jpeg(4000, 3000)], fps=10) as camera:
+        source = BoundedSource(camera.url, LIMIT, lambda w, h: reported.append((w, h)))
+        for _ in range(2):
+            producer = source()
+            try:
+                assert producer.grab() and producer.retrieve()[1].shape == (1500, 2000, 3)
+            finally:
+                producer.release()
+    with mjpeg_camera([flat_jpeg(640, 480)], fps=10) as camera:
+        source.reference = camera.url  # the camera came back at another resolution
+        producer = source()
+        try:
+            assert producer.grab() and producer.retrieve()[1].shape == (480, 640, 3)
+        finally:
+            producer.release()
+    assert reported == [(4000, 3000), (640, 480)]
+
+
+def test_a_frame_that_is_not_a_jpeg_is_skipped_not_the_end_of_the_camera():
+    """Every MJPEG camera's frames are now decoded here (not by FFmpeg, which skips a frame it cannot decode): one
+    broken frame among good ones is skipped likewise; the stream goes on."""
+    small = flat_jpeg(640, 480)
+    with mjpeg_camera([small, b"--not a jpeg--", small[: len(small) // 4] + b"\x00" * 16], fps=10) as camera:
+        frames, reported, _ = _first_frames(camera.url, LIMIT, n=4)
+    assert all(f.shape == (480, 640, 3) for f in frames) and reported == []
+
+
 def test_frames_of_another_codec_are_resized_right_after_their_decode(tmp_path):
     """An mp4 (not JPEG frames) is decoded whole by FFmpeg and resized before any queue holds it."""
     video = make_video(tmp_path / "v.mp4", size=(640, 480), frames=5)
@@ -126,10 +178,14 @@ def bounded_backend(tmp_path_factory: pytest.TempPathFactory):
     asyncio.run(backend.close())
 
 
-async def _run_camera(backend, name: str, size: tuple[int, int]) -> tuple[list, list, list[tuple[str, str]], int]:
-    """A pipeline on a loopback camera of `size` frames until RESULTS results: (results, handles seen at health
-    checks, health problems said, peak RSS growth in bytes or -1 where it cannot be measured)."""
-    jpeg = flat_jpeg(*size)  # made (432 MB of pixels for 12000x12000) and freed before the peak is reset
+async def _run_camera(backend, name: str, *sizes: tuple[int, int],
+                      enough: Callable[[list], bool] = lambda results: len(results) >= RESULTS,
+                      ) -> tuple[list, list, list[tuple[str, str]], int]:
+    """A pipeline on a loopback camera of frames of `sizes` in turn until `enough` of its results (RESULTS):
+    (results, handles seen at health checks, health problems said, peak RSS growth in bytes or -1 where it cannot
+    be measured)."""
+    jpegs = {size: flat_jpeg(*size) for size in set(sizes)}  # made (432 MB of pixels for 12000x12000) and freed
+    # before the peak is reset
     results: list = []
     got = threading.Semaphore(0)
 
@@ -140,13 +196,13 @@ async def _run_camera(backend, name: str, size: tuple[int, int]) -> tuple[list, 
     health = PipelineHealth(None, stall_seconds=600, min_fps=0)
     said: list[tuple[str, str]] = []
     handles = []
-    with mjpeg_camera([jpeg], fps=5) as camera:
+    with mjpeg_camera([jpegs[size] for size in sizes], fps=5) as camera:
         base = _status("VmRSS")
         measured = _reset_peak()
         await backend.start_pipeline(name, name, camera.url, WorkflowRef(model_id="builtin/people"),
                                      on_result=on_result)
         try:
-            for _ in range(RESULTS):  # a health check after each result: the note must come once, not per check
+            while not enough(results):  # a health check after each result: the note must come once, not per check
                 assert await asyncio.to_thread(got.acquire, True, patience(120)), f"{len(results)} results"
                 handles.append(await backend.get_pipeline_status(name))
                 said += health.new_problems(handles[-1], time.time())
@@ -171,6 +227,28 @@ async def test_a_camera_of_huge_frames_runs_within_the_limit_and_is_said_once(bo
     assert said == [("frames_scaled", f"{handles[0].name}: {note}.")]
     assert status_line(handles[-1]).count(note) == 1
     # (d) memory: the queues hold scaled frames only, and no full-size frame is ever decoded
+    if growth < 0:
+        pytest.skip("peak RSS cannot be reset here (/proc/self/clear_refs)")
+    assert growth <= GROWTH_BOUND, f"peak RSS grew {growth / 1e6:.0f} MB (bound {GROWTH_BOUND / 1e6:.0f} MB)"
+
+
+async def test_a_camera_that_raises_its_resolution_after_it_connects_runs_within_the_limit(bounded_backend):
+    """It opens at 640x480, then sends 12000x12000 frames (and back, in turn): the pipeline's frames are the small
+    ones whole and the huge ones scaled, the new size is said once however often the camera flips, and memory stays
+    bounded (deciding once at open let FFmpeg decode every huge frame whole)."""
+    small, huge = (640, 480), (12000, 12000)
+    bounded = bounded_size(*huge, LIMIT)
+
+    def enough(results: list) -> bool:  # both sizes delivered, or far past where they should have been
+        return len(results) >= 60 or ({r.image_size for r in results} >= {small, bounded} and len(results) >= RESULTS)
+
+    results, handles, said, growth = await _run_camera(bounded_backend, "raises", *[small] * 5, *[huge] * 5,
+                                                       enough=enough)
+    assert all(h.status == "running" for h in handles)
+    assert {r.image_size for r in results} == {small, bounded}
+    note = scaled_note(*huge, LIMIT)
+    assert {h.scaled for h in handles} <= {note, None} and note in {h.scaled for h in handles}
+    assert said == [("frames_scaled", f"{handles[0].name}: {note}.")]
     if growth < 0:
         pytest.skip("peak RSS cannot be reset here (/proc/self/clear_refs)")
     assert growth <= GROWTH_BOUND, f"peak RSS grew {growth / 1e6:.0f} MB (bound {GROWTH_BOUND / 1e6:.0f} MB)"

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from bot.backends.base import PipelineHandle
-from bot.media.frame_limit import bounded_size, divisor, jpeg_size, scaled_note
+from bot.media.frame_limit import SAID_SIZES, bounded_size, divisor, jpeg_size, scaled_note
 from bot.monitoring.events_log import event_type_of
 from bot.monitoring.health import PipelineHealth
 from bot.pipelines.status import status_line
@@ -72,3 +72,21 @@ def test_a_scaled_pipeline_says_it_on_its_status_line_and_once_to_health():
     said = [problem for _ in range(3) for problem in health.new_problems(handle, time.time())]
     assert said == [("frames_scaled", f"yard: {note}.")] and event_type_of("frames_scaled") == "health"
     assert status_line(handle.with_(scaled=None)).count("media.max_pixels") == 0
+
+
+def test_a_camera_that_changes_size_is_said_once_per_size_however_it_flips():
+    """A camera may change its resolution after it connects (capture.FrameSizes hears each change): each size over
+    the limit is said once, in the order they come; flipping back to a size already said, or under the limit and
+    over again, says nothing more; a camera of ever new sizes is said SAID_SIZES times at most."""
+    health = PipelineHealth(None, stall_seconds=600, min_fps=0)
+    handle = PipelineHandle("p1", "yard", "direct", "http://cam/mjpeg", "model builtin/people", time.time(), "running",
+                            frames=3)
+    huge, wide = scaled_note(12000, 12000, LIMIT), scaled_note(9000, 7000, LIMIT)
+    said = [problem for note in (huge, huge, None, wide, huge, None, huge, wide, wide)
+            for problem in health.new_problems(handle.with_(scaled=note), time.time())]
+    assert said == [("frames_scaled", f"yard: {huge}."), ("frames_scaled", f"yard: {wide}.")]
+    other = handle.with_(pipeline_id="p2", name="gate")  # said per pipeline
+    assert health.new_problems(other.with_(scaled=huge), time.time()) == [("frames_scaled", f"gate: {huge}.")]
+    ever_new = [scaled_note(7000 + i, 7000, LIMIT) for i in range(SAID_SIZES * 2)]
+    said = [p for note in ever_new for p in health.new_problems(handle.with_(pipeline_id="p3", scaled=note), 0)]
+    assert len(said) == SAID_SIZES

@@ -335,10 +335,10 @@ async def test_deep_parameters_are_refused_by_the_model(doors: Doors) -> None:
 
 # --- 7. frames ---------------------------------------------------------------------------------------------------
 
+# Was a break: class 7: the JPEG path is chosen from the size a camera declares when it is opened; an MJPEG camera
+# that sends small frames first, then 12000x12000 ones, has each huge frame decoded whole by FFmpeg (then squashed
+# to the first size), and nobody is told
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="class 7: the JPEG path is chosen from the size a camera declares when it is "
-                   "opened; an MJPEG camera that sends small frames first, then 12000x12000 ones, has each huge "
-                   "frame decoded whole by FFmpeg (then squashed to the first size), and nobody is told")
 def test_an_mjpeg_camera_that_raises_its_resolution_is_still_decoded_within_the_limit() -> None:
     import time
 

@@ -35,24 +35,30 @@ _BARE_CRED = re.compile(r"(?<![\w/:@.-])(?P<user>[A-Za-z0-9._-]{1,64}(?:@[A-Za-z
 # key=value secrets in a query, a fragment or a path: ?pwd=, &PassWord=, &-pwd= (INSTAR), #password=, ?auth=<base64>,
 # ?X-Amz-Signature=, ?user_password=, and the DVR style /user=admin_password=XXX_channel=1. Any key is read, and
 # `_secret_key` decides by its name, so a vendor's own spelling (adminpass, passcode, api-key) is caught without a
-# list of every vendor. A value runs to the next &, space or quote, or to the next `_name=` of that path style;
-# '#' and '/' stay inside it (a raw '#' in a password, '/' in base64).
+# list of every vendor. A value runs to the next &, space or quote, or to the next `_name=` of that path style or
+# `;Name=` of a connection string (Azure's AccountName=…;AccountKey=…;EndpointSuffix=…); '#', '/' and a ';' before
+# anything else stay inside it (a raw '#' in a password, '/' in base64).
 # The value is read only after a secret's name (possessively: linear, whatever the text), so a long run of
 # "?k=?k=…" in a message costs one pass, not one pass per key. A few spaces may stand around the '='
-# (`password = x` in a sentence or an .ini file), and a '~' before the name (Akamai's `exp=…~hmac=…`).
-_KEY = re.compile(r"(?:^|(?<=[?&;/_\s,\"'({#~=-]))(?P<k>[A-Za-z0-9][A-Za-z0-9_-]{0,39})[ \t]{0,3}=(?!=)[ \t]{0,3}")
-_VALUE = re.compile(r"(?:[^&\s\"'<>_\\]++|\\(?![\\\"'])|_(?![A-Za-z]+=))*+")  # not the \ of an escaped quote
+# (`password = x` in a sentence or an .ini file), a '~' before the name (Akamai's `exp=…~hmac=…`) and a '.' (Axis
+# VAPIX's dotted parameters, root.Network.SMTP.Password=…). A value opening with a bracket or a call is code
+# (Python's auth=("user", "pw"), auth=HTTPDigestAuth("user", "pw"): `_CRED_IN_CALL`), not a value to read here.
+_KEY = re.compile(r"(?:^|(?<=[?&;/_\s,\"'({#~=.-]))(?P<k>[A-Za-z0-9][A-Za-z0-9_-]{0,39})[ \t]{0,3}=(?!=)[ \t]{0,3}"
+                  r"(?![(\[{]|[A-Za-z_][\w.]{0,60}\()")
+_VALUE = re.compile(r"(?:[^&\s\"'<>_;\\]++|\\(?![\\\"'])|[_;](?![A-Za-z][A-Za-z0-9-]*=))*+")  # not \" (a quote)
 # Key names (lower case, '-' and '_' dropped) that hold a secret: anywhere in the name, at its end, or the whole name.
 _SECRET_ANYWHERE = re.compile(r"passw|passcode|passkey|passphrase|pwd|pswd|psw|loginpas|secret|signature|credential|"
                               r"apikey|authkey|accesskey|privatekey|sessionkey|sessionid|streamkey|devicekey|"
-                              r"authorization|authsign|hmac")
+                              r"authorization|authsign|hmac|accountkey|sharedkey|masterkey|signingkey|"
+                              r"subscriptionkey|encryptionkey")
 # "…private" is a key pair's secret half (go2rtc's homekit and xiaomi sources: client_private=); `private=true` alone
 # is a flag, and `sign=` a request signature (Xiaomi, Tuya, Ezviz). Signed links of streaming CDNs: nginx's
 # secure_link `md5=`, Wowza's `wmsAuthSign=`, Akamai's `hdnts=`/`__hdnea__=` (the whole exp=…~acl=…~hmac=… value),
-# `hmac=`, googlevideo's `sig=`/`lsig=`.
-_SECRET_AT_END = ("pass", "token", "private")
+# `hmac=`, googlevideo's `sig=`/`lsig=`. "…pw" is a password (GStreamer's user-pw=, proxy-pw=); a cookie is a session
+# (`{"Cookie": "…"}`; the header: `_COOKIE`); Azure's AccountKey=, SharedKey, a master or signing key are keys.
+_SECRET_AT_END = ("pass", "token", "private", "pw")
 _SECRET_NAMES = frozenset({"pw", "key", "sig", "lsig", "sign", "auth", "pas", "psk", "jwt", "sid", "session", "md5",
-                           "hdnts", "hdnea"})
+                           "hdnts", "hdnea", "cookie", "setcookie"})
 # `p=` is a password only right after a user's key (?u=admin&p=…, ?user=admin&amp;p=…); alone it is a page, a
 # probability, a parameter. Read in the few characters before it, so a long run of "&p=" stays linear.
 _USER_BEFORE = re.compile(r"(?:^|[?&;#\s-])(?:u|user|usr|username|login|loginuse)=[^&\s=]{0,64}&(?:amp;)?$", re.I)
@@ -92,12 +98,19 @@ def _mask_path_values(text: str) -> str:
     return "".join(out) + text[pos:]
 
 
+# A raw space inside a query value, as people type a password into a URL (?pwd=my pass&chn=1, a form body's
+# password=pass word&client_id=…): the value runs on over a few words when the next parameter follows them at once.
+_SPACED_VALUE = re.compile(r"(?:[ \t][^&\s\"'<>=]{1,64}){1,4}(?=&[A-Za-z][\w.-]{0,39}=)")
+
+
 def _mask_key_values(text: str) -> str:
     out, pos = [], 0
     for m in _KEY.finditer(text):
         if m.start() < pos or not _secret_at(text, m):
             continue  # inside a value already masked, or not a secret's name (its value is scanned on)
         end = _VALUE.match(text, m.end()).end()  # type: ignore[union-attr]  # it matches the empty string at least
+        if end > m.end() and (spaced := _SPACED_VALUE.match(text, end)):
+            end = spaced.end()
         if end > m.end():
             out += [text[pos:m.end()], "***"]
             pos = end
@@ -141,6 +154,25 @@ _CRED_IN_HEADER = re.compile(
     r"(?i)(?P<k>\b(?:x-api-key|api-key|x-auth-token|authorization|proxy-authorization)\s*:\s*)(?!digest\s)"
     r"(?P<kind>(?:basic|bearer|token)\s+)?(?P<v>[^\s,;\"']+)"
 )
+# A Cookie header's values are sessions whatever their names (UniFi's unifises=, PHPSESSID=, connect.sid=): each is
+# masked, the names stay; a Set-Cookie's first pair (the rest are its attributes: Path=/, Expires=…).
+_COOKIE = re.compile(r"(?im)(?P<k>\b(?P<set>set-)?cookie[ \t]*:[ \t]*)(?P<v>[^\r\n\"'<>]{1,4000})")
+_COOKIE_PAIR = re.compile(r"(?P<k>(?:^|;)[ \t]*[^=;\s]{1,80}=)(?P<v>[^;]*)")
+
+
+def _mask_cookies(m: re.Match[str]) -> str:
+    masked = _COOKIE_PAIR.sub(lambda p: f"{p['k']}***" if p["v"].strip() not in ("", "***") else p[0], m["v"],
+                              count=1 if m["set"] else 0)
+    return m["k"] + masked
+
+
+# Credentials given to an HTTP library in code, as people paste it: requests' auth=("user", "pw") and
+# HTTPDigestAuth("user", "pw"), aiohttp's and httpx's BasicAuth / DigestAuth; the user stays.
+_CRED_IN_CALL = re.compile(
+    r"(?P<k>(?:\b(?:proxy_)?auth[ \t]*=[ \t]*[(\[]"
+    r"|\b(?:HTTPBasicAuth|HTTPDigestAuth|HTTPProxyAuth|BasicAuth|DigestAuth)\((?:[ \t]*(?:login|username)[ \t]*=)?)"
+    r"[ \t]*(?P<uq>[\"'])[^\"'\n]{0,64}(?P=uq)[ \t]*,[ \t]*(?:password[ \t]*=[ \t]*)?(?P<q>[\"']))"
+    r"(?P<pw>(?:\\.|(?!(?P=q))[^\\\n]){1,128})(?P=q)")
 _DIGEST_RESPONSE = re.compile(r"(?i)(?P<k>(?<![\w-])response[ \t]*=[ \t]*\"?)(?P<v>[0-9a-f]{32,128})(?![0-9a-z])")
 # A quoted value under a secret's name, whole: a JSON or Python string ({"password": "pa\"ss"}, at any depth of JSON
 # in JSON: {\"password\": \"pa\\\"ss\"}), an XML or HTML attribute (<camera password="…"/>), a shell's
@@ -177,22 +209,21 @@ def _closing_quote(text: str, i: int, q: str, escapes: int, after: re.Pattern[st
 
 def _mask_quoted(text: str, key: re.Pattern[str], after: re.Pattern[str]) -> str:
     """Each quoted value `key` opens under a secret's name, masked whole (one pass: a value is read once)."""
-    out, pos, done = [], 0, 0
-    while m := key.search(text, pos):
+    out, pos = [], 0
+    for m in key.finditer(text):
+        if m.start() < pos or not _secret_key(m["name"].rsplit(":", 1)[-1]):
+            continue  # inside a value masked already, or not a secret's name (its value is read on: JSON in JSON)
         end = _closing_quote(text, m.end(), m["q"], len(m["e"]), after)
-        if end < 0:
-            pos = m.end()
-            continue
-        if text[m.end():end] not in ("", "***") and _secret_key(m["name"].rsplit(":", 1)[-1]):
-            out += [text[done:m.end()], "***"]
-            done = end
-        pos = max(end, m.end())
-    return "".join(out) + text[done:]
+        if end > m.end() and text[m.end():end] != "***":
+            out += [text[pos:m.end()], "***"]
+            pos = end
+    return "".join(out) + text[pos:]
 
 
 # An .ini or .env line `password = pass word`: the rest of the line is the value (spaces included).
+# (A bracket or a call is code: `_CRED_IN_CALL`'s.)
 _CRED_IN_INI_LINE = re.compile(r"(?m)^(?P<k>[ \t]*(?P<name>[A-Za-z0-9_.-]{1,40})[ \t]*=(?!=)[ \t]*)"
-                               r"(?P<v>[^\s\"'](?:[^\n]{0,298}[^\s])?)(?P<end>[ \t]*)$")
+                               r"(?![A-Za-z_][\w.]{0,60}\()(?P<v>[^\s\"'(\[{](?:[^\n]{0,298}[^\s])?)(?P<end>[ \t]*)$")
 # A config line holding one value under a secret's name (Home Assistant's secrets.yaml "cam_password: hunter2", an
 # .env line "password: x"): the whole line, so "password: please reset it" in a sentence stays as written.
 _CRED_IN_CONFIG_LINE = re.compile(r"(?m)^(?P<k>[ \t]*(?:-[ \t]*)?(?P<name>[A-Za-z0-9_.-]{1,40})[ \t]*:[ \t]+)"
@@ -238,6 +269,8 @@ def _redact_plain(text: str) -> str:
     text = _TOKEN_SHAPE.sub(lambda m: f"{m['kind']}-***", text)
     text = _CRED_IN_HEADER.sub(lambda m: f"{m['k']}{m['kind'] or ''}***", text)
     text = _DIGEST_RESPONSE.sub(lambda m: f"{m['k']}***", text)
+    text = _COOKIE.sub(_mask_cookies, text)
+    text = _CRED_IN_CALL.sub(lambda m: f"{m['k']}***{m['q']}" if m["pw"] != "***" else m[0], text)
     text = _mask_quoted(text, _JSON_KEY, _JSON_AFTER)
     text = _mask_quoted(text, _ATTR_KEY, _ATTR_AFTER)
     text = _CRED_IN_INI_LINE.sub(
@@ -396,6 +429,17 @@ def _decode(text: str) -> str:
     return _BYTE.sub(lambda m: f"%{ord(m[0]) - 0xDC00:02X}", decoded)
 
 
+_SPACE_HELD = "\ue000"  # a space unescaping made inside one word: part of a value there, not a break between words
+
+
+def _redact_word(plain: str) -> str:
+    """One word as unescaped. Its spaces were escaped (pwd%3Dmy%2520pass inside go2rtc's src=), so a value is read
+    across them first; then with them, for the rules that read lines and spaces (an .ini line encoded whole)."""
+    if " " in plain and _SPACE_HELD not in plain:
+        plain = _redact_plain(plain.replace(" ", _SPACE_HELD)).replace(_SPACE_HELD, " ")
+    return _redact_plain(plain)
+
+
 def _redact_escaped(text: str) -> str:
     """Mask what the rules see only once `text` is unescaped. Only a word that hid a secret is shown unescaped (the
     rest stays as written); a secret that spans words once unescaped (a spaced password in a JSON string) unescapes
@@ -407,7 +451,7 @@ def _redact_escaped(text: str) -> str:
     for word in re.split(r"(\s+)", text):
         if _ESCAPED.search(word):
             plain = _decode(word)
-            masked = _redact_plain(plain)
+            masked = _redact_word(plain)
             if masked != plain:
                 word = masked
         words.append(word)

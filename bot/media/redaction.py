@@ -41,10 +41,12 @@ _BARE_CRED = re.compile(r"(?<![\w/:@.-])(?P<user>[A-Za-z0-9._-]{1,64}(?:@[A-Za-z
 # The value is read only after a secret's name (possessively: linear, whatever the text), so a long run of
 # "?k=?k=…" in a message costs one pass, not one pass per key. A few spaces may stand around the '='
 # (`password = x` in a sentence or an .ini file), a '~' before the name (Akamai's `exp=…~hmac=…`) and a '.' (Axis
-# VAPIX's dotted parameters, root.Network.SMTP.Password=…). A value opening with a bracket or a call is code
-# (Python's auth=("user", "pw"), auth=HTTPDigestAuth("user", "pw"): `_CRED_IN_CALL`), not a value to read here.
+# VAPIX's dotted parameters, root.Network.SMTP.Password=…). A value opening with a bracket or a call, then a quote,
+# is code (Python's auth=("user", "pw"), auth=HTTPDigestAuth("user", "pw"): `_CRED_IN_CALL`), not a value to read
+# here; a password such as "abc(123)" or "(secret)" is one.
+_CODE = r"(?:[(\[{]|[A-Za-z_][\w.]{0,60}\()[ \t]*\\{0,7}[\"']"  # ("…  [\"…  HTTPDigestAuth("…, escaped or not
 _KEY = re.compile(r"(?:^|(?<=[?&;/_\s,\"'({#~=.-]))(?P<k>[A-Za-z0-9][A-Za-z0-9_-]{0,39})[ \t]{0,3}=(?!=)[ \t]{0,3}"
-                  r"(?![(\[{]|[A-Za-z_][\w.]{0,60}\()")
+                  r"(?!" + _CODE + ")")
 _VALUE = re.compile(r"(?:[^&\s\"'<>_;\\]++|\\(?![\\\"'])|[_;](?![A-Za-z][A-Za-z0-9-]*=))*+")  # not \" (a quote)
 # Key names (lower case, '-' and '_' dropped) that hold a secret: anywhere in the name, at its end, or the whole name.
 _SECRET_ANYWHERE = re.compile(r"passw|passcode|passkey|passphrase|pwd|pswd|psw|loginpas|secret|signature|credential|"
@@ -223,7 +225,7 @@ def _mask_quoted(text: str, key: re.Pattern[str], after: re.Pattern[str]) -> str
 # An .ini or .env line `password = pass word`: the rest of the line is the value (spaces included).
 # (A bracket or a call is code: `_CRED_IN_CALL`'s.)
 _CRED_IN_INI_LINE = re.compile(r"(?m)^(?P<k>[ \t]*(?P<name>[A-Za-z0-9_.-]{1,40})[ \t]*=(?!=)[ \t]*)"
-                               r"(?![A-Za-z_][\w.]{0,60}\()(?P<v>[^\s\"'(\[{](?:[^\n]{0,298}[^\s])?)(?P<end>[ \t]*)$")
+                               r"(?!" + _CODE + r")(?P<v>[^\s\"'](?:[^\n]{0,298}[^\s])?)(?P<end>[ \t]*)$")
 # A config line holding one value under a secret's name (Home Assistant's secrets.yaml "cam_password: hunter2", an
 # .env line "password: x"): the whole line, so "password: please reset it" in a sentence stays as written.
 _CRED_IN_CONFIG_LINE = re.compile(r"(?m)^(?P<k>[ \t]*(?:-[ \t]*)?(?P<name>[A-Za-z0-9_.-]{1,40})[ \t]*:[ \t]+)"

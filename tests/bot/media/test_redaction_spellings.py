@@ -201,6 +201,7 @@ SPELLINGS: list[tuple[str, list[str], list[str]]] = [
     # ... an .ini line and XML attributes, a JSON string with an escaped quote, Digest's response, curl -u quoted
     ("[camera]\npassword = Ini Pass99\nhost = 10.0.0.54", ["Ini Pass99", "Pass99"], ["host = 10.0.0.54"]),
     ("passwd=IniPass98", ["IniPass98"], ["passwd="]),
+    ("http://10.0.0.59/snap.cgi?pwd=Br4ck(et)9&chn=1 auth=(P4renPw9)", ["Br4ck(et)9", "P4renPw9"], ["&chn=1"]),
     ('<camera name="lobby" host="10.0.0.55" password="Xml Attr9" user=\'admin\' pwd=\'Xml Attr8\'/>',
      ["Xml Attr9", "Attr9", "Xml Attr8", "Attr8"], ['host="10.0.0.55"', "user='admin'"]),
     ('{"user": "admin", "password": "Js\\"on Tail99", "host": "10.0.0.56"}', ['Js"on Tail99', "Tail99"],
@@ -336,7 +337,7 @@ def test_spellings_in_one_message_are_all_masked() -> None:
     'Authorization: Digest username="admin", realm="x", nonce="4f2a9c"',
     "AT&T, R&D, Q&A, &ltd, email &#64 home, issue &#123, path C:\\xampp\\new and \\n",
     'print("password"); msg = "password: " + pw; curl -u \'admin\' http://x/',
-    "auth=(1, 2); password=getpass(); primary_key=id; x.y=z; the cookie banner; cookies: 3",
+    'auth=("admin", pw); password=getpass("Password: "); primary_key=id; x.y=z; the cookie banner; cookies: 3',
     "go to the page&x=1 and then a;b=c; AccountName=camstore;EndpointSuffix=core.windows.net",
 ])
 def test_ordinary_text_around_these_forms_is_left_alone(text: str) -> None:

@@ -99,7 +99,11 @@ async def run_command(text: str, ctx: CommandContext) -> CommandReply:
     may use `/vision` sees which camera, never its address or a secret in a spelling the redactor does not know;
     the operator's listing of the URLs is `GET /api/cameras` (masked)."""
     reply = await _answer(text, ctx)
-    cams = cameras(ctx.workspace, ctx.settings)
+    try:
+        cams = cameras(ctx.workspace, ctx.settings)
+    except Exception:  # noqa: BLE001 - no registry to read (no workspace): the reply is still redacted
+        log.warning("/vision: the camera registry could not be read", exc_info=True)
+        cams = {}
     return replace(reply, text=redact(hide_camera_urls(reply.text, cams)),
                    frame_caption=redact(hide_camera_urls(reply.frame_caption, cams)))
 

@@ -19,7 +19,7 @@ from bot.backends.base import LIVE, PipelineHandle
 from bot.commands.context import CommandContext
 from bot.commands.routing import set_route as route_alerts
 from bot.commands.rules import create_rule, remove, resolve_camera
-from bot.media.cameras import cameras, named_zones
+from bot.media.cameras import cameras, hide_camera_urls, named_zones
 from bot.media.redaction import redact
 from bot.monitoring.rules import ANY
 from bot.monitoring.since import parse_since
@@ -77,13 +77,22 @@ def ok(status: int = 200, **data: Any) -> web.Response:
     return web.json_response({"status": "ok", **data}, status=status)
 
 
-def handle_dict(h: PipelineHandle, mgr: PipelineManager) -> dict[str, Any]:
-    """The handle (video_reference is already credential-redacted in every handle), what it counted so far, its
-    "cannot count reliably" line and the status line `/vision status` shows, as `/vision status` has them."""
+def _cameras(request: web.Request) -> dict[str, str]:
+    host = _host(request)
+    return cameras(host.services.workspace, host.settings)
+
+
+def handle_dict(h: PipelineHandle, mgr: PipelineManager, cams: dict[str, str]) -> dict[str, Any]:
+    """The handle, what it counted so far, its "cannot count reliably" line and the status line `/vision status`
+    shows, as `/vision status` has them: a registered camera is named (`video_reference` `camera "dock"`, in the
+    summary and an error too), as `/vision` and the model's tools name it; any other source is credential-redacted
+    (as every handle keeps it). `GET /api/cameras` is where the operator sees a camera's (masked) URL."""
     latest, tally = mgr.latest(h.pipeline_id), mgr.tally(h.pipeline_id)
-    return {**asdict(h), "counted": asdict(tally) if tally is not None and tally.text() else None,
+    named = h.with_(video_reference=hide_camera_urls(h.video_reference, cams),
+                    error=hide_camera_urls(h.error, cams) if h.error else h.error)
+    return {**asdict(named), "counted": asdict(tally) if tally is not None and tally.text() else None,
             "cannot_count": cannot_count(latest.values) if latest is not None else None,
-            "summary": status_line(h, latest=latest, tally=tally)}
+            "summary": hide_camera_urls(status_line(h, latest=latest, tally=tally), cams)}
 
 
 # cameras and health -------------------------------------------------------
@@ -105,7 +114,8 @@ async def list_pipelines(request: web.Request) -> web.Response:
     mgr = need(_host(request).services.pipelines, "pipelines")
     with user_errors():
         handles = await mgr.list()
-    return ok(pipelines=[handle_dict(h, mgr) for h in handles])
+    cams = _cameras(request)
+    return ok(pipelines=[handle_dict(h, mgr, cams) for h in handles])
 
 
 async def start_pipeline(request: web.Request) -> web.Response:
@@ -114,18 +124,18 @@ async def start_pipeline(request: web.Request) -> web.Response:
     _may_change(ctx)
     with user_errors():
         started = await start(request_of(body), ctx.manager(), ctx, ctx.requester)
-    handle, what = started.handle, started.describe()
+    handle, what, cams = started.handle, started.describe(), _cameras(request)
     if handle.status == "error":
-        raise UserError(f"{handle.name} could not start on {handle.video_reference}: "
-                        f"{redact(handle.error or 'source failed')}")
-    return ok(201, pipeline=handle_dict(handle, ctx.manager()), runs=rest_wording(what).replace("`", ""))
+        raise UserError(hide_camera_urls(f"{handle.name} could not start on {handle.video_reference}: "
+                                         f"{redact(handle.error or 'source failed')}", cams))
+    return ok(201, pipeline=handle_dict(handle, ctx.manager(), cams), runs=rest_wording(what).replace("`", ""))
 
 
 async def get_pipeline(request: web.Request) -> web.Response:
     mgr = need(_host(request).services.pipelines, "pipelines")
     with user_errors():
         handle = await mgr.status(request.match_info["id"])
-    return ok(pipeline=handle_dict(handle, mgr))
+    return ok(pipeline=handle_dict(handle, mgr, _cameras(request)))
 
 
 async def control_pipeline(request: web.Request) -> web.Response:
@@ -134,9 +144,10 @@ async def control_pipeline(request: web.Request) -> web.Response:
     _may_change(ctx)
     with user_errors():
         done, _ = await control(ctx.manager(), verb, request.match_info["id"], ctx.requester, ctx.settings)
+    cams = _cameras(request)
     if request.match_info["id"].strip().lower() == "all":
-        return ok(pipelines=[handle_dict(h, ctx.manager()) for h in done])
-    return ok(pipeline=handle_dict(done[0], ctx.manager()))
+        return ok(pipelines=[handle_dict(h, ctx.manager(), cams) for h in done])
+    return ok(pipeline=handle_dict(done[0], ctx.manager(), cams))
 
 
 # rules ------------------------------------------------------------------

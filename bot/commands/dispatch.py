@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import logging
 import shlex
+from dataclasses import replace
 
 from bot.backends.base import BackendError
 from bot.commands import digest, pipelines, recipes, rules, schedule, watches
 from bot.commands.context import CommandContext, CommandReply, fail
 from bot.commands.routing import route, routes_status
+from bot.media.cameras import cameras, hide_camera_urls
 from bot.media.redaction import redact
 from bot.media.resolve import MediaError
 from bot.media.sniff import STILL_TOOLS
@@ -90,7 +92,23 @@ def in_commands(text: str) -> str:
 
 
 async def run_command(text: str, ctx: CommandContext) -> CommandReply:
-    """Run one `/vision` command line (with or without the `/vision` prefix); never raises."""
+    """Run one `/vision` command line (with or without the `/vision` prefix); never raises.
+
+    Its one exit: a registered camera's URL is shown as `camera "NAME"` wherever a reply says it (the list, the
+    status lines, an error naming the source), as the model's tools show it, then what is left is redacted. Whoever
+    may use `/vision` sees which camera, never its address or a secret in a spelling the redactor does not know;
+    the operator's listing of the URLs is `GET /api/cameras` (masked)."""
+    reply = await _answer(text, ctx)
+    try:
+        cams = cameras(ctx.workspace, ctx.settings)
+    except Exception:  # noqa: BLE001 - no registry to read (no workspace): the reply is still redacted
+        log.warning("/vision: the camera registry could not be read", exc_info=True)
+        cams = {}
+    return replace(reply, text=redact(hide_camera_urls(reply.text, cams)),
+                   frame_caption=redact(hide_camera_urls(reply.frame_caption, cams)))
+
+
+async def _answer(text: str, ctx: CommandContext) -> CommandReply:
     try:
         tokens = shlex.split(text or "")
     except ValueError:

@@ -52,8 +52,9 @@ def camera_name_for(workspace: Any, settings: Any, video_reference: str) -> str 
     return next((n for n, url in cameras(workspace, settings).items() if video_reference in (url, redact(url))), None)
 
 
-# What may follow a URL in running text: the URL ends there (a longer URL sharing its start is another camera).
-_URL_END = r"(?=$|[\s|)\]>\"'`,;]|\.(?:\s|$))"
+# What may follow a URL in running text: the URL ends there (a longer URL sharing its start is another camera);
+# ": " too, as an error says it ("cannot open rtsp://…: 401 Unauthorized").
+_URL_END = r"(?=$|[\s|)\]>\"'`,;]|[.:](?:\s|$))"
 
 
 def camera_label(name: str) -> str:

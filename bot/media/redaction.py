@@ -35,20 +35,32 @@ _BARE_CRED = re.compile(r"(?<![\w/:@.-])(?P<user>[A-Za-z0-9._-]{1,64}(?:@[A-Za-z
 # key=value secrets in a query, a fragment or a path: ?pwd=, &PassWord=, &-pwd= (INSTAR), #password=, ?auth=<base64>,
 # ?X-Amz-Signature=, ?user_password=, and the DVR style /user=admin_password=XXX_channel=1. Any key is read, and
 # `_secret_key` decides by its name, so a vendor's own spelling (adminpass, passcode, api-key) is caught without a
-# list of every vendor. A value runs to the next &, space or quote, or to the next `_name=` of that path style;
-# '#' and '/' stay inside it (a raw '#' in a password, '/' in base64).
+# list of every vendor. A value runs to the next &, space or quote, or to the next `_name=` of that path style or
+# `;Name=` of a connection string (Azure's AccountName=…;AccountKey=…;EndpointSuffix=…); '#', '/' and a ';' before
+# anything else stay inside it (a raw '#' in a password, '/' in base64).
 # The value is read only after a secret's name (possessively: linear, whatever the text), so a long run of
-# "?k=?k=…" in a message costs one pass, not one pass per key.
-_KEY = re.compile(r"(?P<pre>(?:^|[?&;/_\s,\"'({#-]))(?P<k>[A-Za-z0-9][A-Za-z0-9_-]{0,39})=")
-_VALUE = re.compile(r"(?:[^&\s\"'<>_]++|_(?![A-Za-z]+=))*+")
+# "?k=?k=…" in a message costs one pass, not one pass per key. A few spaces may stand around the '='
+# (`password = x` in a sentence or an .ini file), a '~' before the name (Akamai's `exp=…~hmac=…`) and a '.' (Axis
+# VAPIX's dotted parameters, root.Network.SMTP.Password=…). A value opening with a bracket or a call, then a quote,
+# is code (Python's auth=("user", "pw"), auth=HTTPDigestAuth("user", "pw"): `_CRED_IN_CALL`), not a value to read
+# here; a password such as "abc(123)" or "(secret)" is one.
+_CODE = r"(?:[(\[{]|[A-Za-z_][\w.]{0,60}\()[ \t]*\\{0,7}[\"']"  # ("…  [\"…  HTTPDigestAuth("…, escaped or not
+_KEY = re.compile(r"(?:^|(?<=[?&;/_\s,\"'({#~=.-]))(?P<k>[A-Za-z0-9][A-Za-z0-9_-]{0,39})[ \t]{0,3}=(?!=)[ \t]{0,3}"
+                  r"(?!" + _CODE + ")")
+_VALUE = re.compile(r"(?:[^&\s\"'<>_;\\]++|\\(?![\\\"'])|[_;](?![A-Za-z][A-Za-z0-9-]*=))*+")  # not \" (a quote)
 # Key names (lower case, '-' and '_' dropped) that hold a secret: anywhere in the name, at its end, or the whole name.
 _SECRET_ANYWHERE = re.compile(r"passw|passcode|passkey|passphrase|pwd|pswd|psw|loginpas|secret|signature|credential|"
                               r"apikey|authkey|accesskey|privatekey|sessionkey|sessionid|streamkey|devicekey|"
-                              r"authorization")
+                              r"authorization|authsign|hmac|accountkey|sharedkey|masterkey|signingkey|"
+                              r"subscriptionkey|encryptionkey")
 # "…private" is a key pair's secret half (go2rtc's homekit and xiaomi sources: client_private=); `private=true` alone
-# is a flag, and `sign=` a request signature (Xiaomi, Tuya, Ezviz).
-_SECRET_AT_END = ("pass", "token", "private")
-_SECRET_NAMES = frozenset({"pw", "key", "sig", "sign", "auth", "pas", "psk", "jwt", "sid", "session"})
+# is a flag, and `sign=` a request signature (Xiaomi, Tuya, Ezviz). Signed links of streaming CDNs: nginx's
+# secure_link `md5=`, Wowza's `wmsAuthSign=`, Akamai's `hdnts=`/`__hdnea__=` (the whole exp=…~acl=…~hmac=… value),
+# `hmac=`, googlevideo's `sig=`/`lsig=`. "…pw" is a password (GStreamer's user-pw=, proxy-pw=); a cookie is a session
+# (`{"Cookie": "…"}`; the header: `_COOKIE`); Azure's AccountKey=, SharedKey, a master or signing key are keys.
+_SECRET_AT_END = ("pass", "token", "private", "pw")
+_SECRET_NAMES = frozenset({"pw", "key", "sig", "lsig", "sign", "auth", "pas", "psk", "jwt", "sid", "session", "md5",
+                           "hdnts", "hdnea", "cookie", "setcookie"})
 # `p=` is a password only right after a user's key (?u=admin&p=…, ?user=admin&amp;p=…); alone it is a page, a
 # probability, a parameter. Read in the few characters before it, so a long run of "&p=" stays linear.
 _USER_BEFORE = re.compile(r"(?:^|[?&;#\s-])(?:u|user|usr|username|login|loginuse)=[^&\s=]{0,64}&(?:amp;)?$", re.I)
@@ -68,12 +80,39 @@ def _secret_at(text: str, m: re.Match[str]) -> bool:
     return _secret_key(m["k"])
 
 
+# The same names as a path segment before the value (googlevideo's /expire/1700000000/sig/<value>/file/…): only a
+# secret's whole name (not "bypass") before a value shaped as a token (8 or more letters and digits, both), so
+# /api/token/refresh and /key/IMG_0001.jpg stay as written.
+_PATH_SECRET = re.compile(r"(?<=/)(?P<name>[A-Za-z][A-Za-z0-9_-]{0,39})/(?=(?P<v>[A-Za-z0-9_~+=%-]{8,512})"
+                          r"(?:[/?#&\s\"'<>|),;`\]]|$))")
+
+
+def _mask_path_values(text: str) -> str:
+    out, pos = [], 0
+    for m in _PATH_SECRET.finditer(text):  # a name is read, its value looked at ahead: the value may be a name too
+        if m.start() < pos:
+            continue
+        n, v = m["name"].lower().replace("-", "").replace("_", ""), m["v"]
+        if ((n in _SECRET_NAMES or n in _SECRET_AT_END or _SECRET_ANYWHERE.search(n))
+                and any(c.isdigit() for c in v) and any(c.isalpha() for c in v)):
+            out += [text[pos:m.end()], "***"]
+            pos = m.end() + len(v)
+    return "".join(out) + text[pos:]
+
+
+# A raw space inside a query value, as people type a password into a URL (?pwd=my pass&chn=1, a form body's
+# password=pass word&client_id=…): the value runs on over a few words when the next parameter follows them at once.
+_SPACED_VALUE = re.compile(r"(?:[ \t][^&\s\"'<>=]{1,64}){1,4}(?=&[A-Za-z][\w.-]{0,39}=)")
+
+
 def _mask_key_values(text: str) -> str:
     out, pos = [], 0
     for m in _KEY.finditer(text):
         if m.start() < pos or not _secret_at(text, m):
             continue  # inside a value already masked, or not a secret's name (its value is scanned on)
         end = _VALUE.match(text, m.end()).end()  # type: ignore[union-attr]  # it matches the empty string at least
+        if end > m.end() and (spaced := _SPACED_VALUE.match(text, end)):
+            end = spaced.end()
         if end > m.end():
             out += [text[pos:m.end()], "***"]
             pos = end
@@ -110,11 +149,83 @@ _STREAM_KEY = re.compile(
 
 
 # Header and JSON forms: "x-api-key: ...", "Authorization: Basic ...", {"password": "..."}.
+# An HTTP Digest header names who and where (username, realm, nonce, uri, cnonce: all sent in the clear, none tells
+# the password); its `response` is the hash of the password with them, which a dictionary attack is run on offline:
+# that alone is masked (the hex of MD5, SHA-256 or SHA-512/256), the rest stays readable.
 _CRED_IN_HEADER = re.compile(
-    r"(?i)(?P<k>\b(?:x-api-key|api-key|x-auth-token|authorization|proxy-authorization)\s*:\s*)"
-    r"(?P<kind>(?:basic|bearer|digest|token)\s+)?(?P<v>[^\s,;\"']+)"
+    r"(?i)(?P<k>\b(?:x-api-key|api-key|x-auth-token|authorization|proxy-authorization)\s*:\s*)(?!digest\s)"
+    r"(?P<kind>(?:basic|bearer|token)\s+)?(?P<v>[^\s,;\"']+)"
 )
-_CRED_IN_JSON = re.compile(r"(?P<k>[\"'](?P<name>[A-Za-z0-9_-]{1,40})[\"']\s*:\s*[\"'])(?P<v>[^\"']*)(?=[\"'])")
+# A Cookie header's values are sessions whatever their names (UniFi's unifises=, PHPSESSID=, connect.sid=): each is
+# masked, the names stay; a Set-Cookie's first pair (the rest are its attributes: Path=/, Expires=…).
+_COOKIE = re.compile(r"(?im)(?P<k>\b(?P<set>set-)?cookie[ \t]*:[ \t]*)(?P<v>[^\r\n\"'<>]{1,4000})")
+_COOKIE_PAIR = re.compile(r"(?P<k>(?:^|;)[ \t]*[^=;\s]{1,80}=)(?P<v>[^;]*)")
+
+
+def _mask_cookies(m: re.Match[str]) -> str:
+    masked = _COOKIE_PAIR.sub(lambda p: f"{p['k']}***" if p["v"].strip() not in ("", "***") else p[0], m["v"],
+                              count=1 if m["set"] else 0)
+    return m["k"] + masked
+
+
+# Credentials given to an HTTP library in code, as people paste it: requests' auth=("user", "pw") and
+# HTTPDigestAuth("user", "pw"), aiohttp's and httpx's BasicAuth / DigestAuth; the user stays.
+_CRED_IN_CALL = re.compile(
+    r"(?P<k>(?:\b(?:proxy_)?auth[ \t]*=[ \t]*[(\[]"
+    r"|\b(?:HTTPBasicAuth|HTTPDigestAuth|HTTPProxyAuth|BasicAuth|DigestAuth)\((?:[ \t]*(?:login|username)[ \t]*=)?)"
+    r"[ \t]*(?P<uq>[\"'])[^\"'\n]{0,64}(?P=uq)[ \t]*,[ \t]*(?:password[ \t]*=[ \t]*)?(?P<q>[\"']))"
+    r"(?P<pw>(?:\\.|(?!(?P=q))[^\\\n]){1,128})(?P=q)")
+_DIGEST_RESPONSE = re.compile(r"(?i)(?P<k>(?<![\w-])response[ \t]*=[ \t]*\"?)(?P<v>[0-9a-f]{32,128})(?![0-9a-z])")
+# A quoted value under a secret's name, whole: a JSON or Python string ({"password": "pa\"ss"}, at any depth of JSON
+# in JSON: {\"password\": \"pa\\\"ss\"}), an XML or HTML attribute (<camera password="…"/>), a shell's
+# PASSWORD="pass word", wget's --password='…'. Its closing quote has as many backslashes before it as the opening one
+# (more: a quote inside the value), and where unescaping lost them (a value read decoded), the first quote that
+# JSON or markup could follow ends it: "pa"ss" is one value.
+_JSON_KEY = re.compile(r"(?<!\\)(?P<e>\\{0,7})(?P<q1>[\"'])(?P<name>[A-Za-z0-9_-]{1,40})(?P=e)(?P=q1)"
+                       r"\s{0,8}:\s{0,8}(?P=e)(?P<q>[\"'])")
+_JSON_AFTER = re.compile(r"[ \t]*(?:[,}\]\r\n]|\Z)")
+_ATTR_KEY = re.compile(r"(?<![\w.:])(?P<name>[A-Za-z_][\w.:-]{0,39})[ \t]*=[ \t]*(?P<e>\\{0,7})(?P<q>[\"'])")
+_ATTR_AFTER = re.compile(r"(?:[\s/>,;)&]|\Z)")
+_QUOTED_MAX = 300
+
+
+def _closing_quote(text: str, i: int, q: str, escapes: int, after: re.Pattern[str]) -> int:
+    """Where the value opened at `i` ends (the start of its closing quote's backslashes), or -1: not on this line."""
+    first, j = -1, i
+    stop = text.find("\n", i)
+    stop = min(len(text) if stop < 0 else stop, i + _QUOTED_MAX)
+    while (j := text.find(q, j, stop)) >= 0:
+        b = 0
+        while j - b - 1 >= i and text[j - b - 1] == "\\":
+            b += 1
+        if b < escapes:
+            break  # a quote of an outer layer: the value ended before it
+        if b == escapes or (escapes == 0 and b % 2 == 0):  # a backslash escaped, not the quote
+            if after.match(text, j + 1):
+                return j - b
+            if first < 0:
+                first = j - b
+        j += 1
+    return first
+
+
+def _mask_quoted(text: str, key: re.Pattern[str], after: re.Pattern[str]) -> str:
+    """Each quoted value `key` opens under a secret's name, masked whole (one pass: a value is read once)."""
+    out, pos = [], 0
+    for m in key.finditer(text):
+        if m.start() < pos or not _secret_key(m["name"].rsplit(":", 1)[-1]):
+            continue  # inside a value masked already, or not a secret's name (its value is read on: JSON in JSON)
+        end = _closing_quote(text, m.end(), m["q"], len(m["e"]), after)
+        if end > m.end() and text[m.end():end] != "***":
+            out += [text[pos:m.end()], "***"]
+            pos = end
+    return "".join(out) + text[pos:]
+
+
+# An .ini or .env line `password = pass word`: the rest of the line is the value (spaces included).
+# (A bracket or a call is code: `_CRED_IN_CALL`'s.)
+_CRED_IN_INI_LINE = re.compile(r"(?m)^(?P<k>[ \t]*(?P<name>[A-Za-z0-9_.-]{1,40})[ \t]*=(?!=)[ \t]*)"
+                               r"(?!" + _CODE + r")(?P<v>[^\s\"'](?:[^\n]{0,298}[^\s])?)(?P<end>[ \t]*)$")
 # A config line holding one value under a secret's name (Home Assistant's secrets.yaml "cam_password: hunter2", an
 # .env line "password: x"): the whole line, so "password: please reset it" in a sentence stays as written.
 _CRED_IN_CONFIG_LINE = re.compile(r"(?m)^(?P<k>[ \t]*(?:-[ \t]*)?(?P<name>[A-Za-z0-9_.-]{1,40})[ \t]*:[ \t]+)"
@@ -123,8 +234,10 @@ _CRED_IN_CONFIG_LINE = re.compile(r"(?m)^(?P<k>[ \t]*(?:-[ \t]*)?(?P<name>[A-Za-
 _CRED_IN_XML = re.compile(r"(?P<open><(?P<tag>(?:[\w.-]{1,40}:)?(?P<name>[\w.-]{1,40}))(?:\s[^<>]{0,300})?>)"
                           r"(?P<v>[^<]{1,300})(?P<close></(?P=tag)\s*>)")
 # curl's -u/--user user:password (and --proxy-user), as people paste a snapshot command; not docker's -u 1000:1000.
-_CRED_IN_CLI = re.compile(r"(?<![\w-])(?P<k>(?:-u|--user|--proxy-user|-U)(?:[ \t]+|=)[\"']?)(?!\d+:\d+(?:[\s\"']|$))"
-                          r"(?P<user>[^\s:\"'@/]{1,64}):(?P<pw>[^\s\"'/][^\s\"']{0,127})")  # not rsync -u host:/path
+# Quoted ('admin:pass word'), the password runs to the closing quote.
+_CRED_IN_CLI = re.compile(r"(?<![\w-])(?P<k>(?:-u|--user|--proxy-user|-U)(?:[ \t]+|=)(?P<q>[\"'])?)"
+                          r"(?!\d+:\d+(?:[\s\"']|$))(?P<user>[^\s:\"'@/]{1,64}):"
+                          r"(?P<pw>(?(q)(?:(?!(?P=q))[^\n]){1,128}|[^\s\"'/][^\s\"']{0,127}))")  # not rsync host:/path
 # Slack bot/app/user tokens and Anthropic keys, whoever's they are: their shape alone says they are secrets.
 _TOKEN_SHAPE = re.compile(r"\b(?P<kind>xox[abposr]|xapp|sk-ant)-[A-Za-z0-9_-]+")
 # The bot's own secrets, named by their env vars: their literal values are masked even where no shape matches.
@@ -157,7 +270,14 @@ def _redact_plain(text: str) -> str:
     text = _BARE_CRED.sub(lambda m: f"{m['user']}:***@", text)
     text = _TOKEN_SHAPE.sub(lambda m: f"{m['kind']}-***", text)
     text = _CRED_IN_HEADER.sub(lambda m: f"{m['k']}{m['kind'] or ''}***", text)
-    text = _CRED_IN_JSON.sub(lambda m: f"{m['k']}***" if m["v"] and _secret_key(m["name"]) else m[0], text)
+    text = _DIGEST_RESPONSE.sub(lambda m: f"{m['k']}***", text)
+    text = _COOKIE.sub(_mask_cookies, text)
+    text = _CRED_IN_CALL.sub(lambda m: f"{m['k']}***{m['q']}" if m["pw"] != "***" else m[0], text)
+    text = _mask_quoted(text, _JSON_KEY, _JSON_AFTER)
+    text = _mask_quoted(text, _ATTR_KEY, _ATTR_AFTER)
+    text = _CRED_IN_INI_LINE.sub(
+        lambda m: f"{m['k']}***{m['end']}" if _secret_key(m["name"].rsplit(".", 1)[-1]) and m["v"] != "***" else m[0],
+        text)
     text = _CRED_IN_CONFIG_LINE.sub(
         lambda m: f"{m['k']}***{m['end']}" if _secret_key(m["name"].rsplit(".", 1)[-1]) and m["v"] != "***" else m[0],
         text)
@@ -166,20 +286,39 @@ def _redact_plain(text: str) -> str:
     text = _CRED_IN_CLI.sub(lambda m: f"{m['k']}{m['user']}:***" if m["pw"] != "***" else m[0], text)
     text = _STREAM_ID.sub(_mask_stream_id, text)
     text = _STREAM_KEY.sub(lambda m: f"{m['pre']}***", text)
+    text = _mask_path_values(text)
     return _mask_key_values(text)
 
 
 # Escapes that can hide a URL's parts from the rules: percent-encoding (go2rtc's src=rtsp%3A%2F%2Fadmin%3Apw%40…,
-# and twice: %253A), JSON (\/ \" \\ \u0040) and HTML (&amp; &#64; &#x40; &commat;).
-_ESCAPED = re.compile(r"%[0-9A-Fa-f]{2}|\\[/\"\\uU]|&#?[A-Za-z0-9]{1,8};")
+# and twice: %253A), JSON (\/ \" \\ \u0040), Python's and C's (\x40, \U00000040) and HTML (&amp; &#64; &#x40;
+# &commat;, and the same without their ';', as browsers read them: &commat, &#64, &#x40).
+_ENTITY_NAMES = {"amp": "&", "quot": '"', "apos": "'", "lt": "<", "gt": ">", "sol": "/", "colon": ":", "commat": "@",
+                 "num": "#", "percnt": "%", "equals": "=", "quest": "?"}
+_ESCAPED = re.compile(r"%[0-9A-Fa-f]{2}|\\[/\"\\uUnrt]|\\x[0-9A-Fa-f]{2}|&#?[A-Za-z0-9]{1,8};|&#[xX]?[0-9A-Fa-f]|"
+                      r"&(?i:" + "|".join(_ENTITY_NAMES) + ")")
+_SIMPLE_ESCAPES = {"/": "/", '"': '"', "\\": "\\", "n": "\n", "r": "\r", "t": "\t"}  # JSON's, as Python's
 _HEX = frozenset("0123456789abcdefABCDEF")
+_DIGITS = frozenset("0123456789")
 _ESCAPE_STARTS = frozenset("%&\\")
 _ESCAPE_START = re.compile(r"[%&\\]")
 _ENTITY = re.compile(r"&(?:#(?P<dec>\d{1,7})|#[xX](?P<hex>[0-9A-Fa-f]{1,6})|(?P<name>[A-Za-z]{2,6}));\Z")
-_ENTITY_NAMES = {"amp": "&", "quot": '"', "apos": "'", "lt": "<", "gt": ">", "sol": "/", "colon": ":", "commat": "@",
-                 "num": "#", "percnt": "%", "equals": "=", "quest": "?"}
 _ENTITY_LONGEST = 10  # &#1114111;
+# An entity without its ';' (&commat, &#64, &#x40), read once the next character shows it ended: a name of ours, or
+# a number read as the printable ASCII character its first digits make (&#6410.0.0.1 is "@10.0.0.1" to a reader).
+_LOOSE_ENTITY = re.compile(r"&(?:#(?P<dec>\d{1,7})|#[xX](?P<hex>[0-9A-Fa-f]{1,6})|(?P<name>[A-Za-z]{2,6}))\Z")
 _BYTE = re.compile("[\udc80-\udcff]")  # a percent-encoded byte that is not part of valid UTF-8
+
+
+def _last_amp(out: list[str]) -> int:
+    """Where in `out` the last '&' of its tail stands (-1: none in the last _ENTITY_LONGEST characters)."""
+    tail = "".join(out[-_ENTITY_LONGEST:])
+    at = tail.rfind("&")
+    return -1 if at < 0 else len(out) - len(tail) + at
+
+
+def _byte(b: int) -> str:
+    return chr(b) if b < 0x80 else chr(0xDC00 + b)  # bytes >= 0x80: UTF-8 is put together at the end
 
 
 def _reduce(out: list[str]) -> None:
@@ -189,19 +328,19 @@ def _reduce(out: list[str]) -> None:
         if c in _HEX and len(out) >= 3 and out[-3] == "%" and out[-2] in _HEX:
             b = int(out[-2] + c, 16)
             del out[-3:]
-            out.append(chr(b) if b < 0x80 else chr(0xDC00 + b))  # bytes >= 0x80: UTF-8 is put together at the end
-        elif len(out) >= 2 and out[-2] == "\\" and c in '/"\\':
+            out.append(_byte(b))
+        elif c in _HEX and len(out) >= 4 and out[-4] == "\\" and out[-3] == "x" and out[-2] in _HEX:
+            b = int(out[-2] + c, 16)
+            del out[-4:]
+            out.append(_byte(b))
+        elif len(out) >= 2 and out[-2] == "\\" and c in _SIMPLE_ESCAPES:
             del out[-2:]
-            out.append(c)
-        elif c in _HEX and len(out) >= 6 and out[-6] == "\\" and out[-5] in "uU" and all(h in _HEX for h in out[-4:-1]):
-            code = int("".join(out[-4:]), 16)
-            if 0xD800 <= code <= 0xDFFF:
-                return  # half a surrogate pair: left as written
-            del out[-6:]
-            out.append(chr(code))
-        elif c == ";" and "&" in out[-_ENTITY_LONGEST:]:
-            start = len(out) - _ENTITY_LONGEST + "".join(out[-_ENTITY_LONGEST:]).rindex("&")
-            m = _ENTITY.match("".join(out[max(start, 0):]))
+            out.append(_SIMPLE_ESCAPES[c])
+        elif c in _HEX and (digits := _code_point_digits(out)):
+            if not _code_point(out, digits):
+                return
+        elif c == ";" and (start := _last_amp(out)) >= 0:
+            m = _ENTITY.match("".join(out[start:]))
             if m is None:
                 return
             if m["name"] is not None:
@@ -211,15 +350,62 @@ def _reduce(out: list[str]) -> None:
                 value = chr(code) if code <= 0x10FFFF and not 0xD800 <= code <= 0xDFFF else None
             if value is None:
                 return
-            del out[max(start, 0):]
+            del out[start:]
             out.append(value)
         else:
             return
 
 
+def _code_point_digits(out: list[str]) -> int:
+    """4 if `out` ends in \\uXXXX, 8 if in \\UXXXXXXXX (Python's), else 0."""
+    for digits, letter in ((4, "u"), (8, "U")):
+        if len(out) > digits + 1 and out[-digits - 2] == "\\" and out[-digits - 1] == letter \
+                and all(h in _HEX for h in out[-digits:]):
+            return digits
+    return 0
+
+
+def _code_point(out: list[str], digits: int) -> bool:
+    """Replace the \\uXXXX (digits=4) or \\UXXXXXXXX (8) ending `out` with its character; False: not one."""
+    code = int("".join(out[-digits:]), 16)
+    if code > 0x10FFFF or 0xD800 <= code <= 0xDFFF:
+        return False  # half a surrogate pair, or no character at all: left as written
+    del out[-digits - 2:]
+    out.append(chr(code))
+    return True
+
+
+def _settle(out: list[str], nxt: str | None) -> None:
+    """Before `nxt` (None: the end) is added: read an entity ending `out` without its ';' if `nxt` ends it."""
+    if nxt == ";" or (start := _last_amp(out)) < 0:
+        return
+    m = _LOOSE_ENTITY.match("".join(out[start:]))
+    if m is None:
+        return
+    if m["name"] is not None:  # no name of ours begins another, so a whole one has ended
+        if (value := _ENTITY_NAMES.get(m["name"].lower())) is None:
+            return
+        rest = ""
+    else:
+        digits, base = (m["dec"], 10) if m["dec"] is not None else (m["hex"], 16)
+        if nxt is not None and nxt in (_DIGITS if base == 10 else _HEX) and len(digits) < (7 if base == 10 else 6):
+            return  # still being written
+        for k in range(min(len(digits), 3 if base == 10 else 2), 0, -1):
+            if 0x20 <= (code := int(digits[:k], base)) < 0x7F:
+                value, rest = chr(code), digits[k:]
+                break
+        else:
+            return
+    del out[start:]
+    for ch in value + rest:
+        out.append(ch)
+        _reduce(out)
+
+
 def _decode(text: str) -> str:
-    """`text` percent-, JSON- and HTML-unescaped until nothing is left to unescape, in one pass: each undone escape
-    shortens the text, so a hostile run of %25%25… or &amp;amp;… costs linear time, not one pass per layer."""
+    """`text` percent-, JSON-, C- and HTML-unescaped until nothing is left to unescape, in one pass: each undone
+    escape shortens the text, so a hostile run of %25%25… or &amp;amp;… costs linear time, not one pass per
+    layer."""
     out: list[str] = []
     i, n = 0, len(text)
     while i < n:
@@ -229,9 +415,12 @@ def _decode(text: str) -> str:
             i = j
             if i >= n:
                 break
+        _settle(out, text[i])
         out.append(text[i])
         i += 1
         _reduce(out)
+    if out:
+        _settle(out, None)
     decoded = "".join(out)
     if not _BYTE.search(decoded):
         return decoded
@@ -240,6 +429,17 @@ def _decode(text: str) -> str:
     except UnicodeEncodeError:
         pass
     return _BYTE.sub(lambda m: f"%{ord(m[0]) - 0xDC00:02X}", decoded)
+
+
+_SPACE_HELD = "\ue000"  # a space unescaping made inside one word: part of a value there, not a break between words
+
+
+def _redact_word(plain: str) -> str:
+    """One word as unescaped. Its spaces were escaped (pwd%3Dmy%2520pass inside go2rtc's src=), so a value is read
+    across them first; then with them, for the rules that read lines and spaces (an .ini line encoded whole)."""
+    if " " in plain and _SPACE_HELD not in plain:
+        plain = _redact_plain(plain.replace(" ", _SPACE_HELD)).replace(_SPACE_HELD, " ")
+    return _redact_plain(plain)
 
 
 def _redact_escaped(text: str) -> str:
@@ -253,7 +453,7 @@ def _redact_escaped(text: str) -> str:
     for word in re.split(r"(\s+)", text):
         if _ESCAPED.search(word):
             plain = _decode(word)
-            masked = _redact_plain(plain)
+            masked = _redact_word(plain)
             if masked != plain:
                 word = masked
         words.append(word)
@@ -267,10 +467,13 @@ def redact(text: str) -> str:
     """Mask credentials in `text`, in every form cameras and services put them: rtsp://user:***@host (a password
     with spaces, '#', '@', ':' or a '/' included; an e-mail address as the user), rtsp://***@host (a bare token),
     user:***@10.0.0.5, ?pwd=*** / &loginpas=*** / ?auth=*** / ?sig=*** / ?key=*** / ?u=admin&p=*** and the like,
+    signed CDN links (?md5=*** / ?wmsAuthSign=*** / ?hdnts=*** / ?hmac=*** / /sig/***/),
     /user=admin_password=***_channel=1, SRT stream ids (s=***, read:path:user:***), RTMP stream keys of YouTube,
-    Twitch and Facebook, "x-api-key: ***", "Authorization: Basic ***", {"password": "***"}, xoxb-*** / xapp-*** /
-    sk-ant-*** tokens, and the literal values of the bot's own secrets; the same behind percent-encoding (once or
-    more: go2rtc's src=rtsp%3A%2F%2F…), JSON escapes (rtsp:\\/\\/…) and HTML entities (&amp;). A word that hid a
+    Twitch and Facebook, "x-api-key: ***", "Authorization: Basic ***", Digest's response="***",
+    {"password": "***"} (escaped quotes and all), password="***" attributes, `password = ***` lines,
+    curl -u 'user:***', xoxb-*** / xapp-*** / sk-ant-*** tokens, and the literal values of the bot's own secrets;
+    the same behind percent-encoding (once or more: go2rtc's src=rtsp%3A%2F%2F…), JSON and Python escapes
+    (rtsp:\\/\\/…, \\u0040, \\x40) and HTML entities (&amp;, &#64 with or without its ';'). A word that hid a
     secret is shown unescaped, its scheme and host readable. Idempotent: masking masked text changes nothing."""
     if not text:
         return text

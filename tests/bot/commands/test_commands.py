@@ -47,7 +47,7 @@ async def test_start_a_camera_by_name_with_defaults_and_no_password_shown(ctx, b
     reply = await run_command("/vision start dock", ctx)
     assert reply.ok, reply.text
     assert "*dock*" in reply.text and "builtin/people" in reply.text
-    assert "hunter2" not in reply.text and "admin:***@10.0.0.5" in reply.text
+    assert "hunter2" not in reply.text and "10.0.0.5" not in reply.text and 'on camera "dock"' in reply.text
     call = backend.calls[-1][1]
     assert call["video_reference"] == "rtsp://admin:hunter2@10.0.0.5/s1"
     assert call["workflow_spec"]["steps"][0]["type"] == "vision_agent/hog_people_detector@v1"

@@ -174,6 +174,75 @@ SPELLINGS: list[tuple[str, list[str], list[str]]] = [
     ('<source url="rtsp://admin:Xml9Pw99@10.0.0.10/s"/>', ["Xml9Pw99"], ["10.0.0.10/s\"/>"]),
     ("http://mtx.local:8888/cam/index.m3u8?user=admin&pass=Mtx9Hls", ["Mtx9Hls"], ["mtx.local:8888/cam/index.m3u8"]),
     ("http://agent.local:8090/video.mjpg?oid=1&ot=2&auth=Ag3ntAuth", ["Ag3ntAuth"], ["agent.local:8090/video.mjpg"]),
+    # issue 31's hostile round: signed links of streaming CDNs, decided by the key's name (nginx secure_link, Wowza,
+    # Akamai's token whole with its ~-separated parts, hmac=, googlevideo's /sig/ and /signature/ path segments)
+    ("https://cdn.example.com/live/lobby.m3u8?md5=Md5SecureLnk9&expires=1700000000", ["Md5SecureLnk9"],
+     ["cdn.example.com/live/lobby.m3u8", "&expires=1700000000"]),
+    ("rtsp://wowza.example.com:1935/live/yard?wmsAuthSign=c2VydmVyX3RpbWU9MTIzNDU2", ["c2VydmVyX3RpbWU9MTIzNDU2",
+                                                                                      "c2VydmVyX3RpbWU9"],
+     ["wowza.example.com:1935/live/yard?wmsAuthSign="]),
+    ("https://cdn.example.com/live/cam.m3u8?hdnts=exp=1700000000~acl=/*~hmac=Hm4cAkamai99&x=1",
+     ["Hm4cAkamai99", "exp=1700000000~acl"], ["cdn.example.com/live/cam.m3u8?hdnts=", "&x=1"]),
+    ("https://cdn.example.com/live/cam.m3u8?__hdnea__=st=1700000000~exp=1700003600~acl=/live/*~hmac=Hdnea0Hmac9",
+     ["Hdnea0Hmac9", "st=1700000000~exp"], ["cdn.example.com/live/cam.m3u8"]),
+    ("https://cdn.example.com/c.m3u8?hmac=HmacVal99999", ["HmacVal99999"], ["cdn.example.com/c.m3u8"]),
+    ("https://manifest.googlevideo.com/api/manifest/hls_variant/expire/1700000000/sig/GoogSig999/file/index.m3u8",
+     ["GoogSig999"], ["manifest.googlevideo.com/api/manifest", "/expire/1700000000/sig/", "/file/index.m3u8"]),
+    ("https://r1.googlevideo.com/videoplayback/id/abc/signature/GoogSignat9Q/lsig/LsigVal99Q", ["GoogSignat9Q",
+                                                                                            "LsigVal99Q"],
+     ["r1.googlevideo.com/videoplayback/id/abc/signature/"]),
+    # ... and outside URLs: an '@' spelled \x40, \U00000040, or an HTML entity without its ';'
+    ("VideoSource('rtsp://admin:X40Pass9\\x40cam.local/s') failed", ["X40Pass9"], ["cam.local/s"]),
+    ("rtsp://admin:U40Pass9\\U00000040cam.local/s", ["U40Pass9"], ["cam.local/s"]),
+    ("rtsp://admin:CommatPw9&commatcam.local/s", ["CommatPw9"], ["cam.local/s"]),
+    ("rtsp://admin:HexAtPw9&#x4010.0.0.52/s and rtsp://admin:DecAtPw9&#6410.0.0.53/s",
+     ["HexAtPw9", "DecAtPw9"], ["10.0.0.52/s", "10.0.0.53/s"]),
+    ("rtsp://admin:DecAtPw8&#64cam.local/s", ["DecAtPw8"], ["cam.local/s"]),
+    # ... an .ini line and XML attributes, a JSON string with an escaped quote, Digest's response, curl -u quoted
+    ("[camera]\npassword = Ini Pass99\nhost = 10.0.0.54", ["Ini Pass99", "Pass99"], ["host = 10.0.0.54"]),
+    ("passwd=IniPass98", ["IniPass98"], ["passwd="]),
+    ("http://10.0.0.59/snap.cgi?pwd=Br4ck(et)9&chn=1 auth=(P4renPw9)", ["Br4ck(et)9", "P4renPw9"], ["&chn=1"]),
+    ('<camera name="lobby" host="10.0.0.55" password="Xml Attr9" user=\'admin\' pwd=\'Xml Attr8\'/>',
+     ["Xml Attr9", "Attr9", "Xml Attr8", "Attr8"], ['host="10.0.0.55"', "user='admin'"]),
+    ('{"user": "admin", "password": "Js\\"on Tail99", "host": "10.0.0.56"}', ['Js"on Tail99', "Tail99"],
+     ['"host": "10.0.0.56"']),
+    ('Authorization: Digest username="admin", realm="cam", nonce="4f2a9c", uri="/snap.jpg", '
+     'response="6629fae49393a05397450978507c4ef1", cnonce="0a4f113b", nc=00000001',
+     ["6629fae49393a05397450978507c4ef1"], ['username="admin"', 'uri="/snap.jpg"']),
+    ("curl -u 'admin:pass word9' http://10.0.0.57/snap.jpg", ["pass word9", "word9"], ["10.0.0.57/snap.jpg"]),
+    ('curl --user="admin:Pass Word8" http://10.0.0.58/snap.jpg', ["Pass Word8", "Word8"], ["10.0.0.58/snap.jpg"]),
+    # a fourth round not written against (6 of 12 passed, as on main; 48 of their 96 wrapped forms leaked, and none
+    # once Azure's AccountKey= and a ';Name=' ending a value, a dotted key, '…pw' names, Cookie headers, an HTTP
+    # library's auth=(…) in code, a raw space before the next &key= and a nested JSON key were added): Azure SAS and
+    # connection strings, GCS and Kinesis signed URLs, Axis VAPIX, Reolink, Dahua RPC2, Hikvision ISAPI, Milestone's
+    # API gateway, a UniFi cookie, GStreamer, Python requests
+    ("https://camstore.blob.core.windows.net/snaps/lobby.jpg?sv=2022-11-02&ss=b&srt=o&sp=r&se=2026-01-01T00:00:00Z"
+     "&spr=https&sig=AzSasSig9q%2BxZ%3D", ["AzSasSig9q+xZ="], ["camstore.blob.core.windows.net/snaps/lobby.jpg"]),
+    ("DefaultEndpointsProtocol=https;AccountName=camstore;AccountKey=AzAcctKey99xYz==;EndpointSuffix=core.windows.net",
+     ["AzAcctKey99xYz=="], ["AccountName=camstore", "EndpointSuffix=core.windows.net"]),
+    ("https://storage.googleapis.com/cam-bucket/lobby.jpg?X-Goog-Algorithm=GOOG4-RSA-SHA256&X-Goog-Credential="
+     "svc%40proj.iam.gserviceaccount.com%2F20260101%2Fauto%2Fstorage%2Fgoog4_request&X-Goog-Date=20260101T000000Z"
+     "&X-Goog-Expires=900&X-Goog-SignedHeaders=host&X-Goog-Signature=9a8b7c6dGcsSig01",
+     ["9a8b7c6dGcsSig01"], ["storage.googleapis.com/cam-bucket/lobby.jpg", "X-Goog-Expires=900"]),
+    ("https://b-1234abcd.kinesisvideo.us-east-1.amazonaws.com/hls/v1/getHLSMasterPlaylist.m3u8"
+     "?SessionToken=CiAbc123KvsSessTok9", ["CiAbc123KvsSessTok9"], ["kinesisvideo.us-east-1.amazonaws.com/hls/v1"]),
+    ("http://192.168.0.90/axis-cgi/param.cgi?action=update&root.Network.SMTP.Password=AxSmtpPw9",
+     ["AxSmtpPw9"], ["192.168.0.90/axis-cgi/param.cgi?action=update"]),
+    ('[{"cmd":"Login","param":{"User":{"Version":"0","userName":"admin","password":"Re0 Json9"}}}]',
+     ["Re0 Json9", "Json9"], ['"userName":"admin"']),
+    ('{"method":"global.login","params":{"userName":"admin","password":"DhRpc2Pw9","clientType":"Web3.0"},"id":1}',
+     ["DhRpc2Pw9"], ['"clientType":"Web3.0"']),
+    ("<User><id>1</id><userName>admin</userName><password>HikIsapi9</password><userLevel>Administrator</userLevel>"
+     "</User>", ["HikIsapi9"], ["<userName>admin</userName>"]),
+    ("grant_type=password&username=admin&password=MsXp Pw9&client_id=GrantValidatorClient "
+     '{"access_token":"MsAccTok99","expires_in":3600}', ["MsXp Pw9", "MsXp", "Pw9", "MsAccTok99"],
+     ["client_id=GrantValidatorClient", '"expires_in":3600']),
+    ("Cookie: unifises=UbntSes9AbC; csrf_token=UbntCsrf9", ["UbntSes9AbC", "UbntCsrf9"], ["Cookie: unifises="]),
+    ("gst-launch-1.0 rtspsrc location=rtsp://10.0.0.60/s user-id=admin user-pw=GstPw9999 ! decodebin ! fakesink",
+     ["GstPw9999"], ["rtsp://10.0.0.60/s", "user-id=admin"]),
+    ('requests.get("http://10.0.0.61/snap.jpg", auth=("admin", "ReqTup99")) or auth=HTTPDigestAuth("admin", '
+     '"ReqDig99")', ["ReqTup99", "ReqDig99"],
+     ['http://10.0.0.61/snap.jpg", auth=("admin", "', 'HTTPDigestAuth("admin"']),
 ]
 # Known gaps: a secret that is the path itself (UniFi Protect's stream alias, an RTMP key of no known shape,
 # Shinobi's API key, Scrypted's webhook token) has no name or place to know it by.
@@ -258,6 +327,18 @@ def test_spellings_in_one_message_are_all_masked() -> None:
     "https://medium.com:443/@user/post and rtsp://cam.local:554/@main",
     "rtsp://cam.local:8554 is down, ask bob@example.com",
     "mail ops@example.com: http://x.example.com:8080/a@b or bob@example.com:8080",
+    # the names and escapes of the hostile round, where they are words: a path segment that is no token, a Digest
+    # header without a response, an HTML form, '=' in code and prose, entities and escapes that hide nothing
+    "https://example.com/api/token/refresh and /docs/signature/overview/ and /key/IMG_0001.jpg",
+    "https://example.com/bypass/abc12345/ and /compass/heading2024/",
+    "a = b, x == y, if password == null then; timeout = 30",
+    "http://h/x?response=json&format=xml&md5sum=abc, the design=modern, hmac is a MAC, expires=1700000000~acl=/*",
+    '<input type="password" name="password" value="" placeholder="Password">',
+    'Authorization: Digest username="admin", realm="x", nonce="4f2a9c"',
+    "AT&T, R&D, Q&A, &ltd, email &#64 home, issue &#123, path C:\\xampp\\new and \\n",
+    'print("password"); msg = "password: " + pw; curl -u \'admin\' http://x/',
+    'auth=("admin", pw); password=getpass("Password: "); primary_key=id; x.y=z; the cookie banner; cookies: 3',
+    "go to the page&x=1 and then a;b=c; AccountName=camstore;EndpointSuffix=core.windows.net",
 ])
 def test_ordinary_text_around_these_forms_is_left_alone(text: str) -> None:
     assert redact(text) == text
@@ -269,6 +350,12 @@ def test_ordinary_text_around_these_forms_is_left_alone(text: str) -> None:
     "streamid=#!::" * 3000, "rtsp://a@" * 5000, "rtsp://a:b/" * 4000 + "@", "rtmp://h/" + "a/" * 20000,
     "?u=a" + "&p=" * 12000, "rtsp://" + "a@b:" * 10000, "password: x\n" * 4000, "-u a:b " * 6000,
     "cam_password: " + "y" * 40000, "<" * 40000, "<a>" * 13000, '<password x="' + "y" * 40000,
+    "&#6" * 13000, "&commat" * 5000, "&#x4" * 10000, "\\x4" * 10000, "\\U0000004" * 4000, "&#" + "6" * 40000,
+    "password = " + "y " * 20000, 'password="' * 4000, '"password": "' * 3000, '\\"password\\": \\"' * 2500,
+    '"password": "' + '\\"' * 20000, "/sig/" * 8000, "/sig/a1" * 6000, "sig/" + "a1/" * 13000,
+    "-u 'a:" * 6000, "response=" + "a" * 40000, "~hmac=" * 6000, "x = " * 10000, "=" * 40000,
+    "Cookie: " * 5000, "Cookie: a=" + "b; c=" * 8000, "auth=(" * 7000, 'HTTPDigestAuth("' * 2500, 'auth=("a", "' * 3000,
+    "pwd=a b c d e " * 3000, "pwd=a;b=" * 5000, "a.b." * 10000 + "=", "%2520" * 8000, "pwd%3Da%2520b" * 3000,
 ])
 def test_hostile_input_is_redacted_in_linear_time(text: str) -> None:
     started = time.process_time()

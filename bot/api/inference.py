@@ -58,8 +58,10 @@ async def run_inference(request: web.Request) -> web.Response:
     result = await host.tools.execute(TOOL, arguments, ctx)
     if result.is_error:
         raise UserError(result.text)
-    frame = {"frame": base64.b64encode(result.frame).decode()} if result.frame else {}
-    return ok(summary=result.text, **(result.data or {}), **frame)
+    body: dict[str, Any] = {"summary": result.text, **(result.data or {})}
+    if result.frame:
+        body["frame"] = base64.b64encode(result.frame).decode()
+    return ok(**body)
 
 
 INFERENCE_ROUTES: list[tuple[str, str, Any]] = [("POST", PATH, run_inference)]

@@ -46,7 +46,7 @@ def test_a_first_guess_of_big_people_never_lowers_the_default_upscale():
 BUDGET = 1280.0  # the block's default max_side
 # Stills from 160 px to 40 MP, (height, width): sizes of sub-streams, phones, DSLRs; most are named by no issue.
 STILLS = [(120, 160), (144, 192), (180, 240), (288, 384), (480, 640), (576, 768), (720, 1280), (1080, 1920),
-          (3000, 4000), (4000, 6000), (5480, 7300)]
+          (3000, 4000), (4000, 6000), (5472, 7296)]
 
 
 @pytest.mark.parametrize("shape", STILLS)

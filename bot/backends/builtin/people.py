@@ -34,12 +34,13 @@ from bot.backends.builtin.line_counter import video_time
 from bot.backends.builtin.motion_gate import Gates
 from bot.backends.builtin.people_scale import (
     UPSCALE_CAP,
+    VIDEO_FIRST_PX,
     CameraState,
     account,
     conditions,
     observe,
     plan,
-    unmeasured_scale,
+    still_scale,
 )
 from bot.backends.builtin.recent import Recent
 
@@ -56,7 +57,7 @@ class HogPeopleManifest(_DetectorManifest):
             "above. In video (`adaptive`) it measures how tall people are in this camera from the moving blobs "
             "shaped like a person, upscales to that, and scans where things move (the whole frame every few "
             "seconds; with `motion_gate`, a frame where nothing moved repeats the last findings, the whole frame "
-            "scanned at least every 4 s); on a still image, or before it has measured, it scans the whole frame "
+            "scanned at least every 4 s; before it has measured, people from 64 px); a still image is scanned whole, "
             "upscaled until its longer side reaches `max_side` (at most 4x), so a small still finds people from "
             "24-30 px tall and a large one is scaled down to `max_side`; `min_height` sets the smallest person instead.",
         )
@@ -64,7 +65,8 @@ class HogPeopleManifest(_DetectorManifest):
     confidence: Selector(kind=[FLOAT_ZERO_TO_ONE_KIND]) | FloatZeroToOne = _confidence_field(0.5)
     min_height: Selector(kind=[INTEGER_KIND]) | int | None = Field(
         default=None, description="Smallest person to find, in pixels tall, on a still or before people are "
-        "measured; smaller is slower (64 upscales 1.5x). Default: as small as max_side allows (down to 24 px)."
+        "measured; smaller is slower (64 upscales 1.5x). Default: on a still as small as max_side allows (down to "
+        "24 px), in video 64 until people are measured."
     )
     max_side: Selector(kind=[INTEGER_KIND]) | int = Field(
         default=1280, description="Cap on the longer side of the (upscaled) image the detector scans; bounds time."
@@ -123,9 +125,9 @@ class HogPeopleDetectorBlockV1(WorkflowBlock):
             if state is not None:
                 state.since_full += dt  # the full pass keeps its period
             detections = to_detections(images, repeated[0], repeated[1], "person")
-            return self._output(images, state, detections, self._unmeasured(images.numpy_image, min_height, max_side)[1])
+            return self._output(images, state, detections, self._unmeasured(images, min_height, max_side)[1])
         frame = images.numpy_image
-        side, smallest = self._unmeasured(frame, min_height, max_side)
+        side, smallest = self._unmeasured(images, min_height, max_side)
         default_scale = _HOG_PERSON_PX / smallest
         if state is None:
             scale, crops = default_scale, [(0, 0, frame.shape[1], frame.shape[0])]
@@ -157,13 +159,17 @@ class HogPeopleDetectorBlockV1(WorkflowBlock):
         return {"predictions": detections, "camera": conditions(state, _HOG_PERSON_PX / UPSCALE_CAP)}
 
     @staticmethod
-    def _unmeasured(frame: np.ndarray, min_height: int | None, max_side: int) -> tuple[float, float]:
-        """(the scan's longest side, the smallest person px) while people are not measured: a still, a video's first
-        frames; one rule whatever the door (people_scale.unmeasured_scale)."""
+    def _unmeasured(images: WorkflowImageData, min_height: int | None, max_side: int) -> tuple[float, float]:
+        """(the scan's longest side, the smallest person px) while people are not measured: a still (one rule
+        whatever the door, people_scale.still_scale), or a video's first frames (people from VIDEO_FIRST_PX)."""
         # Specs are untrusted: min_height 0 or max_side 10^6 must not make a 12× image (memory, minutes per frame).
         side = min(max(float(max_side), 128.0), float(_HOG_MAX_SIDE))
-        scale = min(unmeasured_scale(frame.shape, min_height, side, _HOG_PERSON_PX), side / max(frame.shape[:2]))
-        return side, _HOG_PERSON_PX / scale
+        shape = images.numpy_image.shape
+        if is_video_frame(images):
+            scale = _HOG_PERSON_PX / max(int(min_height or VIDEO_FIRST_PX), 8)
+        else:
+            scale = still_scale(shape, min_height, side, _HOG_PERSON_PX)
+        return side, _HOG_PERSON_PX / min(scale, side / max(shape[:2]))
 
     def _scan(self, frame: np.ndarray, crop: tuple[int, int, int, int], scale: float,
               scale_step: float) -> tuple[np.ndarray, np.ndarray]:

@@ -104,17 +104,22 @@ def conditions(state: CameraState, smallest_px: float) -> dict[str, float | bool
             "smallest_px": round(smallest_px, 1), "blind_seconds": round(state.blind, 1)}
 
 
-def unmeasured_scale(shape: tuple[int, ...], min_height: int | None, side: float, person_px: float) -> float:
-    """The upscale of a picture whose people were not measured: a still image, or a video's first frames.
+# A video's first frames, before people are measured: people from this many px (a first guess from what moves raises
+# it within seconds). Not the still's budget: scanning a small camera's first frames at 4x cost seconds each, and a
+# file's frames were dropped meanwhile (a 240x300 crop of a street whose people are 90 px tall lost 14 of 40).
+VIDEO_FIRST_PX = 64
 
-    A still has no motion to measure people by, and a picture's size says nothing of how tall its people are
-    (a 384x288 sub-stream and a 12 MP photo both show people 5-30 % of their height). So it is scanned as finely
-    as the video path's own bounds allow: upscaled until its longer side reaches the detector's budget (`side`,
-    the spec's max_side), never past UPSCALE_CAP. HOG's pyramid then scans every smaller scale down from there,
-    so one pass finds people from person_px / scale px tall up to the whole frame, at the cost of one
-    budget-sized image: a 192 px still finds people from 24 px (4x), a 384x288 one from 29 px (3.3x, what a
-    sub-stream's measured people call for), a 12 MP photo from about 300 px (scaled down to the budget).
-    min_height, when given, says the smallest person instead (the budget still caps it).
+
+def still_scale(shape: tuple[int, ...], min_height: int | None, side: float, person_px: float) -> float:
+    """The upscale of a still image (no frames before or after it to measure people by).
+
+    A picture's size says nothing of how tall its people are (a 384x288 sub-stream and a 12 MP photo both show
+    people 5-30 % of their height). So a still is scanned as finely as the detector's bounds allow: upscaled until
+    its longer side reaches the budget (`side`, the spec's max_side), never past UPSCALE_CAP. HOG's pyramid then
+    scans every smaller scale down from there, so one pass finds people from person_px / scale px tall up to the
+    whole frame, at the cost of one budget-sized image: a 192 px still finds people from 24 px (4x), a 384x288 one
+    from 29 px (3.3x, what a sub-stream's measured people call for in video), a 12 MP photo from about 300 px
+    (scaled down to the budget). min_height, when given, says the smallest person instead (the budget still caps it).
     """
     if min_height is not None:
         return person_px / max(int(min_height), 8)

@@ -1,5 +1,5 @@
 """How builtin/people plans its scan while it is still measuring a camera (a first guess may only raise the upscale),
-and how it scans a picture whose people it has not measured: a still, a video's first frames."""
+and how it scans a still, whose people it cannot measure."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from bot.backends.builtin.people_scale import (
     UPSCALE_CAP,
     CameraState,
     plan,
-    unmeasured_scale,
+    still_scale,
 )
 
 WINDOW = (64, 128)
@@ -50,15 +50,15 @@ STILLS = [(120, 160), (144, 192), (180, 240), (288, 384), (480, 640), (576, 768)
 
 
 @pytest.mark.parametrize("shape", STILLS)
-def test_an_unmeasured_picture_is_scanned_as_finely_as_the_budget_allows_and_never_past_it(shape):
-    scale = unmeasured_scale(shape, None, BUDGET, PERSON_PX)
+def test_a_still_is_scanned_as_finely_as_the_budget_allows_and_never_past_it(shape):
+    scale = still_scale(shape, None, BUDGET, PERSON_PX)
     assert max(shape) * scale <= BUDGET + 1e-6  # the scanned image: at most max_side, whatever the still's size
     assert scale <= UPSCALE_CAP
     assert max(shape) * scale == pytest.approx(BUDGET) or scale == UPSCALE_CAP  # nothing of the budget left unused
 
 
 def test_small_stills_reach_the_people_a_substream_shows_and_larger_ones_never_reach_smaller():
-    smallest = [PERSON_PX / unmeasured_scale(shape, None, BUDGET, PERSON_PX) for shape in STILLS]
+    smallest = [PERSON_PX / still_scale(shape, None, BUDGET, PERSON_PX) for shape in STILLS]
     assert smallest == sorted(smallest)  # a bigger picture never looks for smaller people: its cost stays bounded
     for shape, px in zip(STILLS, smallest, strict=True):
         if max(shape) <= 400:  # sub-stream sized: people are 10-35 % of the height (30-100 px at 288 rows)
@@ -66,6 +66,6 @@ def test_small_stills_reach_the_people_a_substream_shows_and_larger_ones_never_r
 
 
 def test_min_height_says_the_smallest_person_instead():
-    assert unmeasured_scale(SUBSTREAM, 64, BUDGET, PERSON_PX) == DEFAULT
-    assert unmeasured_scale((3000, 4000, 3), 200, BUDGET, PERSON_PX) == PERSON_PX / 200
-    assert unmeasured_scale(SUBSTREAM, 1, BUDGET, PERSON_PX) == PERSON_PX / 8  # floored; the scan caps it at max_side
+    assert still_scale(SUBSTREAM, 64, BUDGET, PERSON_PX) == DEFAULT
+    assert still_scale((3000, 4000, 3), 200, BUDGET, PERSON_PX) == PERSON_PX / 200
+    assert still_scale(SUBSTREAM, 1, BUDGET, PERSON_PX) == PERSON_PX / 8  # floored; the scan caps it at max_side

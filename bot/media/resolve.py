@@ -77,8 +77,13 @@ def _local_file(raw: Path, ctx: MediaScope) -> Path | None:
     """
     if not getattr(ctx, "local_files", False):
         return None
-    real = (raw if raw.is_absolute() else Path.cwd() / raw).resolve()
+    real = (raw if raw.is_absolute() else _cwd(ctx) / raw).resolve()
     return real if real.is_file() else None
+
+
+def _cwd(ctx: MediaScope) -> Path:
+    """Where the terminal's person typed the command (a line relayed from another terminal: bot/commands/relay.py)."""
+    return getattr(ctx, "cwd", None) or Path.cwd()
 
 
 def _attachment_for(ref: str, ctx: MediaScope) -> Attachment | None:
@@ -120,7 +125,7 @@ def resolve_path(ref: str, ctx: MediaScope) -> Path:
         raise _refuse_path(ref, ctx)
     folders = ", ".join(str(r) for r in roots)
     if getattr(ctx, "local_files", False):
-        raise MediaError(f"file {ref!r} not found in {Path.cwd()} or the allowed folders ({folders}); check the path.")
+        raise MediaError(f"file {ref!r} not found in {_cwd(ctx)} or the allowed folders ({folders}); check the path.")
     raise MediaError(f"file {ref!r} not found in the allowed folders ({folders}); check the name or attach the file.")
 
 

@@ -135,6 +135,7 @@ class Runtime:
         )
         self.watches = WatchBook(open_storage(ws.state_dir / "watches.json", s.storage.backend), self.router,
                                  clock=self.clock)
+        self.monitor.outlived.add(self.watches.outlived)  # a watch on a camera whose pipeline ended ends, said so
         self.tools = build_registry()
         self.recipes = RecipeService(ws, s, self.tools)  # replays through the agent's own registry
         self.services = Services(

@@ -20,7 +20,8 @@ def watch_dict(w: Watch) -> dict[str, Any]:
 
 async def list_watches(request: web.Request) -> web.Response:
     book = need(_ctx(request).services.watches, "watches")
-    return ok(watches=[watch_dict(w) for w in book.all()])
+    ended = [{**watch_dict(w), "ended": why, "ended_at": at} for w, why, at in book.ended()]
+    return ok(watches=[watch_dict(w) for w in book.all()], ended=ended)
 
 
 async def add_watch(request: web.Request) -> web.Response:

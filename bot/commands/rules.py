@@ -171,7 +171,17 @@ def _camera_rules(monitor: Any, camera: str, ctx: CommandContext) -> str:
               + _holding(monitor, camera, r) + never_fires(r, ctx) for r in rules]
     if not rules:
         return f"• *{camera}*: none yet (a default is guessed from its first result)"
-    return f"• *{camera}*: {', '.join(marked)}" + ("" if own else " — default, guessed from its results")
+    return (f"• *{camera}*: {', '.join(marked)}" + ("" if own else " — default, guessed from its results")
+            + paused(monitor, camera, ctx))
+
+
+def paused(monitor: Any, camera: str, ctx: CommandContext) -> str:
+    """' — paused: pipeline dock finished (its video file ran out) at 14:03 UTC; resumes when dock runs again' while
+    the camera's last pipeline has ended (bot/monitoring/outlived.py), else ''."""
+    ended = monitor.outlived.ended(camera) if hasattr(monitor, "outlived") else None
+    if ended is None:
+        return ""
+    return f" — paused: {ended.line(ctx.settings.heartbeat.timezone)}; resumes when {camera} runs again"
 
 
 def _holding(monitor: Any, camera: str, rule: Rule) -> str:

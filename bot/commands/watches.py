@@ -11,6 +11,8 @@ import html
 import math
 import re
 import shlex
+from datetime import datetime
+from zoneinfo import ZoneInfo
 
 from bot.backends.base import LIVE
 from bot.commands.context import CommandContext, CommandReply, fail, parse_options
@@ -183,13 +185,22 @@ async def list_watches(tokens: list[str], ctx: CommandContext) -> CommandReply:
     book = _book(ctx)
     camera = resolve_camera(tokens[0], ctx, allow_all=True) if tokens else ANY
     every = book.all(None if camera == ANY else camera)
-    if not every:
+    gone = [g for g in book.ended(None if camera == ANY else camera) if _visible(g[0], ctx)]
+    if not every and not gone:
         return CommandReply("No watches run. Start one with `/vision watch CAMERA appears CLASS for 2h`.")
     shown = [w for w in every if _visible(w, ctx)]
     now = book.now()
     more = len(every) - len(shown)
     tail = [f"…and {more} more asked in other conversations (`/vision unwatch ID` still takes their ids)."] if more else []
-    return CommandReply("\n".join(["*Watches*"] + [f"• {w.line(now)}" for w in shown] + tail))
+    ended = [f"• {_ended_line(w, why, at, ctx)}" for w, why, at in gone]
+    return CommandReply("\n".join(["*Watches*"] + [f"• {w.line(now)}" for w in shown] + tail + ended))
+
+
+def _ended_line(w: Watch, why: str, at: float, ctx: CommandContext) -> str:
+    """'`w1a2b3` on *dock*: a truck appears — ended at 14:03 UTC: pipeline dock finished (its video file ran out)'."""
+    what = f"{w.about} — {w.condition.describe()}" if w.about else w.condition.describe()
+    when = datetime.fromtimestamp(at, ZoneInfo(ctx.settings.heartbeat.timezone)).strftime("%H:%M %Z")
+    return f"`{w.id}` on *{w.camera}*: {what} — ended at {when}: {why}"
 
 
 def _visible(w: Watch, ctx: CommandContext) -> bool:
@@ -208,6 +219,8 @@ def cancel(watch_id: str, ctx: CommandContext) -> Watch:
     """End one watch as `ctx.requester` may (its owner or an operator); LookupError for an unknown id."""
     book = _book(ctx)
     w = book.get(watch_id)
+    if w is None and (ended := next((g for g in book.ended() if g[0].id == watch_id), None)) is not None:
+        raise LookupError(f"Watch `{watch_id}` has already ended: {ended[1]}.")
     if w is None:
         ids = ", ".join(f"`{x.id}`" for x in book.all() if _visible(x, ctx)) or "none"
         raise LookupError(f"No watch `{watch_id[:40]}`; the watches that run: {ids}.")

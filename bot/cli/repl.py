@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
 import sys
 import threading
@@ -57,7 +58,7 @@ class _Repl:
     async def run(self) -> int:
         async with Runtime(self.settings) as rt:
             self.rt = rt
-            rt.router.add_sink(self._on_alert)
+            rt.router.add_sink(self._on_alert, where=lambda channel: f"the terminal chat (pid {os.getpid()})")
             rt.router.add_clip_sink(self._on_clip)  # a clip follows its alert
             rt.pipelines.add_end_listener(self._on_end)
             self._install_sigint()

@@ -11,7 +11,7 @@ from bot.commands.context import CommandContext, CommandReply, fail, parse_optio
 from bot.commands.rule_classes import check_class, never_fires
 from bot.commands.rule_grammar import ALL as _ALL
 from bot.commands.rule_grammar import RULE_USAGE, parse_rule
-from bot.media.cameras import cameras
+from bot.media.cameras import cameras, close_match
 from bot.monitoring.rules import ANY, Rule
 from bot.objects.caps import cap_refusal
 from bot.objects.owner import Owner, change_refusal, is_operator
@@ -48,8 +48,9 @@ def resolve_camera(raw: str, ctx: CommandContext, allow_all: bool = True, allow_
         except ValueError:
             pass
     listed = ", ".join(sorted(known.values())) or "none yet (add them to CAMERAS.md or `/vision start SOURCE`)"
+    guess = close_match(raw, list(known.values()))
     raise ValueError(f"Unknown camera {raw!r}; known cameras and pipelines: {listed}"
-                     + (" (or `*` for all)." if allow_all else "."))
+                     + (" (or `*` for all)" if allow_all else "") + (f"; did you mean `{guess}`?" if guess else "."))
 
 
 def _monitor(ctx: CommandContext) -> Any:

@@ -134,6 +134,13 @@ def create_watch(spec: WatchSpec, ctx: CommandContext) -> tuple[Watch, str]:
     return book.add(watch), note + _not_running(camera, ctx) + _unconfirmed(spec.confirm, book)
 
 
+def answers_go(watch: Watch, ctx: CommandContext) -> list[str]:
+    """Where this process shows the watch's answer, in words ("Slack <#C1>", "the webhook at https://host:443"):
+    what the REST reply and a relayed `/vision watch` name; [] when nothing here shows it (the event log keeps it)."""
+    router = ctx.services.router
+    return router.destinations(watch.camera, watch.channel) if router is not None else []
+
+
 def _not_running(camera: str, ctx: CommandContext) -> str:
     """The note for a camera no live pipeline runs on (a finished file's counts are stale: it never answers)."""
     if ctx.services.pipelines is None:
@@ -170,9 +177,11 @@ async def add_watch(tokens: list[str], ctx: CommandContext) -> CommandReply:
     spec = parse(WatchSpec, {"camera": args[0], "condition": shlex.join(args[1:]), "seconds": seconds,
                              "confirm": confirm, "about": opts.get("about", "")})
     watch, note = create_watch(spec, ctx)
-    # the terminal is its own alert channel: the answer prints there
-    here = watch.channel or ctx.local_files
-    where = "in this thread" if watch.thread_ts else "here" if here else "in the camera's alert channel"
+    # the terminal is its own alert channel: the answer prints there (not for a line relayed from another one)
+    here = watch.channel or (ctx.local_files and ctx.cwd is None)
+    places = answers_go(watch, ctx)
+    where = ("in this thread" if watch.thread_ts else "here" if here else f"to {' and '.join(places)}" if places
+             else "in the camera's alert channel")
     return CommandReply(f"Watching *{watch.camera}* for {span(watch.expires_at - watch.created_at)}: I'll say so "
                         f"{where} once {watch.condition.describe()}"
                         f"{', after the model confirms it on the frame' if confirm else ''}, then stop.{note} "

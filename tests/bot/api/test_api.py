@@ -201,6 +201,7 @@ async def test_a_pipeline_restarted_on_another_server_says_so_under_failover(api
     ("http://10.0.0.9/video.mp4", "local/private address"),
     ("/etc/passwd", "outside the folders I may read"),
     ("file:///etc/passwd", "not a supported video source"),
+    ("cam1", "is neither a camera nor a video file: a camera name is a row of"),  # README's example, unregistered
 ])
 async def test_start_refuses_what_slack_refuses(api: Api, source: str, why: str) -> None:
     status, body = await api.call("POST", "/api/pipelines", json={"source": source})

@@ -92,8 +92,8 @@ class LocalApi:
         await runner.cleanup()
 
     async def _vision(self, request: web.Request) -> web.StreamResponse:
-        given = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
-        if not hmac.compare_digest(given.encode(), self.token.encode()):
+        scheme, _, given = request.headers.get("Authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), self.token.encode()):
             return web.json_response({"error": "wrong token"}, status=401)
         try:
             body = await request.json()

@@ -125,8 +125,7 @@ class Runtime:
         self.webhooks = from_settings(s)
         if self.webhooks is not None:  # it only queues: a dead endpoint never delays the other sinks
             self.webhooks.bind(asyncio.get_running_loop())
-            # one POST per event, with its clip_url
-            self.router.add_sink(self.webhooks, after_clip=True, where=self.webhooks.where)
+            self.router.add_sink(self.webhooks, after_clip=True)  # one POST per event, with its clip_url
             self.router.observe_held(self.webhooks.held)  # every tier-1 event, also the ones Slack does not get
         # A one-shot's pipelines die with it: saved, a later `serve` would restore them as its own.
         self.pipelines = PipelineManager(self.backend, ws.active_state_path, s, persist=self.background)

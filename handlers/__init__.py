@@ -46,7 +46,7 @@ def register(app: AsyncApp, runtime: Runtime) -> SlackBot:
         surface.register(app, bot)
     bot.posted_alerts = AlertBook(ws.state_dir / "slack_alerts.json", backend=runtime.settings.storage.backend)
     alerts = SlackAlertSink(bot, bot.posted_alerts)
-    runtime.router.add_sink(alerts, where=alerts.where)
+    runtime.router.add_sink(alerts)
     runtime.router.add_clip_sink(alerts.clip_cut)  # the clip follows its alert into the alert's thread
     ended.register(bot)  # a file that runs out: its totals where it was started
     return bot

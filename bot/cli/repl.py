@@ -58,7 +58,7 @@ class _Repl:
     async def run(self) -> int:
         async with Runtime(self.settings) as rt:
             self.rt = rt
-            rt.router.add_sink(self._on_alert, where=lambda channel: f"the terminal chat (pid {os.getpid()})")
+            rt.router.add_sink(self._on_alert)
             rt.router.add_clip_sink(self._on_clip)  # a clip follows its alert
             rt.pipelines.add_end_listener(self._on_end)
             self._install_sigint()
@@ -131,6 +131,11 @@ class _Repl:
     async def _on_alert(self, alert: Alert, channel: str | None) -> None:
         with self.out.aside():
             self.out.alert(alert, self.rt.workspace.frames_dir)
+
+    @staticmethod
+    def where(channel: str | None) -> str:
+        """Where its alert sink shows an alert (AlertRouter.destinations: a watch typed beside it says so)."""
+        return f"the terminal chat (pid {os.getpid()})"
 
     async def _on_clip(self, alert: Alert, channel: str | None) -> None:
         with self.out.aside():

@@ -94,7 +94,6 @@ class AlertRouter:
         self._sinks: list[AlertSink] = []
         self._after_clip: list[AlertSink] = []  # sinks that take an alert once, with its clip (webhooks)
         self._clip_sinks: list[AlertSink] = []  # told when a clip that follows its alert is cut or failed
-        self._where: dict[int, Callable[[str | None], str | None]] = {}  # sink -> where it takes alerts, in words
         self.in_flight = InFlight()  # alerts let through and not yet delivered: their summaries wait for them
         self._observers: list[Callable[[Alert, str], None]] = []
         self.lanes = Lanes()  # one FIFO per channel: alerts for a channel leave in the order they happened
@@ -145,26 +144,22 @@ class AlertRouter:
         return None
 
     # delivery -----------------------------------------------------------
-    def add_sink(self, sink: AlertSink, after_clip: bool = False,
-                 where: Callable[[str | None], str | None] | None = None) -> None:
-        """`sink(alert, channel)` for every alert sent; `after_clip`: only once its clip is cut (or failed).
-        `where(channel)` says in words where it takes an alert for that channel ("Slack <#C1>", "the webhook at
-        https://host"; None: it takes none there), for `destinations`."""
+    def add_sink(self, sink: AlertSink, after_clip: bool = False) -> None:
+        """`sink(alert, channel)` for every alert sent; `after_clip`: only once its clip is cut (or failed)."""
         sinks = self._after_clip if after_clip else self._sinks
         if sink not in sinks:
             sinks.append(sink)
-        if where is not None:
-            self._where[id(sink)] = where
 
     def destinations(self, camera: str, channel: str | None = None) -> list[str]:
-        """Where an alert of `camera` (to `channel`, else its route) is seen, in words: each sink that says so.
-        What a REST or terminal watch's reply names as the place its answer will go."""
+        """Where an alert of `camera` (to `channel`, else its route) is seen, in words ("Slack <#C1>", "the webhook
+        at https://host:443"): what a REST or relayed watch's reply names as the place its answer goes. A sink says
+        it with a `where(channel) -> str | None` of its own, or of the object whose method it is (None: not there)."""
         channel = channel or self.channel_for(camera)
         out = []
         for sink in [*self._sinks, *self._after_clip]:
-            where = self._where.get(id(sink))
-            if where is not None and (said := where(channel)):
-                out.append(said)
+            where = getattr(sink, "where", None) or getattr(getattr(sink, "__self__", None), "where", None)
+            if callable(where) and (said := where(channel)):
+                out.append(str(said))
         return list(dict.fromkeys(out))
 
     def add_clip_sink(self, sink: AlertSink) -> None:

@@ -209,13 +209,6 @@ class Runtime:
         """Running pipelines for the dynamic part of the prompt (sources credential-redacted)."""
         return "\n".join("- " + status_line(h, tally=self.pipelines.tally(h.pipeline_id)) for h in self.pipelines.snapshot())
 
-    def command_context(self, user_id: str | None = None, channel_id: str | None = None,
-                        session_key: str | None = None, operator: bool = False) -> CommandContext:
-        """The context `bot.commands.dispatch.run_command` needs, from this runtime's services (operator: the CLI,
-        REST and MCP adapters' own commands; never a Slack person)."""
-        return CommandContext(self.settings, self.services, user_id, channel_id, session_key, operator,
-                              scheduler=self.scheduler)
-
     def terminal_context(self, session: str, progress: Progress | None = None, cwd: Path | None = None
                          ) -> CommandContext:
         """The context of a `/vision` line typed at a terminal of this machine (the REPL, `chat -m`, or one relayed
@@ -225,6 +218,13 @@ class Runtime:
                                    operator=True)
         ctx.local_files, ctx.progress, ctx.cwd = True, progress, cwd
         return ctx
+
+    def command_context(self, user_id: str | None = None, channel_id: str | None = None,
+                        session_key: str | None = None, operator: bool = False) -> CommandContext:
+        """The context `bot.commands.dispatch.run_command` needs, from this runtime's services (operator: the CLI,
+        REST and MCP adapters' own commands; never a Slack person)."""
+        return CommandContext(self.settings, self.services, user_id, channel_id, session_key, operator,
+                              scheduler=self.scheduler)
 
     # shutdown -----------------------------------------------------------
     async def close(self) -> None:

@@ -73,6 +73,11 @@ def _refuse_path(ref: str, ctx: MediaScope) -> MediaError:
     )
 
 
+def _cwd(ctx: MediaScope) -> Path:
+    """Where the terminal's person typed the command (a line relayed from another terminal: bot/commands/relay.py)."""
+    return getattr(ctx, "cwd", None) or Path.cwd()
+
+
 def _local_file(raw: Path, ctx: MediaScope) -> Path | None:
     """A file the person at this terminal named (absolute, or relative to where they started the chat).
 
@@ -83,11 +88,6 @@ def _local_file(raw: Path, ctx: MediaScope) -> Path | None:
         return None
     real = (raw if raw.is_absolute() else _cwd(ctx) / raw).resolve()
     return real if real.is_file() else None
-
-
-def _cwd(ctx: MediaScope) -> Path:
-    """Where the terminal's person typed the command (a line relayed from another terminal: bot/commands/relay.py)."""
-    return getattr(ctx, "cwd", None) or Path.cwd()
 
 
 def _attachment_for(ref: str, ctx: MediaScope) -> Attachment | None:

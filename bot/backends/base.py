@@ -8,6 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, runtime_checkable
 
+from bot.backends.faults.kinds import Fault
+
 
 class BackendError(Exception):
     """A failure a user or the model can act on; str() is a one-line message saying what to do next."""
@@ -127,6 +129,9 @@ class PipelineHandle:
     # 12000×12000 frames (144 MP), over media.max_pixels (40 MP): frames are scaled to 6000×6000 (36 MP); …"
     # (bot/media/frame_limit.py). None: its frames are within the limit (or not seen yet).
     scaled: str | None = None
+    # What is wrong with its camera (bot/backends/faults/): the faults on now, then those ended lately, each with
+    # when it began (and ended); the status line shows those on, the health check says each start and end once.
+    faults: tuple[Fault, ...] = ()
 
     def with_(self, **changes: Any) -> PipelineHandle:
         return replace(self, **changes)

@@ -8,16 +8,20 @@ import time
 from collections import deque
 
 from bot.backends.base import LIVE, InferenceResult, PipelineHandle, ResultListener
+from bot.backends.faults.watch import CameraWatch
 from bot.media.redaction import redact
+from bot.media.sources import is_live
 
 log = logging.getLogger(__name__)
 FPS_WINDOW = 30  # results the fps is measured over
+GAP_SECONDS = 8.0  # a pause between results this long (video lost, a reconnection) starts the fps afresh
 
 
 class PipelineBase:
     """The bookkeeping shared by DirectPipeline (in-process threads) and HostedPipeline (server-side); thread-safe."""
 
     backend_name = ""
+    remote_source = False  # the source is opened on an inference server, not here
 
     def __init__(
         self, pipeline_id: str, name: str, reference: str, description: str, buffer_size: int, on_result: ResultListener | None
@@ -36,6 +40,8 @@ class PipelineBase:
         self.server: str | None = None  # where it runs, when that is worth saying (several inference servers)
         self.failover: str | None = None  # the last time it was restarted on another server, in words
         self.scaled: str | None = None  # its frames are scaled to media.max_pixels, in words (PipelineHandle.scaled)
+        # Its camera's faults, judged from its frames (bot/backends/faults/); a backend feeds it the frames.
+        self.watch = CameraWatch(is_live(reference), remote=self.remote_source)
 
     def is_alive(self) -> bool:
         return self.status in LIVE
@@ -52,9 +58,11 @@ class PipelineBase:
         return items
 
     def handle(self) -> PipelineHandle:
+        faults = self.watch.faults(running=self.status == "running")
+        lost = bool(faults) and faults[0].kind == "video" and faults[0].ended is None
         with self._lock:
-            fps = None
-            if len(self._stamps) > 1 and self._stamps[-1] > self._stamps[0]:
+            fps = 0.0 if lost else None  # no video: nothing comes now, whatever came before
+            if not lost and len(self._stamps) > 1 and self._stamps[-1] > self._stamps[0]:
                 fps = round((len(self._stamps) - 1) / (self._stamps[-1] - self._stamps[0]), 2)
             return PipelineHandle(
                 pipeline_id=self.pipeline_id,
@@ -70,7 +78,14 @@ class PipelineBase:
                 server=self.server,
                 failover=self.failover,
                 scaled=self.scaled,
+                faults=faults,
             )
+
+    def _gap(self) -> float:
+        """A pause between results that starts the fps afresh: GAP_SECONDS, or four of its usual intervals."""
+        stamps = self._stamps
+        usual = (stamps[-1] - stamps[0]) / (len(stamps) - 1) if len(stamps) > 1 else 0.0
+        return max(GAP_SECONDS, 4 * usual)
 
     def _deliver(self, result: InferenceResult) -> None:
         """Buffer one result and hand it to the listener (a listener bug must not stop the producing thread)."""
@@ -78,7 +93,10 @@ class PipelineBase:
             previous, self.latest = self.latest, result
             self._buffer.append(result)
             self.frames += 1
-            self._stamps.append(time.monotonic())
+            now = time.monotonic()
+            if self._stamps and now - self._stamps[-1] > self._gap():  # back after a gap: its fps is from now on
+                self._stamps.clear()
+            self._stamps.append(now)
         if previous is not None:  # its listeners are done with it: only the newest result keeps pixels to encode
             previous.seal()
         if self._on_result is not None:

@@ -21,6 +21,7 @@ class HostedPipeline(PipelineBase):
     """Mirrors a server-side pipeline: status, results (converted at the boundary), fps, lifecycle."""
 
     backend_name = "http"
+    remote_source = True  # the server opens the camera: a video loss is results that stop coming
 
     def __init__(
         self, backend: Any, pipeline_id: str, name: str, reference: str, description: str, on_result: ResultListener | None
@@ -62,6 +63,7 @@ class HostedPipeline(PipelineBase):
         if self.status != "paused":
             return
         self._control(self.backend.client(self.url).resume_inference_pipeline)
+        self.watch.link.resumed()  # no results while paused: no video loss
         self._set("running")
 
     def terminate(self) -> None:
@@ -141,8 +143,10 @@ class HostedPipeline(PipelineBase):
         for output, meta in zip(outputs, metas, strict=False):
             if not output or self.status == "paused":
                 continue
+            self.watch.arrived()  # the camera's frames as the server processed them (no result for a while: no video)
             result = from_serialized_output(
-                output, frame_id=meta.get("frame_id"), timestamp=_timestamp(meta.get("frame_timestamp")), max_dimension=max_dim
+                output, frame_id=meta.get("frame_id"), timestamp=_timestamp(meta.get("frame_timestamp")), max_dimension=max_dim,
+                seen=self.watch.saw,  # its picture (the drawn frame the server returns): frozen, black, grey, size
             )
             self._deliver(result.with_values(carried(result.values, self._carry)) if self._carry else result)
             n += 1

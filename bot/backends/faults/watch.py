@@ -5,10 +5,11 @@ Each fault has a start (`since`) and, once over, an end; the health check says e
 footage (bench/camera_faults.py; the numbers are the grid's mean absolute grey change between frames, picture.py):
 
 - frozen: a frozen camera repeats the same decoded frame (MJPEG: bit-identical, a change of 0; H.264: its encoder
-  settles on skip blocks, 0 to 0.02, with a jump at each keyframe), while a live still scene keeps its sensor noise:
-  0.15-4 on OpenCV's street footage (its empty upper half, raw or re-encoded as H.264 at CRF 23-35), 0.01-0.03 only
-  on a heavily re-encoded crop of it (CRF 31 at 384x288). The median over the last WINDOW seconds must fall to the
-  still level: STILL, or a tenth of the camera's own quiet level (its noise floor) once measured, within bounds.
+  settles on skip blocks, 61-96 % of its changes at or under 0.003, with a jump at each keyframe), while a live still
+  scene keeps its sensor noise: the empty upper half of OpenCV's street footage changes by 0.36-0.84 (median) raw or
+  as H.264 at CRF 23-35, and even a 384x288 crop of it re-encoded at CRF 30-35 has at most a third of its changes at
+  or under 0.003. Frozen: over the last WINDOW seconds, the median change is at or under the still level (STILL, or
+  a tenth of the camera's own quiet level once measured, within STILL_BOUNDS): most frames repeat the one before.
 - black or covered: dark almost everywhere (95th percentile under DARK) and flat (deviation under FLAT), read on a
   running mean of the grid so a dark camera's noise does not pass for detail; the street at 7 % of its light
   (people still visible) has a deviation of 3.7, a black or covered frame with noise under 1.5.
@@ -36,7 +37,7 @@ VIDEO_SECONDS = 8.0  # no frame for this long (or four frame intervals): the vid
 WINDOW = 10.0  # seconds of frame changes a frozen picture is judged on
 HOLD = 6.0  # seconds a picture fault must last before it is said
 MIN_FRAMES = 4  # ... over at least this many frames (a 0.5 fps pipeline: 8 s)
-STILL = 0.02  # mean grey change at or under which two frames are the same picture, before the floor is known
+STILL = 0.004  # mean grey change at or under which two frames show the same picture (the floor unknown)
 STILL_BOUNDS = (0.002, 0.05)  # the still level a camera's own floor may set, a tenth of it
 MOVING_RUN = 3  # changes in a row over the still level: the picture moves (a keyframe's jump is one)
 DARK, FLAT = 40.0, 3.0  # black/covered: 95th percentile grey under DARK and deviation under FLAT

@@ -39,7 +39,8 @@ class PipelineHealth:
             current["cannot_count"] = f"{h.name}: {note}."  # said once, after the first frames measured the camera
         if h.status == "running" and h.scaled:
             current["frames_scaled"] = f"{h.name}: {h.scaled}."  # the source's frames are scaled at decode
-        if any(f.kind == "video" and f.ended is None for f in h.faults):  # said as the camera's video_lost
+        back = max((f.ended or now for f in h.faults if f.kind == "video"), default=0.0)
+        if now - back < self.stall_seconds:  # video lost, or back only now: said as the camera's video_lost
             current.pop("stalled", None)
             current.pop("low_fps", None)
         before = self._health.get(h.pipeline_id, set())

@@ -130,15 +130,12 @@ class BoundedProducer:
         return bool(self._inner.isOpened())
 
     def grab(self) -> bool:
-        return bool(self._inner.grab())  # raw mode: reads the next packet, decodes nothing
+        got = bool(self._inner.grab())  # raw mode: reads the next packet, decodes nothing
+        if got and self._watch is not None:  # a frame came, decoded or not (a live source drops what it cannot use)
+            self._watch.arrived()
+        return got
 
     def retrieve(self) -> tuple[bool, Any]:
-        ok, image = self._retrieve()
-        if ok and self._watch is not None:
-            self._watch.arrived()
-        return ok, image
-
-    def _retrieve(self) -> tuple[bool, Any]:
         ok, image = self._inner.retrieve()
         if not ok or image is None:
             return False, None

@@ -34,7 +34,7 @@ from bot.backends.faults.link import Link
 from bot.backends.faults.picture import Look, change, look, tone
 
 VIDEO_SECONDS = 8.0  # no frame for this long (or four frame intervals): the video is lost
-WINDOW = 10.0  # seconds of frame changes a frozen picture is judged on
+WINDOW = 10.0  # seconds of frame changes a frozen picture is judged on (MIN_FRAMES at least, however long)
 HOLD = 6.0  # seconds a picture fault must last before it is said
 MIN_FRAMES = 4  # ... over at least this many frames (a 0.5 fps pipeline: 8 s)
 STILL = 0.004  # mean grey change at or under which two frames show the same picture (the floor unknown)
@@ -142,7 +142,7 @@ class CameraWatch:
         """One change between frames, for the frozen check (holding the lock)."""
         changes = self._changes
         changes.append((now, moved))
-        while changes and changes[0][0] < now - WINDOW:
+        while len(changes) > MIN_FRAMES and changes[0][0] < now - WINDOW:  # a slow camera: its last MIN_FRAMES
             changes.popleft()
         level = self._still_level()
         self._moving = self._moving + 1 if moved > level else 0
@@ -234,5 +234,5 @@ def _trying(tries: int, failed: int, reason: str, next_try: float | None, now: f
     if tries <= 0:
         return " (connected, nothing comes)"
     why = f": {reason}" if reason and failed else ""
-    wait = f"; next in {lasted(next_try - now)}" if next_try is not None and next_try > now else ""
+    wait = f"; next in {lasted(next_try - now)}" if next_try is not None and next_try - now >= 1 else ""
     return f" (reconnecting, try {tries}{why}{wait})"

@@ -123,7 +123,7 @@ def _frozen_h264(frames: list[np.ndarray], fps: int) -> list[np.ndarray]:
 
 
 @pytest.mark.parametrize(("fps", "frozen_for", "codec"), [
-    (5, 37, "mjpeg"), (2, 250, "mjpeg"), (9, 21, "h264"), (4, 140, "h264"),
+    (5, 37, "mjpeg"), (2, 250, "mjpeg"), (0.3, 75, "mjpeg"), (9, 21, "h264"), (4, 140, "h264"),
 ])
 def test_a_frozen_picture_is_said_within_the_window_and_its_end_with_its_length(
     street, fps, frozen_for, codec

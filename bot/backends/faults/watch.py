@@ -13,8 +13,9 @@ footage (bench/camera_faults.py; the numbers are the grid's mean absolute grey c
 - black or covered: dark almost everywhere (95th percentile under DARK) and flat (deviation under FLAT), read on a
   running mean of the grid so a dark camera's noise does not pass for detail; the street at 7 % of its light
   (people still visible) has a deviation of 3.7, a black or covered frame with noise under 1.5.
-- grey: a camera that sent colour now sends none (the median pixel's channel spread at or under GREY_CHROMA; the
-  street's is 55, a dim colour one's 3 or more); a dark picture is not judged (too little light to tell colour).
+- grey: a camera that sent colour now sends none (the grid's median chroma at or under GREY_CHROMA: a grey picture's
+  is 0, drawn boxes on it or not; the street's 30, a washed-out clip's 4, the street at a tenth of its light 3); a
+  dark picture is not judged (too little light to tell colour).
 - video lost: no frame for VIDEO_SECONDS, or four of the camera's own frame intervals if that is longer.
 """
 
@@ -35,13 +36,13 @@ from bot.backends.faults.picture import Look, change, look, tone
 
 VIDEO_SECONDS = 8.0  # no frame for this long (or four frame intervals): the video is lost
 WINDOW = 10.0  # seconds of frame changes a frozen picture is judged on (MIN_FRAMES at least, however long)
-HOLD = 6.0  # seconds a picture fault must last before it is said
+HOLD = 5.0  # seconds a picture fault must last before it is said
 MIN_FRAMES = 4  # ... over at least this many frames (a 0.5 fps pipeline: 8 s)
 STILL = 0.004  # mean grey change at or under which two frames show the same picture (the floor unknown)
 STILL_BOUNDS = (0.002, 0.05)  # the still level a camera's own floor may set, a tenth of it
 MOVING_RUN = 3  # changes in a row over the still level: the picture moves (a keyframe's jump is one)
 DARK, FLAT = 40.0, 3.0  # black/covered: 95th percentile grey under DARK and deviation under FLAT
-GREY_CHROMA, COLOUR_CHROMA = 1.5, 4.0  # channel spread: grey at or under, colour at or over
+GREY_CHROMA, COLOUR_CHROMA = 1.5, 3.0  # the grid's median chroma (picture.py): grey at or under, colour over
 EMA = 0.3  # weight of a new frame in the running mean the black check reads
 RECENT = 8  # ended faults kept for the health check to say
 
@@ -96,11 +97,14 @@ class CameraWatch:
         self._colour = 0  # frames in colour seen (the camera sends colour: it can turn grey)
         self._floor: deque[float] = deque(maxlen=120)  # the medians of quiet windows, one each FLOOR_EVERY
         self._floor_at = 0.0
+        self._level = STILL  # the still level now (_level_of_floor)
         self._size: tuple[int, int] | None = None
         self._new_size: tuple[tuple[int, int], int] | None = None  # a size seen, and on how many frames in a row
         self._open: dict[str, Fault] = {}  # picture faults on now
         self._ended: deque[Fault] = deque(maxlen=RECENT)
         self._intervals: deque[float] = deque(maxlen=16)
+        self._arrivals = 0
+        self._after = VIDEO_SECONDS  # no frame for this long: video lost (VIDEO_SECONDS or four usual intervals)
 
     # --- frames --------------------------------------------------------------------------------------------------
 
@@ -111,10 +115,13 @@ class CameraWatch:
         with self._lock:
             if last is not None and self.live:
                 gap = now - last
-                if gap > self._video_after():  # a loss, over now (said even if no check saw it while it lasted)
+                if gap > self._after:  # a loss, over now (said even if no check saw it while it lasted)
                     self._ended.append(Fault(VIDEO.name, last, f"no video for {lasted(gap)}", now))
                 elif gap > 0:
                     self._intervals.append(gap)
+                    self._arrivals += 1
+                    if self._arrivals % len(self._intervals) == 0:  # the usual interval, now and then
+                        self._after = max(VIDEO_SECONDS, 4 * float(np.median(self._intervals)))
         self.link.frame(now)
 
     def saw(self, image: Any, now: float | None = None) -> None:
@@ -133,7 +140,7 @@ class CameraWatch:
             p95, spread = tone(self._ema)
             black = p95 <= DARK and spread <= FLAT
             self._step(BLACK, self._black.saw(black, now), now, "the picture is black or covered")
-            if seen.chroma >= COLOUR_CHROMA and not black:
+            if seen.chroma >= COLOUR_CHROMA and not black:  # it sends colour: it can turn grey
                 self._colour += 1
             grey = self._colour >= MIN_FRAMES and not black and p95 > DARK and seen.chroma <= GREY_CHROMA
             self._step(GREY, self._grey.saw(grey, now), now, "the picture turned grey (night/IR mode)")
@@ -144,7 +151,7 @@ class CameraWatch:
         changes.append((now, moved))
         while len(changes) > MIN_FRAMES and changes[0][0] < now - WINDOW:  # a slow camera: its last MIN_FRAMES
             changes.popleft()
-        level = self._still_level()
+        level = self._level
         self._moving = self._moving + 1 if moved > level else 0
         if self._moving >= MOVING_RUN:
             self._still_since = None
@@ -152,12 +159,13 @@ class CameraWatch:
             self._still_since = now
         if len(changes) < MIN_FRAMES or now - changes[0][0] < WINDOW * 0.8:
             return
-        median = float(np.median([c for _, c in changes]))
+        repeats = sum(1 for _, c in changes if c <= level)  # the median is at or under the level: most repeat
         since = max(self._still_since, changes[0][0]) if self._still_since is not None else None
-        if since is None or median > level:
+        if since is None or 2 * repeats < len(changes):
             if not self._frozen_on and now - self._floor_at >= WINDOW / 2:
-                self._floor.append(median)  # the camera's quiet level: the floor the still level follows
+                self._floor.append(float(np.median([c for _, c in changes])))  # the camera's quiet level
                 self._floor_at = now
+                self._level = self._level_of_floor()
         elif not self._frozen_on and now - since >= HOLD:
             self._frozen_on = True
             self._open[FROZEN.name] = Fault(FROZEN.name, since, "the picture is frozen")
@@ -165,7 +173,7 @@ class CameraWatch:
             self._frozen_on = False
             self._close(FROZEN, now)
 
-    def _still_level(self) -> float:
+    def _level_of_floor(self) -> float:
         """The change at or under which two frames show the same picture: a tenth of the camera's noise floor once
         measured (6 quiet windows), within STILL_BOUNDS; STILL before."""
         if len(self._floor) < 6:
@@ -202,11 +210,6 @@ class CameraWatch:
 
     # --- what is wrong -------------------------------------------------------------------------------------------
 
-    def _video_after(self) -> float:
-        """Seconds without a frame that make a video loss: VIDEO_SECONDS, or four of its usual frame intervals."""
-        usual = float(np.median(self._intervals)) if self._intervals else 0.0
-        return max(VIDEO_SECONDS, 4 * usual)
-
     def faults(self, now: float | None = None, running: bool = True) -> tuple[Fault, ...]:
         """The faults on now, then those ended lately (the health check says each start and end once).
         `running`: the pipeline runs (paused or starting, a lack of frames is no video loss)."""
@@ -214,17 +217,10 @@ class CameraWatch:
         last, tries, failed, reason, next_try = self.link.state()
         with self._lock:
             on = list(self._open.values())
-            if self.live and running and last is not None and now - last > self._video_after():
+            if self.live and running and last is not None and now - last > self._after:
                 on.insert(0, Fault(VIDEO.name, last, f"no video for {lasted(now - last)}"
                                    f"{_trying(tries, failed, reason, next_try, now, self.remote)}"))
             return (*on, *self._ended)
-
-    def video_lost(self, now: float | None = None) -> bool:
-        """Whether no frame came for long enough to call the video lost (the fps and status line say so)."""
-        last = self.link.state()[0]
-        now = self._clock() if now is None else now
-        with self._lock:
-            return self.live and last is not None and now - last > self._video_after()
 
 
 def _trying(tries: int, failed: int, reason: str, next_try: float | None, now: float, remote: bool) -> str:

@@ -214,3 +214,30 @@ async def test_a_snapshot_camera_runs_on_and_its_absence_is_said(backend, street
     finally:
         await backend.stop_pipeline("snap")
         camera.stop()
+
+
+async def test_an_rtsp_camera_that_goes_away_and_freezes_is_said_and_comes_back(backend) -> None:
+    """H.264 over RTSP (tests/fixtures/rtsp.py): away for 30 s, then a frozen picture (the encoder fed one frame:
+    skip blocks and a re-encoded keyframe a second, not bit-identical frames), then live again."""
+    from tests.fixtures.rtsp import RtspCamera
+
+    street = faulty.live(faulty.street(), 118)
+    camera = RtspCamera(street, fps=5)
+    watched = await _start(backend, "rtsp", camera.url)
+    try:
+        camera.away()
+        await watched.until("video_lost", lambda h: "video_lost" in watched.rules(), timeout=SAID_WITHIN + 10)
+        assert _said_of(watched, "video_lost")[1] - watched.fault("video").since <= SAID_WITHIN
+        await watched.hold(20)
+        camera.back()
+        await watched.until("video_back", lambda h: "video_back" in watched.rules(), timeout=MAX_DELAY + 40)
+        await watched.results_after(3)
+        camera.frames = [street[40]]
+        await watched.until("picture_frozen", lambda h: "picture_frozen" in watched.rules(), timeout=60)
+        camera.frames = street
+        await watched.until("picture_moving", lambda h: "picture_moving" in watched.rules(), timeout=60)
+        assert watched.rules() == ["video_lost", "video_back", "picture_frozen", "picture_moving"]
+        assert (await watched.check()).status == "running"
+    finally:
+        await backend.stop_pipeline("rtsp")
+        camera.stop()

@@ -225,10 +225,8 @@ class CameraWatch:
 
 def _trying(tries: int, failed: int, reason: str, next_try: float | None, now: float, remote: bool) -> str:
     """What the reconnection does: ' (reconnecting, try 3: connection refused; next in 4 s)'."""
-    if remote:
-        return " (the inference server reconnects by itself)"
     if tries <= 0:
-        return " (connected, nothing comes)"
+        return " (the inference server reconnects by itself)" if remote else " (connected, nothing comes)"
     why = f": {reason}" if reason and failed else ""
     wait = f"; next in {lasted(next_try - now)}" if next_try is not None and next_try - now >= 1 else ""
     return f" (reconnecting, try {tries}{why}{wait})"

@@ -7,25 +7,19 @@ each fault must be said once, its end once with how long it lasted, and the pipe
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
 
-from bot.backends.base import PipelineHandle, WorkflowRef
 from bot.backends.faults.link import MAX_DELAY
 from bot.backends.faults.watch import VIDEO_SECONDS
-from bot.monitoring.health import PipelineHealth
 from bot.pipelines.status import status_line
-from tests.fakes.waits import patience
 from tests.fixtures import faulty
+from tests.fixtures.health_watch import SAID_WITHIN, said_of, start_watched
 from tests.fixtures.mjpeg import MjpegCamera
 
 pytestmark = pytest.mark.slow
-SAID_WITHIN = 20.0  # seconds from a fault's start to its alert: the issue's 10-20 s (here a check every second)
 
 
 @pytest.fixture(scope="module")
@@ -44,84 +38,18 @@ def street_jpegs() -> list[bytes]:
     return faulty.jpegs(faulty.live(faulty.street(), 118))
 
 
-@dataclass
-class Watched:
-    """One pipeline under a health check every second: what was said (rule, text, when), the handles seen."""
-
-    backend: object
-    name: str
-    health: PipelineHealth = field(default_factory=lambda: PipelineHealth(None, stall_seconds=30, min_fps=0.5))
-    said: list[tuple[str, str, float]] = field(default_factory=list)
-    results: int = 0
-    last: PipelineHandle | None = None
-    _got: threading.Semaphore = field(default_factory=lambda: threading.Semaphore(0))
-
-    def on_result(self, handle: PipelineHandle, result: object) -> None:
-        self.health.result_at(handle.pipeline_id, time.time())
-        self.results += 1
-        self._got.release()
-
-    async def check(self) -> PipelineHandle:
-        h = await self.backend.get_pipeline_status(self.name)  # type: ignore[attr-defined]
-        now = time.time()
-        self.said += [(rule, text, now) for rule, text in self.health.new_problems(h, now)]
-        self.last = h
-        return h
-
-    async def until(self, what: str, done: Callable[[PipelineHandle], bool], timeout: float) -> PipelineHandle:
-        deadline = time.monotonic() + patience(timeout)
-        while time.monotonic() < deadline:
-            h = await self.check()
-            if done(h):
-                return h
-            await asyncio.sleep(1.0)
-        raise AssertionError(f"{self.name}: {what} not within {patience(timeout):.0f} s; said {self.rules()}, "
-                             f"last {status_line(self.last) if self.last else None}")
-
-    async def hold(self, seconds: float) -> None:
-        end = time.monotonic() + seconds
-        while time.monotonic() < end:
-            await self.check()
-            await asyncio.sleep(1.0)
-
-    async def results_after(self, n: int) -> None:
-        """Wait for n more results than it had (earlier ones do not count)."""
-        while self._got.acquire(False):
-            pass
-        for _ in range(n):
-            assert await asyncio.to_thread(self._got.acquire, True, patience(60)), f"{self.name}: no results"
-
-    def rules(self) -> list[str]:
-        return [r for r, _, _ in self.said]
-
-    def fault(self, kind: str) -> object:
-        return next(f for f in (self.last.faults if self.last else ()) if f.kind == kind)
-
-
-async def _start(backend, name: str, url: str) -> Watched:
-    watched = Watched(backend, name)
-    await backend.start_pipeline(name, name, url, WorkflowRef(model_id="builtin/motion"), on_result=watched.on_result)
-    await watched.results_after(3)
-    return watched
-
-
-def _said_of(watched: Watched, rule: str) -> tuple[str, float]:
-    [(text, at)] = [(t, at) for r, t, at in watched.said if r == rule]
-    return text, at
-
-
 async def test_a_camera_away_longer_than_its_reconnect_delays_comes_back_and_counts_again(
     backend, street_jpegs
 ) -> None:
     away_for = 50.0  # past the reconnection's delays reaching MAX_DELAY (1+2+4+8+15 s and a second after each)
     camera = MjpegCamera(street_jpegs, fps=5)
-    watched = await _start(backend, "away", camera.url)
+    watched = await start_watched(backend, "away", camera.url)
     try:
         camera.away()
         gone = time.time()
         h = await watched.until("video_lost", lambda h: "video_lost" in watched.rules(), timeout=SAID_WITHIN + 10)
         fault = watched.fault("video")
-        text, said_at = _said_of(watched, "video_lost")
+        text, said_at = said_of(watched, "video_lost")
         print(f"video lost said {said_at - fault.since:.1f} s after the last frame")  # the bench reports it too
         assert said_at - fault.since <= SAID_WITHIN
         line = status_line(h)
@@ -139,7 +67,7 @@ async def test_a_camera_away_longer_than_its_reconnect_delays_comes_back_and_cou
         await watched.results_after(3)  # counting again
         h = await watched.check()
         assert h.status == "running" and watched.results > before and h.frames > 3
-        text, said_at = _said_of(watched, "video_back")
+        text, said_at = said_of(watched, "video_back")
         assert text.startswith("away: video back after ")
         lasted = watched.last and next(f for f in watched.last.faults if f.kind == "video")
         assert lasted and away_for - 2 <= lasted.ended - lasted.since <= away_for + MAX_DELAY + (time.time() - back)
@@ -153,12 +81,12 @@ async def test_a_camera_away_longer_than_its_reconnect_delays_comes_back_and_cou
 
 async def test_a_camera_that_hangs_is_video_lost_then_back(backend, street_jpegs) -> None:
     camera = MjpegCamera(street_jpegs, fps=5)
-    watched = await _start(backend, "hung", camera.url)
+    watched = await start_watched(backend, "hung", camera.url)
     try:
         camera.hold()  # connected, sending nothing
         await watched.until("video_lost", lambda h: "video_lost" in watched.rules(), timeout=SAID_WITHIN + 10)
         fault = watched.fault("video")
-        assert _said_of(watched, "video_lost")[1] - fault.since <= SAID_WITHIN
+        assert said_of(watched, "video_lost")[1] - fault.since <= SAID_WITHIN
         await watched.hold(VIDEO_SECONDS)
         camera.release()
         await watched.until("video_back", lambda h: "video_back" in watched.rules(), timeout=60)
@@ -173,13 +101,13 @@ async def test_a_camera_that_hangs_is_video_lost_then_back(backend, street_jpegs
 async def test_a_frozen_then_black_camera_is_said_once_each_and_back(backend, street_jpegs) -> None:
     rng = np.random.default_rng(11)
     camera = MjpegCamera(street_jpegs, fps=5)
-    watched = await _start(backend, "yard", camera.url)
+    watched = await start_watched(backend, "yard", camera.url)
     try:
         await watched.hold(12)  # live: nothing to say
         assert watched.rules() == []
         camera.frames = [street_jpegs[40]]  # the same frame, over and over
         await watched.until("picture_frozen", lambda h: "picture_frozen" in watched.rules(), timeout=60)
-        frozen_at = _said_of(watched, "picture_frozen")[1]
+        frozen_at = said_of(watched, "picture_frozen")[1]
         print(f"frozen said {frozen_at - watched.fault('frozen').since:.1f} s after the picture froze")
         camera.frames = faulty.jpegs(faulty.black(faulty.street()[0].shape, 20, rng))
         await watched.until("picture_black", lambda h: "picture_black" in watched.rules(), timeout=60)
@@ -199,7 +127,7 @@ async def test_a_snapshot_camera_runs_on_and_its_absence_is_said(backend, street
     """A camera whose URL gives one JPEG per request: each frame is a connection that ends, opened again at once
     (a frame starts the backoff afresh); away, it is video lost, back, it runs on."""
     camera = MjpegCamera(street_jpegs, fps=5)
-    watched = await _start(backend, "snap", camera.snapshot_url)
+    watched = await start_watched(backend, "snap", camera.snapshot_url)
     try:
         await watched.hold(5)
         assert watched.rules() == [] and watched.last and watched.last.status == "running"
@@ -223,11 +151,11 @@ async def test_an_rtsp_camera_that_goes_away_and_freezes_is_said_and_comes_back(
 
     street = faulty.live(faulty.street(), 118)
     camera = RtspCamera(street, fps=5)
-    watched = await _start(backend, "rtsp", camera.url)
+    watched = await start_watched(backend, "rtsp", camera.url)
     try:
         camera.away()
         await watched.until("video_lost", lambda h: "video_lost" in watched.rules(), timeout=SAID_WITHIN + 10)
-        assert _said_of(watched, "video_lost")[1] - watched.fault("video").since <= SAID_WITHIN
+        assert said_of(watched, "video_lost")[1] - watched.fault("video").since <= SAID_WITHIN
         await watched.hold(20)
         camera.back()
         await watched.until("video_back", lambda h: "video_back" in watched.rules(), timeout=MAX_DELAY + 40)

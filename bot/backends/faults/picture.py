@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import cv2
 import numpy as np
 
 GRID = (64, 48)  # (width, height) of the pixels read
@@ -32,6 +31,8 @@ def look(image: Any) -> Look | None:
     shape = getattr(image, "shape", None)
     if shape is None or len(shape) < 2 or shape[0] < 1 or shape[1] < 1:
         return None
+    import cv2  # here, not above: importing the backends must not load OpenCV (seconds); once loaded, a dict lookup
+
     size = (int(shape[1]), int(shape[0]))
     sample = cv2.resize(image, GRID, interpolation=cv2.INTER_NEAREST)
     if sample.ndim == 2 or sample.shape[2] == 1:
@@ -45,6 +46,8 @@ def look(image: Any) -> Look | None:
 def change(a: Look, b: Look) -> float:
     """How much the picture changed between two frames: the mean absolute grey difference over the grid (0: the
     same pixels; a live camera's noise alone gives tenths to a few levels, people walking several)."""
+    import cv2
+
     return float(cv2.norm(a.grey, b.grey, cv2.NORM_L1)) / a.grey.size
 
 
@@ -52,5 +55,7 @@ def tone(grey: np.ndarray) -> tuple[float, float]:
     """(95th percentile, standard deviation) of a grey grid: a black picture is dark almost everywhere and flat."""
     flat = grey.ravel()
     k = int(flat.size * 0.95)
+    import cv2
+
     _, std = cv2.meanStdDev(grey)
     return float(np.partition(flat, k)[k]), float(std[0][0])

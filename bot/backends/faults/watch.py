@@ -95,7 +95,7 @@ class CameraWatch:
         self._frozen_on = False  # ended by MOVING_RUN changes in a row, not by one frame (a keyframe)
         self._black, self._grey = _Run(release=2), _Run(release=2)
         self._colour = 0  # frames in colour seen (the camera sends colour: it can turn grey)
-        self._floor: deque[float] = deque(maxlen=120)  # the medians of quiet windows, one each FLOOR_EVERY
+        self._floor: deque[float] = deque(maxlen=120)  # medians of windows not frozen, one each WINDOW / 2 s
         self._floor_at = 0.0
         self._level = STILL  # the still level now (_level_of_floor)
         self._size: tuple[int, int] | None = None
@@ -109,7 +109,7 @@ class CameraWatch:
     # --- frames --------------------------------------------------------------------------------------------------
 
     def arrived(self, now: float | None = None) -> None:
-        """A frame came from the camera (the direct backend: decoded; http: a result from the server)."""
+        """A frame came from the camera (the direct backend: read from it, decoded or not; http: a result)."""
         now = self._clock() if now is None else now
         last = self.link.state()[0]
         with self._lock:
@@ -166,7 +166,7 @@ class CameraWatch:
                 self._floor.append(float(np.median([c for _, c in changes])))  # the camera's quiet level
                 self._floor_at = now
                 self._level = self._level_of_floor()
-        elif not self._frozen_on and now - since >= HOLD:
+        elif not self._frozen_on and now - since >= HOLD and not self._black.on:  # black says it all
             self._frozen_on = True
             self._open[FROZEN.name] = Fault(FROZEN.name, since, "the picture is frozen")
         if self._frozen_on and self._moving >= MOVING_RUN:

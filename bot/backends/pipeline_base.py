@@ -8,6 +8,7 @@ import time
 from collections import deque
 
 from bot.backends.base import LIVE, InferenceResult, PipelineHandle, ResultListener
+from bot.backends.faults.watch import CameraWatch
 from bot.backends.pace import Pace
 from bot.media.redaction import redact
 from bot.media.sources import is_live
@@ -19,6 +20,7 @@ class PipelineBase:
     """The bookkeeping shared by DirectPipeline (in-process threads) and HostedPipeline (server-side); thread-safe."""
 
     backend_name = ""
+    remote_source = False  # the source is opened on an inference server, not here
 
     def __init__(
         self, pipeline_id: str, name: str, reference: str, description: str, buffer_size: int, on_result: ResultListener | None
@@ -38,6 +40,8 @@ class PipelineBase:
         self.server: str | None = None  # where it runs, when that is worth saying (several inference servers)
         self.failover: str | None = None  # the last time it was restarted on another server, in words
         self.scaled: str | None = None  # its frames are scaled to media.max_pixels, in words (PipelineHandle.scaled)
+        # Its camera's faults, judged from its frames (bot/backends/faults/); a backend feeds it the frames.
+        self.watch = CameraWatch(is_live(reference), remote=self.remote_source)
 
     def is_alive(self) -> bool:
         return self.status in LIVE
@@ -54,6 +58,8 @@ class PipelineBase:
         return items
 
     def handle(self) -> PipelineHandle:
+        faults = self.watch.faults(running=self.status == "running")
+        lost = bool(faults) and faults[0].kind == "video" and faults[0].ended is None
         with self._lock:
             running = self.status == "running"
             return PipelineHandle(
@@ -65,13 +71,14 @@ class PipelineBase:
                 started_at=self.started_at,
                 status=self.status,
                 error=self.error,
-                fps=self.pace.fps(running),
+                fps=0.0 if lost else self.pace.fps(running),  # no video: nothing comes now
                 frames=self.frames,
                 server=self.server,
                 failover=self.failover,
                 scaled=self.scaled,
                 asked_fps=self.pace.target,
-                short=self.pace.short_of(running),
+                short=None if lost else self.pace.short_of(running),
+                faults=faults,
             )
 
     def _deliver(self, result: InferenceResult) -> None:

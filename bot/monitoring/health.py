@@ -1,6 +1,6 @@
 """Pipeline health as tier 1 sees it: the problems each pipeline newly shows (errored, source dropped, stalled, slow,
-cannot count reliably, frames over media.max_pixels), each said once on its way in (frames over the limit once per
-size the camera sends)."""
+cannot count reliably, frames over media.max_pixels, its camera's faults), each said once on its way in (frames over
+the limit once per size the camera sends; a camera fault also once on its way out: camera_news.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from bot.backends.base import PipelineHandle
 from bot.media.frame_limit import SAID_SIZES
+from bot.monitoring.camera_news import CameraNews
 from bot.pipelines.limits import cannot_count
 from bot.pipelines.status import health_problems
 
@@ -24,6 +25,7 @@ class PipelineHealth:
         self._last_result: dict[str, float] = {}
         self._health: dict[str, set[str]] = {}
         self._sizes_said: dict[str, list[str]] = {}  # each pipeline's frames_scaled notes said (SAID_SIZES at most)
+        self.camera = CameraNews()  # its camera's faults: each start and end said once
 
     def result_at(self, pipeline_id: str, now: float) -> None:
         """A result arrived (a stalled pipeline is one whose last result is too old)."""
@@ -37,13 +39,17 @@ class PipelineHealth:
             current["cannot_count"] = f"{h.name}: {note}."  # said once, after the first frames measured the camera
         if h.status == "running" and h.scaled:
             current["frames_scaled"] = f"{h.name}: {h.scaled}."  # the source's frames are scaled at decode
+        back = max((f.ended or now for f in h.faults if f.kind == "video"), default=0.0)
+        if now - back < self.stall_seconds:  # video lost, or back only now: said as the camera's video_lost
+            current.pop("stalled", None)
+            current.pop("low_fps", None)
         before = self._health.get(h.pipeline_id, set())
         self._health[h.pipeline_id] = set(current)
         new = [(rule, text) for rule, text in current.items()  # only on the way in
                if rule not in before and rule != "frames_scaled"]
         if "frames_scaled" in current and self._first_said(h.pipeline_id, current["frames_scaled"]):
             new.append(("frames_scaled", current["frames_scaled"]))
-        return new
+        return new + self.camera.news(h)
 
     def _first_said(self, pipeline_id: str, note: str) -> bool:
         """Whether a frames_scaled note is new for the pipeline: once per size its camera sends (a camera may raise

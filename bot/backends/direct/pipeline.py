@@ -31,10 +31,21 @@ class _SourceErrorFilter(logging.Filter):
         return not (exc is not None and type(exc).__name__ == "SourceConnectionError")
 
 
+class _ReconnectFilter(logging.Filter):
+    """Drop streamvision's two warnings per failed reconnection (every second while a camera is away, each naming
+    its URL): the pipeline's status line and one health alert say the camera is away (bot/backends/faults/)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = str(record.msg)
+        return not (message.startswith("Could not re-connect") or message.startswith("Could not connect to video"))
+
+
 def _quiet_source_errors() -> None:
-    target = logging.getLogger("streamvision.stream.pipeline")
-    if not any(isinstance(f, _SourceErrorFilter) for f in target.filters):
-        target.addFilter(_SourceErrorFilter())
+    for name, kind in (("streamvision.stream.pipeline", _SourceErrorFilter),
+                       ("streamvision.camera.utils", _ReconnectFilter)):
+        target = logging.getLogger(name)
+        if not any(isinstance(f, kind) for f in target.filters):
+            target.addFilter(kind())
 
 
 def sampled_file(base: Any, fps: float, source_fps: float | None) -> tuple[Any, float]:
@@ -101,7 +112,8 @@ class DirectPipeline(PipelineBase):
         self.pace.target = max_fps  # what it should deliver: a camera's cap, a file's paced rate (None: flat out)
         depth = queue_depth(self._settings.monitoring.frame_buffer_bytes, self._reference)
         # Frames over media.max_pixels are scaled where they are decoded, before any queue holds them (capture.py).
-        source = BoundedSource(capture_reference(self._reference), self._settings.media.max_pixels, self._on_scaled)
+        source = BoundedSource(capture_reference(self._reference), self._settings.media.max_pixels, self._on_scaled,
+                               self.watch)  # ... and its frames and reconnections tell the camera's faults
         try:
             self._pipeline = pipeline_class.init_with_workflow(
                 video_reference=source,
@@ -139,6 +151,7 @@ class DirectPipeline(PipelineBase):
         if self._pipeline is None or self.status != "paused":
             return
         self._pipeline.resume_stream()
+        self.watch.link.resumed()  # paused, a file sends nothing: no video loss
         self._set_status("running")
 
     def terminate(self) -> None:
@@ -146,6 +159,7 @@ class DirectPipeline(PipelineBase):
         with self._lock:
             if self.status not in ("error", "finished"):
                 self.status = "stopped"
+        self.watch.link.stop()  # a reconnection waiting its turn ends at once
         if self._pipeline is not None and not self._ended.is_set():
             try:
                 self._pipeline.terminate()
@@ -178,6 +192,7 @@ class DirectPipeline(PipelineBase):
             predictions, video_frame = predictions[0], video_frame[0]
         if predictions is None or self.status == "paused":
             return  # frames decoded before the pause still flow through; a paused pipeline reports nothing
+        self.watch.saw(video_frame.image)  # its picture: frozen, black, grey, another size (~50 µs)
         drawing, values = self._drawing, take_values(predictions)
         result = from_workflow_output(
             predictions,

@@ -30,7 +30,8 @@ class RunInferenceArgs(ToolArgs):
     workflow_id: str | None = Field(None, description="Roboflow workflow id (with workspace_name)")
     workflow_spec: dict[str, Any] | None = Field(None, description="Inline workflow specification (JSON)")
     parameters: dict[str, Any] | None = Field(None, description="Extra workflow inputs")
-    confidence: float | None = Field(None, ge=0, le=1, description="Confidence threshold (default 0.4)")
+    confidence: float | None = Field(None, ge=0, le=1, description="Confidence threshold (default: the model's own, "
+                                     "as in a pipeline: builtin/people 0.5, Roboflow models 0.4)")
     include_frame: bool = Field(True, description="Return and show the annotated frame")
 
 
@@ -46,7 +47,6 @@ class DetectZeroShotArgs(ToolArgs):
     confidence: float = Field(0.3, ge=0, le=1)
 
 
-DEFAULT_CONFIDENCE = 0.4
 ZERO_SHOT_MODEL = "yolo_world/v2-s"
 VLM_MODELS = ("florence2", "qwen2.5-vl", "paligemma", "claude")
 LOCAL_MODELS = "run_inference with model_id='builtin/faces' or 'builtin/people'"
@@ -69,9 +69,10 @@ def _label(ref: str, ctx: ToolContext) -> str:
 
 
 def _with_frame(text: str, result: InferenceResult, include_frame: bool, caption: str) -> ToolResult:
+    """The summary for the model, the boxes for doors that hand structure on (REST, MCP), the frame if asked."""
     if include_frame and result.frame:
-        return ToolResult(text=text, image=result.frame, frame=result.frame, frame_caption=caption)
-    return ToolResult(text=text)
+        return ToolResult(text=text, image=result.frame, frame=result.frame, frame_caption=caption, data=result.as_data())
+    return ToolResult(text=text, data=result.as_data())
 
 
 async def run_inference(args: RunInferenceArgs, ctx: ToolContext) -> ToolResult:
@@ -89,7 +90,8 @@ async def run_inference(args: RunInferenceArgs, ctx: ToolContext) -> ToolResult:
         result = await backend.run_single(
             image, model_id=args.model_id, workflow_spec=args.workflow_spec, workspace_name=args.workspace_name,
             workflow_id=args.workflow_id, parameters=args.parameters,
-            confidence=args.confidence if args.confidence is not None else DEFAULT_CONFIDENCE,
+            # None: the model's own default, as a pipeline on the same frames runs it (one detector, one behaviour)
+            confidence=args.confidence,
         )
     except (MediaError, BackendError, LookupError) as exc:
         return _errors(exc)

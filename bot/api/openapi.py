@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from bot.api.models import BODIES, QUERIES, AddJob, AddRule, AddWatch, SetRoute, StartPipeline
+from bot.api.models import BODIES, QUERIES, AddJob, AddRule, AddWatch, RunInference, SetRoute, StartPipeline
 
 _OK = {"$ref": "#/components/schemas/Ok"}
 _ERR = {"description": "error", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
@@ -39,6 +39,18 @@ def _op(summary: str, ok: str = "200", body: type[BaseModel] | None = None, quer
         name = next(k for k, v in BODIES.items() if v is body)
         op["requestBody"] = {"required": True, "content": {"application/json": {
             "schema": {"$ref": f"#/components/schemas/{name}"}}}}
+    return op
+
+
+def _inference_op() -> dict[str, Any]:
+    """POST /api/inference: the run_inference arguments as JSON, or the image itself with them in the query string."""
+    op = _op("Run a model or workflow on one image (the run_inference tool); answers the summary and the boxes "
+             "(`detections`, `counts`, `image_size`; `frame`, base64 JPEG, with include_frame)", body=RunInference)
+    op["requestBody"]["content"]["image/*"] = {"schema": {"type": "string", "format": "binary"}}
+    op["parameters"] = [p for p in _query_params(RunInference)
+                        if p["name"] != "image" and p["schema"].get("type") != "object"]  # a spec goes as JSON
+    for p in op["parameters"]:
+        p["description"] = p.get("description", "") + " (with an image body)"
     return op
 
 
@@ -103,6 +115,7 @@ def document() -> dict[str, Any]:
         "/api/jobs": {"get": _op("Scheduled jobs and their next run"),
                       "post": _op("Schedule a job (as /vision schedule)", "201", AddJob)},
         "/api/jobs/{name}": {"delete": _op("Remove a scheduled job (as /vision unschedule)", path_name=True)},
+        "/api/inference": {"post": _inference_op()},
     }
     for verb in ("stop", "pause", "resume"):
         paths[f"/api/pipelines/{{id}}/{verb}"] = {"post": _op(f"{verb.capitalize()} a pipeline", path_id=True)}

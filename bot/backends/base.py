@@ -106,6 +106,21 @@ class InferenceResult:
             out[d.class_name] = out.get(d.class_name, 0) + 1
         return out
 
+    def as_data(self) -> dict[str, Any]:
+        """The result as JSON-able data, for the doors that hand structure on (REST's body, MCP's structured content):
+        the image's size, counts per class, each detection (pixels of the source image) and the other values."""
+        def one(d: Detection) -> dict[str, Any]:
+            out: dict[str, Any] = {"class_name": d.class_name, "confidence": round(float(d.confidence), 4),
+                                   "xyxy": [round(float(v), 1) for v in d.xyxy]}
+            if d.tracker_id is not None:
+                out["tracker_id"] = d.tracker_id
+            if d.time_in_zone is not None:
+                out["time_in_zone"] = d.time_in_zone
+            return out
+
+        return {"image_size": list(self.image_size) if self.image_size else None, "counts": self.counts(),
+                "detections": [one(d) for d in self.detections], "values": self.values}
+
 
 @dataclass(frozen=True)
 class PipelineHandle:

@@ -32,7 +32,15 @@ from bot.backends.builtin.common import (
 )
 from bot.backends.builtin.line_counter import video_time
 from bot.backends.builtin.motion_gate import Gates
-from bot.backends.builtin.people_scale import UPSCALE_CAP, CameraState, account, conditions, observe, plan
+from bot.backends.builtin.people_scale import (
+    UPSCALE_CAP,
+    CameraState,
+    account,
+    conditions,
+    observe,
+    plan,
+    unmeasured_scale,
+)
 from bot.backends.builtin.recent import Recent
 
 
@@ -48,13 +56,15 @@ class HogPeopleManifest(_DetectorManifest):
             "above. In video (`adaptive`) it measures how tall people are in this camera from the moving blobs "
             "shaped like a person, upscales to that, and scans where things move (the whole frame every few "
             "seconds; with `motion_gate`, a frame where nothing moved repeats the last findings, the whole frame "
-            "scanned at least every 4 s); on a still image, or before it has measured, it finds people from `min_height` px tall "
-            "(the frame is upscaled so they fill the detector's window, capped at `max_side`).",
+            "scanned at least every 4 s); on a still image, or before it has measured, it scans the whole frame "
+            "upscaled until its longer side reaches `max_side` (at most 4x), so a small still finds people from "
+            "24-30 px tall and a large one is scaled down to `max_side`; `min_height` sets the smallest person instead.",
         )
     )
     confidence: Selector(kind=[FLOAT_ZERO_TO_ONE_KIND]) | FloatZeroToOne = _confidence_field(0.5)
-    min_height: Selector(kind=[INTEGER_KIND]) | int = Field(
-        default=64, description="Smallest person to find, in pixels tall; smaller is slower (64 upscales 1.5x)."
+    min_height: Selector(kind=[INTEGER_KIND]) | int | None = Field(
+        default=None, description="Smallest person to find, in pixels tall, on a still or before people are "
+        "measured; smaller is slower (64 upscales 1.5x). Default: as small as max_side allows (down to 24 px)."
     )
     max_side: Selector(kind=[INTEGER_KIND]) | int = Field(
         default=1280, description="Cap on the longer side of the (upscaled) image the detector scans; bounds time."
@@ -103,7 +113,7 @@ class HogPeopleDetectorBlockV1(WorkflowBlock):
         return HogPeopleManifest
 
     def run(
-        self, images: WorkflowImageData, confidence: float, min_height: int, max_side: int, scale_step: float,
+        self, images: WorkflowImageData, confidence: float, min_height: int | None, max_side: int, scale_step: float,
         iou_threshold: float, adaptive: bool = True, motion_gate: bool = True,
     ) -> BlockResult:
         state = self._camera(images) if adaptive else None
@@ -112,11 +122,11 @@ class HogPeopleDetectorBlockV1(WorkflowBlock):
         if repeated is not None:  # nothing moved since the last run: the same people, where they were
             if state is not None:
                 state.since_full += dt  # the full pass keeps its period
-            return self._output(images, state, to_detections(images, repeated[0], repeated[1], "person"), min_height)
+            detections = to_detections(images, repeated[0], repeated[1], "person")
+            return self._output(images, state, detections, self._unmeasured(images.numpy_image, min_height, max_side)[1])
         frame = images.numpy_image
-        # Specs are untrusted: min_height 0 or max_side 10^6 must not make a 12× image (memory, minutes per frame).
-        side = min(max(float(max_side), 128.0), float(_HOG_MAX_SIDE))
-        default_scale = _HOG_PERSON_PX / max(int(min_height), 8)
+        side, smallest = self._unmeasured(frame, min_height, max_side)
+        default_scale = _HOG_PERSON_PX / smallest
         if state is None:
             scale, crops = default_scale, [(0, 0, frame.shape[1], frame.shape[0])]
         else:
@@ -137,14 +147,23 @@ class HogPeopleDetectorBlockV1(WorkflowBlock):
         if state is not None:
             state.last_boxes = detections.xyxy.copy()
             account(state, len(detections), dt)
-        return self._output(images, state, detections, min_height)
+        return self._output(images, state, detections, smallest)
 
     @staticmethod
     def _output(images: WorkflowImageData, state: CameraState | None, detections: sv.Detections,
-                min_height: int) -> BlockResult:
-        if state is None:  # a still (or adaptive off): nothing measured; it finds people from min_height
-            return {"predictions": detections, "camera": conditions(CameraState(), max(int(min_height), 8))}
+                smallest: float) -> BlockResult:
+        if state is None:  # a still (or adaptive off): nothing measured; it finds people from `smallest` px tall
+            return {"predictions": detections, "camera": conditions(CameraState(), smallest)}
         return {"predictions": detections, "camera": conditions(state, _HOG_PERSON_PX / UPSCALE_CAP)}
+
+    @staticmethod
+    def _unmeasured(frame: np.ndarray, min_height: int | None, max_side: int) -> tuple[float, float]:
+        """(the scan's longest side, the smallest person px) while people are not measured: a still, a video's first
+        frames; one rule whatever the door (people_scale.unmeasured_scale)."""
+        # Specs are untrusted: min_height 0 or max_side 10^6 must not make a 12× image (memory, minutes per frame).
+        side = min(max(float(max_side), 128.0), float(_HOG_MAX_SIDE))
+        scale = min(unmeasured_scale(frame.shape, min_height, side, _HOG_PERSON_PX), side / max(frame.shape[:2]))
+        return side, _HOG_PERSON_PX / scale
 
     def _scan(self, frame: np.ndarray, crop: tuple[int, int, int, int], scale: float,
               scale_step: float) -> tuple[np.ndarray, np.ndarray]:

@@ -104,6 +104,23 @@ def conditions(state: CameraState, smallest_px: float) -> dict[str, float | bool
             "smallest_px": round(smallest_px, 1), "blind_seconds": round(state.blind, 1)}
 
 
+def unmeasured_scale(shape: tuple[int, ...], min_height: int | None, side: float, person_px: float) -> float:
+    """The upscale of a picture whose people were not measured: a still image, or a video's first frames.
+
+    A still has no motion to measure people by, and a picture's size says nothing of how tall its people are
+    (a 384x288 sub-stream and a 12 MP photo both show people 5-30 % of their height). So it is scanned as finely
+    as the video path's own bounds allow: upscaled until its longer side reaches the detector's budget (`side`,
+    the spec's max_side), never past UPSCALE_CAP. HOG's pyramid then scans every smaller scale down from there,
+    so one pass finds people from person_px / scale px tall up to the whole frame, at the cost of one
+    budget-sized image: a 192 px still finds people from 24 px (4x), a 384x288 one from 29 px (3.3x, what a
+    sub-stream's measured people call for), a 12 MP photo from about 300 px (scaled down to the budget).
+    min_height, when given, says the smallest person instead (the budget still caps it).
+    """
+    if min_height is not None:
+        return person_px / max(int(min_height), 8)
+    return min(UPSCALE_CAP, side / max(shape[0], shape[1]))
+
+
 def plan(state: CameraState, shape: tuple[int, ...], regions: list[tuple[int, int, int, int]],
          default_scale: float, window: tuple[int, int], person_px: float) -> tuple[float, list[tuple[int, int, int, int]]]:
     """(upscale, crops to scan): the measured scale once known, over moving regions and last hits, or the frame."""

@@ -67,11 +67,11 @@ async def serve_api(env: dict[str, str], workspace: Path) -> AsyncIterator[Api]:
         yield api
 
 
-async def run_api(settings: Any, cameras: str, background: bool) -> AsyncIterator[Api]:
-    """A runtime on the fake backend over `cameras` (CAMERAS.md), its REST API on a free port, a client session;
-    `background`: with its scheduler and restore, as `vision-agent api` runs it."""
+async def run_api(settings: Any, cameras: str, background: bool, backend: Any = None) -> AsyncIterator[Api]:
+    """A runtime on the fake backend (or `backend`) over `cameras` (CAMERAS.md), its REST API on a free port, a client
+    session; `background`: with its scheduler and restore, as `vision-agent api` runs it."""
     (settings.workspace / "CAMERAS.md").write_text(cameras)
-    backend = FakeBackend()
+    backend = FakeBackend() if backend is None else backend
     rt = Runtime(settings, background=background)
     rt.backend = BackendProvider.of(backend)
     await rt.start()

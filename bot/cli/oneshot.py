@@ -69,7 +69,7 @@ def one_shot(settings: Settings, text: str, images: list[str], session: str) -> 
     """
     if is_command(text):
         stages = Stages().start()
-        return _run(_one_command(settings, text.strip(), session, stages), stages)
+        return _run(lambda lifetime: _one_command(settings, text.strip(), session, stages, lifetime), stages)
     if not has_key(settings):
         print(f"vision-agent: {NO_KEY}", file=sys.stderr)
         return 2
@@ -82,10 +82,10 @@ def one_shot(settings: Settings, text: str, images: list[str], session: str) -> 
         print(f"vision-agent: {exc}", file=sys.stderr)
         return 2
     stages = Stages().start()  # the first line within seconds of a cold start: imports alone take some
-    return _run(_one_shot(settings, text, attachments, session, stages), stages)
+    return _run(lambda lifetime: _one_shot(settings, text, attachments, session, stages, lifetime), stages)
 
 
-def _run(work: Coroutine[Any, Any, int], stages: Stages) -> int:
+def _run(work: Callable[[Lifetime], Coroutine[Any, Any, int]], stages: Stages) -> int:
     """Run a one-shot under a Lifetime: Ctrl-C or SIGTERM cancels it, the runtime closes (a pipeline it started
     stops), and one last line says so; exit 130 (Ctrl-C) or 143 (SIGTERM)."""
     lifetime = Lifetime("vision-agent")
@@ -93,12 +93,16 @@ def _run(work: Coroutine[Any, Any, int], stages: Stages) -> int:
     async def main() -> int:
         task = asyncio.current_task()
         assert task is not None
-        lifetime.install(task.cancel)
+
+        def stop() -> None:
+            lifetime.code = 130 if lifetime.cause == "Ctrl-C" else 143
+            task.cancel()
+
+        lifetime.install(stop)
         try:
-            return await work
+            return await work(lifetime)
         except asyncio.CancelledError:
             stages.close()
-            lifetime.code = 130 if lifetime.cause == "Ctrl-C" else 143
             return lifetime.finish(lifetime.code)
         finally:
             stages.close()
@@ -107,12 +111,13 @@ def _run(work: Coroutine[Any, Any, int], stages: Stages) -> int:
 
 
 async def _one_shot(settings: Settings, text: str, attachments: list[Attachment], session: str,
-                    stages: Stages) -> int:
+                    stages: Stages, lifetime: Lifetime) -> int:
     # Here, not at the top: the runtime loads the LLM SDK, the backends and monitoring, and one_shot's usage errors
     # (no key, empty message, bad image) answer without it.
     from bot.runtime import Runtime
 
     async with Runtime(settings, background=False) as rt:  # one question: no pipeline restore, no heartbeat
+        lifetime.holds = rt.leaving  # a pipeline the model started here stops with the process
         if not rt.llm_ready:
             print(f"vision-agent: {why_no_agent(rt)}", file=sys.stderr)
             return 1
@@ -142,7 +147,7 @@ async def _one_shot(settings: Settings, text: str, attachments: list[Attachment]
     return 1 if failed or reply is None else 0
 
 
-async def _one_command(settings: Settings, text: str, session: str, stages: Stages) -> int:
+async def _one_command(settings: Settings, text: str, session: str, stages: Stages, lifetime: Lifetime) -> int:
     """One `/vision` line: progress lines on stderr, the reply (and a snapshot's saved path) on stdout."""
     from bot.runtime import Runtime  # start-up cost, as in _one_shot
 
@@ -151,6 +156,7 @@ async def _one_command(settings: Settings, text: str, session: str, stages: Stag
 
     verb = (text.split()[1:2] or [""])[0]
     async with Runtime(settings, background=False) as rt:
+        lifetime.holds = rt.leaving
         stages.close()  # from here the command says its own slow steps (a start: "loading the detector…")
         owner = rt.owner.held_elsewhere()
         if owner is not None and verb in OWNER_KEEPS:

@@ -22,6 +22,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 STOP_WITHIN = 3.0  # seconds from Ctrl-C / SIGTERM to the process's end, promised in README.md
 GRACE = 2.4  # the orderly close gets this long; the watchdog's last line and exit fit in what is left
@@ -122,8 +123,34 @@ class Lifetime:
         return code
 
 
+_terminal: tuple[int, list[Any]] | None = None  # stdin's terminal settings when the process started (keep_terminal)
+
+
+def keep_terminal() -> None:
+    """Remember the terminal's settings. While the chat's prompt waits, readline holds the terminal in its own mode
+    (no echo, no line editing by the kernel); an exit that cuts the prompt short must give the shell its terminal
+    back as it was, or what is typed next in the shell stays invisible."""
+    global _terminal
+    try:
+        import termios
+
+        fd = sys.stdin.fileno()
+        if os.isatty(fd):
+            _terminal = (fd, termios.tcgetattr(fd))
+    except Exception:  # noqa: BLE001 - no terminal, no termios (not Unix): nothing to give back
+        _terminal = None
+
+
 def end_now(code: int) -> None:
-    """Flush what was written and end the process without the interpreter's teardown (see the module docstring)."""
+    """Flush what was written and end the process without the interpreter's teardown (see the module docstring),
+    the terminal as it was found (keep_terminal) and its cursor shown (a spinner hides it)."""
+    if _terminal is not None:
+        with contextlib.suppress(Exception):
+            import termios
+
+            termios.tcsetattr(_terminal[0], termios.TCSADRAIN, _terminal[1])
+            if sys.stdout.isatty():
+                sys.stdout.write("\x1b[?25h")
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             stream.flush()

@@ -80,6 +80,7 @@ def main(argv: list[str] | None = None) -> int:
                 "inference-server": cmd_inference_server, "mcp": cmd_mcp, "api": cmd_api}
     if argv is None and args.command != "inference-server":  # the server is inference's own process: left as it is
         process.exit_hard = True
+        process.keep_terminal()
         _line_by_line()
         # Until a command's event loop takes the signals over: SIGTERM stops start-up the way Ctrl-C does.
         signal.signal(signal.SIGTERM, _interrupt)

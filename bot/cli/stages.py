@@ -20,6 +20,7 @@ STAGE_AFTER = 1.0  # seconds a stage lasts before it is named (the issue's bound
 TICK = 0.2
 STARTING = "starting (loading the agent and the workspace)…"
 ASKING = "asking the model…"
+READING = "the model is reading the results…"
 WRITING = "the model is writing the answer…"
 
 
@@ -57,7 +58,9 @@ class Stages:
             self.stage(WRITING)
         elif ev.type is EventType.TOOL_CALL:
             self.stage(step_label(str(ev.data.get("name") or ""), ev.data.get("input")) + "…", tool=True)
-        elif ev.type in (EventType.TOOL_RESULT, EventType.FRAME, EventType.THINKING):
+        elif ev.type in (EventType.TOOL_RESULT, EventType.FRAME):
+            self.stage(READING)
+        elif ev.type is EventType.THINKING:
             self.stage(ASKING)
         else:  # the reply, a question back, an error: nothing left to wait for
             self.stage(None)
@@ -69,15 +72,18 @@ class Stages:
     def _run(self) -> None:
         while not self._stop.wait(TICK):
             with self._lock:
-                due = self._stage is not None and not self._said and time.monotonic() - self._since >= self.after
+                tool = self._tool
+            note = self.note() if tool and self.note is not None else None
+            note = note if note and note not in self._noted else None
+            with self._lock:  # a note comes under its stage's line: the stage is said first, at once
+                due = self._stage is not None and not self._said and (
+                    note is not None or time.monotonic() - self._since >= self.after)
                 line = self._stage if due else None
                 if due:
                     self._said = True
-                tool = self._tool
             if line:
                 self._say(line)
-            note = self.note() if tool and self.note is not None else None
-            if note and note not in self._noted:
+            if note:
                 self._noted.add(note)
                 self._say(note + "…")
 

@@ -221,3 +221,51 @@ def test_a_one_shot_cut_short_stops_its_pipeline_and_says_so(
         assert wall < WALL_BOUND
     finally:
         one.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_the_terminal_is_given_back_as_it_was_when_the_chat_stops_at_its_prompt(
+    sig: int, base_env: dict[str, str], tmp_path: Path
+) -> None:
+    """readline holds the terminal without echo while the prompt waits: cut short there, the chat left the shell's
+    terminal so (what was typed next stayed invisible)."""
+    import pty
+    import termios
+
+    master, slave = pty.openpty()
+    before = termios.tcgetattr(master)
+    assert before[3] & termios.ECHO and before[3] & termios.ICANON
+    log = tmp_path / "chat.log"
+    proc = subprocess.Popen([EXE, "chat"], env=environment(base_env, TERM="xterm"), cwd=ROOT, stdin=slave,
+                            stdout=slave, stderr=slave, close_fds=True)
+    os.close(slave)
+    try:
+        seen = b""
+        deadline = time.monotonic() + patience(120)
+        while b"you>" not in seen:  # the prompt is up: readline has the terminal now
+            assert proc.poll() is None and time.monotonic() < deadline, seen.decode(errors="replace")
+            try:
+                seen += os.read(master, 65536)
+            except OSError:
+                break
+        assert not termios.tcgetattr(master)[3] & termios.ECHO  # readline's own mode, while it reads
+        proc.send_signal(sig)
+        assert proc.wait(patience(60)) == 0
+        while True:  # what it wrote last
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            seen += chunk
+        log.write_bytes(seen)
+        after = termios.tcgetattr(master)
+        assert after[3] & termios.ECHO and after[3] & termios.ICANON, "the terminal was left without echo"
+        assert b"stopped (" in seen
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(30)
+        os.close(master)

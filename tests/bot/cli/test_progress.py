@@ -129,9 +129,8 @@ def test_a_one_shot_names_its_stages_on_stderr_and_prints_the_reply_alone(
     err = tmp_path / "stderr.log"
     proc = _one_shot(["-m", "how many people?", "--image", str(photo)], env, err)
     try:
-        _wait_line(err, "vision-agent: Looking at the image…", proc)
-        _wait_line(err, "vision-agent: loading the detector", proc)  # its first use in this process
-        _wait_line(err, "vision-agent: asking the model…", proc, timeout=180)
+        _wait_line(err, "vision-agent: Looking at the image…\nvision-agent: loading the detector", proc)  # first use
+        _wait_line(err, "vision-agent: the model is reading the results…", proc, timeout=180)
         assert len(anthropic_api.requests) == 2 and anthropic_api.requests[1].answered == 0.0  # said while waiting
         out, _ = proc.communicate(timeout=patience(120))
     finally:

@@ -15,6 +15,7 @@ from bot.backends import make_backend
 from bot.backends.base import LIVE
 from bot.backends.provider import BackendProvider
 from bot.commands.context import CommandContext
+from bot.commands.relay import LocalApi, Progress
 from bot.config import Settings
 from bot.llm.client import LLMClient
 from bot.llm.errors import NO_KEY
@@ -31,6 +32,7 @@ from bot.pipelines.restore import BackgroundRestore
 from bot.pipelines.status import status_line
 from bot.process import plural
 from bot.recipes.service import RecipeService
+from bot.rights import LOCAL_CHANNEL
 from bot.scheduling.inputs import SchedulerInputs
 from bot.scheduling.scheduler import Scheduler
 from bot.services import Services
@@ -84,6 +86,8 @@ class Runtime:
         self.webhooks: WebhookSender | None = None  # the webhook.url sink, when one is configured
         self.restoring: BackgroundRestore | None = None  # saved pipelines coming back (background mode)
         self.owner = OwnerLock(self.workspace.state_dir)  # held in background mode: one such process per workspace
+        # The holder answers `/vision` lines typed beside it (`chat -m`), so one workspace shows one truth
+        self.local_api = LocalApi(self.workspace.state_dir, self.terminal_context)
         self._started = False
         self._announced = False
         self._stored_mark = records.mark()  # the stores this runtime opens say what they set aside after this
@@ -133,6 +137,7 @@ class Runtime:
         )
         self.watches = WatchBook(open_storage(ws.state_dir / "watches.json", s.storage.backend), self.router,
                                  clock=self.clock)
+        self.monitor.outlived.add(self.watches.outlived)  # a watch on a camera whose pipeline ended ends, said so
         self.tools = build_registry()
         self.recipes = RecipeService(ws, s, self.tools)  # replays through the agent's own registry
         self.services = Services(
@@ -161,6 +166,10 @@ class Runtime:
         self.restoring = BackgroundRestore(self.pipelines)
         self.restoring.start()
         self.scheduler.start()
+        try:
+            await self.local_api.start()
+        except OSError as exc:  # no loopback to listen on: lines typed beside it say the holder's pid instead
+            log.warning("no local API for /vision lines typed beside this process: %s", exc)
 
     async def _own_workspace(self) -> None:
         """Hold the workspace before anything restores or schedules; WorkspaceBusy (one line), or with
@@ -202,6 +211,16 @@ class Runtime:
         """Running pipelines for the dynamic part of the prompt (sources credential-redacted)."""
         return "\n".join("- " + status_line(h, tally=self.pipelines.tally(h.pipeline_id)) for h in self.pipelines.snapshot())
 
+    def terminal_context(self, session: str, progress: Progress | None = None, cwd: Path | None = None
+                         ) -> CommandContext:
+        """The context of a `/vision` line typed at a terminal of this machine (the REPL, `chat -m`, or one relayed
+        from beside this process: bot/commands/relay.py): the operator, who may also name local files (relative to
+        `cwd`, where they typed it)."""
+        ctx = self.command_context(user_id=LOCAL_CHANNEL, channel_id=LOCAL_CHANNEL, session_key=f"cli:{session}",
+                                   operator=True)
+        ctx.local_files, ctx.progress, ctx.cwd = True, progress, cwd
+        return ctx
+
     def command_context(self, user_id: str | None = None, channel_id: str | None = None,
                         session_key: str | None = None, operator: bool = False) -> CommandContext:
         """The context `bot.commands.dispatch.run_command` needs, from this runtime's services (operator: the CLI,
@@ -234,6 +253,7 @@ class Runtime:
     # shutdown -----------------------------------------------------------
     async def close(self) -> None:
         """Stop the scheduler, then pipelines' threads (they stay in active_state.json for the next start)."""
+        await self.local_api.stop()  # first: nothing typed beside it reaches a process that is going
         restoring, self.restoring = self.restoring, None
         if restoring is not None:
             await restoring.cancel()  # a camera still backing off must not hold the shutdown

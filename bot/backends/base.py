@@ -127,6 +127,11 @@ class PipelineHandle:
     # 12000×12000 frames (144 MP), over media.max_pixels (40 MP): frames are scaled to 6000×6000 (36 MP); …"
     # (bot/media/frame_limit.py). None: its frames are within the limit (or not seen yet).
     scaled: str | None = None
+    # The rate it was asked to deliver (fps=, or a file's own rate when fps= is above it); None: as fast as it goes.
+    asked_fps: float | None = None
+    # Delivering under that for the last minute, in words with what to do: "3.3 of 10 fps: CPU-bound; lower fps or
+    # size" (bot/backends/pace.py). None: it keeps up, or was asked for no rate. `fps` is the last minute's rate.
+    short: str | None = None
 
     def with_(self, **changes: Any) -> PipelineHandle:
         return replace(self, **changes)

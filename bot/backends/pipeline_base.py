@@ -8,10 +8,11 @@ import time
 from collections import deque
 
 from bot.backends.base import LIVE, InferenceResult, PipelineHandle, ResultListener
+from bot.backends.pace import Pace
 from bot.media.redaction import redact
+from bot.media.sources import is_live
 
 log = logging.getLogger(__name__)
-FPS_WINDOW = 30  # results the fps is measured over
 
 
 class PipelineBase:
@@ -27,7 +28,8 @@ class PipelineBase:
         self.safe_reference = redact(reference)
         self._on_result = on_result
         self._buffer: deque[InferenceResult] = deque(maxlen=buffer_size)
-        self._stamps: deque[float] = deque(maxlen=FPS_WINDOW)
+        # the last minute's rate, and what falling short of the rate asked means (each backend sets `pace.target`)
+        self.pace = Pace(live=is_live(reference))
         self._lock = threading.Lock()
         self.latest: InferenceResult | None = None
         self.started_at = time.time()
@@ -53,9 +55,7 @@ class PipelineBase:
 
     def handle(self) -> PipelineHandle:
         with self._lock:
-            fps = None
-            if len(self._stamps) > 1 and self._stamps[-1] > self._stamps[0]:
-                fps = round((len(self._stamps) - 1) / (self._stamps[-1] - self._stamps[0]), 2)
+            running = self.status == "running"
             return PipelineHandle(
                 pipeline_id=self.pipeline_id,
                 name=self.name,
@@ -65,11 +65,13 @@ class PipelineBase:
                 started_at=self.started_at,
                 status=self.status,
                 error=self.error,
-                fps=fps,
+                fps=self.pace.fps(running),
                 frames=self.frames,
                 server=self.server,
                 failover=self.failover,
                 scaled=self.scaled,
+                asked_fps=self.pace.target,
+                short=self.pace.short_of(running),
             )
 
     def _deliver(self, result: InferenceResult) -> None:
@@ -78,7 +80,7 @@ class PipelineBase:
             previous, self.latest = self.latest, result
             self._buffer.append(result)
             self.frames += 1
-            self._stamps.append(time.monotonic())
+            self.pace.tick(result.frame_id)
         if previous is not None:  # its listeners are done with it: only the newest result keeps pixels to encode
             previous.seal()
         if self._on_result is not None:

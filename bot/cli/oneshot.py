@@ -13,12 +13,15 @@ from bot.agent.tools import Attachment
 from bot.cli.render import LOADING_DETECTOR, Renderer, save_frame, terminal_text
 from bot.cli.stages import ASKING, Stages
 from bot.commands.dispatch import run_command
+from bot.commands.relay import relay
 from bot.events import EventType
 from bot.llm.errors import NO_KEY
 from bot.media.redaction import redact
 from bot.media.sniff import CHAT_TYPES, DEFAULT_MAX_PIXELS, check_image
 from bot.process import Lifetime
-from bot.rights import LOCAL_CHANNEL, OPERATOR
+from bot.rights import OPERATOR
+from workspace import Workspace
+from workspace.owner import OwnerLock
 
 if TYPE_CHECKING:
     from bot.commands.context import CommandContext
@@ -52,10 +55,7 @@ def attachment_for(path_text: str, max_pixels: int = DEFAULT_MAX_PIXELS) -> Atta
 
 def terminal_context(rt: Runtime, session: str, progress: Callable[[str], Awaitable[None]] | None) -> CommandContext:
     """The context of a `/vision` line typed at this terminal: the operator, who may also name local files."""
-    ctx = rt.command_context(user_id=LOCAL_CHANNEL, channel_id=LOCAL_CHANNEL, session_key=f"cli:{session}",
-                             operator=True)
-    ctx.local_files, ctx.progress = True, progress
-    return ctx
+    return rt.terminal_context(session, progress)
 
 
 def is_command(text: str) -> bool:
@@ -155,6 +155,14 @@ async def _one_command(settings: Settings, text: str, session: str, stages: Stag
         print(terminal_text(line).plain, file=sys.stderr, flush=True)  # the core's Slack markup, as plain text
 
     verb = (text.split()[1:2] or [""])[0]
+    ws = Workspace(settings.workspace)
+    holder = OwnerLock(ws.state_dir).held_elsewhere()
+    if holder is not None:  # the process that runs the workspace answers, from what it holds (one truth)
+        stages.close()  # the relay says its own slow steps
+        reply = await relay(ws.state_dir, holder, text, session, progress)
+        if reply is not None:
+            Renderer().command_reply(reply, ws.frames_dir)
+            return 0 if reply.ok else 1
     async with Runtime(settings, background=False) as rt:
         lifetime.holds = rt.leaving
         stages.close()  # from here the command says its own slow steps (a start: "loading the detector…")
@@ -176,10 +184,12 @@ async def _one_command(settings: Settings, text: str, session: str, stages: Stag
 
 
 # A running bot (serve, the chat, api, mcp) holds its pipelines, rules, watches and jobs in memory and reads them at
-# start; a one-shot beside it would store a change that process never sees (and may later overwrite).
+# start; a one-shot beside it would store a change that process never sees (and may later overwrite). It answers such
+# lines itself (bot/commands/relay.py); these are for one that does not (still starting, or an older version).
 OWNER_KEEPS = {"rule", "unrule", "watch", "unwatch", "schedule", "unschedule"}
 OWNER_SHOWS = {"status", "list", "stop", "pause", "resume", "snapshot", "watches", "rules", "jobs"}
-BESIDE = "this workspace is run by another vision-agent (pid {pid}), which keeps its cameras' state in memory."
+BESIDE = ("this workspace is run by another vision-agent (pid {pid}), which keeps its cameras' state in memory and "
+          "does not answer lines typed beside it (it is still starting, or an older version).")
 
 
 def why_no_agent(rt: Runtime) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
 import sys
 import threading
@@ -142,6 +143,11 @@ class _Repl:
     async def _on_alert(self, alert: Alert, channel: str | None) -> None:
         with self.out.aside():
             self.out.alert(alert, self.rt.workspace.frames_dir)
+
+    @staticmethod
+    def where(channel: str | None) -> str:
+        """Where its alert sink shows an alert (AlertRouter.destinations: a watch typed beside it says so)."""
+        return f"the terminal chat (pid {os.getpid()})"
 
     async def _on_clip(self, alert: Alert, channel: str | None) -> None:
         with self.out.aside():

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlsplit
 
 from bot.media.attachments import Attachment
-from bot.media.cameras import camera_origins, find_camera
+from bot.media.cameras import camera_origins, cameras, find_camera, unknown_camera
 from bot.media.fetch import HTTP, fetch_url, probe_url
 from bot.media.reach import ReachError, check_reach, origin
 from bot.media.redaction import redact
@@ -33,6 +33,10 @@ PROBE_TIMEOUT = 10.0  # seconds to look at an http(s) video source before handin
 
 class MediaError(Exception):
     """An image/video reference that cannot or may not be opened; str() is one line saying what to do."""
+
+
+class FileNotThere(MediaError):
+    """No such file where the caller may read (a name that is no camera either may be a camera's, mistyped)."""
 
 
 class MediaScope(Protocol):
@@ -69,6 +73,11 @@ def _refuse_path(ref: str, ctx: MediaScope) -> MediaError:
     )
 
 
+def _cwd(ctx: MediaScope) -> Path:
+    """Where the terminal's person typed the command (a line relayed from another terminal: bot/commands/relay.py)."""
+    return getattr(ctx, "cwd", None) or Path.cwd()
+
+
 def _local_file(raw: Path, ctx: MediaScope) -> Path | None:
     """A file the person at this terminal named (absolute, or relative to where they started the chat).
 
@@ -77,7 +86,7 @@ def _local_file(raw: Path, ctx: MediaScope) -> Path | None:
     """
     if not getattr(ctx, "local_files", False):
         return None
-    real = (raw if raw.is_absolute() else Path.cwd() / raw).resolve()
+    real = (raw if raw.is_absolute() else _cwd(ctx) / raw).resolve()
     return real if real.is_file() else None
 
 
@@ -121,8 +130,8 @@ def resolve_path(ref: str, ctx: MediaScope) -> Path:
         raise _refuse_path(ref, ctx)
     folders = ", ".join(str(r) for r in roots)
     if getattr(ctx, "local_files", False):
-        raise MediaError(f"file {ref!r} not found in {Path.cwd()} or the allowed folders ({folders}); check the path.")
-    raise MediaError(f"file {ref!r} not found in the allowed folders ({folders}); check the name or attach the file.")
+        raise FileNotThere(f"file {ref!r} not found in {_cwd(ctx)} or the allowed folders ({folders}); check the path.")
+    raise FileNotThere(f"file {ref!r} not found in the allowed folders ({folders}); check the name or attach the file.")
 
 
 def _check_image(data: bytes, what: str, ctx: MediaScope) -> bytes:
@@ -220,6 +229,18 @@ def _http_stream(ref: str, ctx: MediaScope) -> str:
     return check_reach(final, trusted_origins(ctx), _VIDEO_SCHEMES).pinned
 
 
+def _no_camera(ref: str, ctx: MediaScope, missing: FileNotThere) -> MediaError:
+    """A bare name that is neither a camera nor a file: most likely a camera that is not (yet) a CAMERAS.md row, so
+    the refusal says where cameras are registered, the ones that are, and the closest one; a path keeps its line."""
+    if "/" in ref or Path(ref).suffix:
+        return missing
+    root = Path(ctx.workspace.root) if ctx.workspace is not None else Path(ctx.settings.workspace)
+    return MediaError(
+        f"{ref!r} is neither a camera nor a video file: a camera name is a row of {root / 'CAMERAS.md'} "
+        f"(`| {ref} | rtsp://… | … |`; {unknown_camera(ref, list(cameras(ctx.workspace, ctx.settings)))}); a file "
+        f"must be inside {', '.join(str(r) for r in allowed_roots(ctx))}.")
+
+
 def resolve_video(ref: str, ctx: MediaScope) -> str:
     """A video_reference a backend can open: a webcam index, a camera's URL, a checked stream URL, or a video file.
 
@@ -242,7 +263,10 @@ def resolve_video(ref: str, ctx: MediaScope) -> str:
     if source != ref:
         return source  # a registered camera, as the registry has it
     if not scheme:
-        return _video_file(ref, ctx)
+        try:
+            return _video_file(ref, ctx)
+        except FileNotThere as exc:
+            raise _no_camera(ref, ctx, exc) from None
     try:
         reach = check_reach(ref, trusted_origins(ctx), _VIDEO_SCHEMES)
         return _http_stream(ref, ctx) if scheme in HTTP and not reach.trusted else reach.pinned

@@ -46,13 +46,14 @@ class Started:
 
 
 async def start(req: StartRequest, mgr: PipelineManager, caller: MediaScope, who: Requester,
-                starting: Callable[[], Awaitable[None]] | None = None) -> Started:
+                starting: Callable[[], Awaitable[None]] | None = None, background: bool = False) -> Started:
     """Check the request, resolve its source (as `caller` may: its folders, cameras, attachments), compose its
     line/zone workflow and start it on `mgr`, counted against `who`'s share (bot/pipelines/caps.py).
 
     Raises ValueError / MediaError / BackendError with one line a user or the model can act on; nothing is opened
     before the request's own checks pass. `starting` is awaited once they have (the line and zone checked on a frame
-    too), before the slow part; the source may still fail to open after it.
+    too), before the slow part; the source may still fail to open after it. `background`: the slow part (loading
+    the detector, opening the source) runs after this returns, the handle `starting` (`PipelineManager.begin`).
     """
     zones = named_zones(caller.workspace, caller.settings)
     check(req, zones)
@@ -75,8 +76,9 @@ async def start(req: StartRequest, mgr: PipelineManager, caller: MediaScope, who
         camera = camera_name_for(caller.workspace, caller.settings, source)
         name = default_name(source, camera, mgr, req.owner)
     spec = extra.spec or req.workflow_spec
-    handle = await mgr.start(replace(req, source=source, name=name, workflow_spec=spec, line=None, zone=None, anchor=None,
-                                     confidence=None, min_height=None))
+    ready = replace(req, source=source, name=name, workflow_spec=spec, line=None, zone=None, anchor=None,
+                    confidence=None, min_height=None)
+    handle = await (mgr.begin(ready) if background else mgr.start(ready))
     own = await asyncio.to_thread(file_fps, source) if req.max_fps and not is_live(source) else None
     rate = Rate(req.max_fps, source, own, req.backend or caller.settings.inference.backend)
     return Started(handle, replace(req, name=handle.name), extra, rate)

@@ -13,7 +13,8 @@ def status_line(
     h: PipelineHandle, *, markdown: bool = False, latest: InferenceResult | None = None, tally: Tally | None = None
 ) -> str:
     """`name (id pipe_x): running[ on :9002], 12 frames, 4.0 fps, source …, what it runs[; error …][; the camera
-    sends 12000×12000 frames …][; now: person×2][; counted in 3 / out 2][; zone: …][; restarted on :9002 at …]`.
+    sends 12000×12000 frames …][; now: person×2][; counted in 3 / out 2][; zone: …][; restarted on :9002 at …][; 3.3 of
+    10 fps: CPU-bound; lower fps or size]`; the fps is the last minute's (bot/backends/pace.py).
 
     markdown=True bolds the name and puts the id in code (the `/vision` replies); `latest` adds what the newest
     result shows, `tally` what it counted so far (`PipelineManager.tally`). The source is credential-redacted here,
@@ -30,8 +31,9 @@ def status_line(
     counted = f"; {tally.text()}" if tally is not None and tally.text() else ""
     where = f" on {h.server}" if h.server else ""  # several inference servers: which one runs it
     failover = f"; {h.failover}" if h.failover else ""
+    short = f"; {h.short}" if h.short else ""  # under the rate asked for the last minute (bot/backends/pace.py)
     return (f"{head}: {h.status}{where}, {h.frames} frames{fps}, source {redact(h.video_reference)}{what}{err}"
-            f"{scaled}{now}{counted}{limit}{failover}")
+            f"{scaled}{now}{counted}{limit}{failover}{short}")
 
 
 def health_problems(

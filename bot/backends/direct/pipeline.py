@@ -98,6 +98,7 @@ class DirectPipeline(PipelineBase):
                                       self._parameters)
         if max_fps is not None and not is_live(self._reference):
             pipeline_class, max_fps = sampled_file(InferencePipeline, max_fps, file_fps(self._reference))
+        self.pace.target = max_fps  # what it should deliver: a camera's cap, a file's paced rate (None: flat out)
         depth = queue_depth(self._settings.monitoring.frame_buffer_bytes, self._reference)
         # Frames over media.max_pixels are scaled where they are decoded, before any queue holds them (capture.py).
         source = BoundedSource(capture_reference(self._reference), self._settings.media.max_pixels, self._on_scaled)

@@ -77,6 +77,10 @@ class WebhookSender:
     async def __call__(self, alert: Alert, channel: str | None) -> None:
         self.offer(alert)
 
+    def where(self, channel: str | None) -> str:
+        """Every alert comes here, whatever its channel: named by its origin (a path may hold a secret)."""
+        return f"the webhook at {origin(self.url) or redact(self.url)}"
+
     def bind(self, loop: asyncio.AbstractEventLoop) -> None:
         """The loop the worker runs on; held events from pipeline threads are handed to it."""
         self._loop = loop

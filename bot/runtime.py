@@ -12,6 +12,7 @@ from bot.agent.loop import Agent
 from bot.agent.registry import ToolRegistry
 from bot.agent.sessions import SessionStore
 from bot.backends import make_backend
+from bot.backends.base import LIVE
 from bot.backends.provider import BackendProvider
 from bot.commands.context import CommandContext
 from bot.commands.relay import LocalApi, Progress
@@ -29,6 +30,7 @@ from bot.monitoring.webhooks.sender import WebhookSender, from_settings
 from bot.pipelines.manager import PipelineManager
 from bot.pipelines.restore import BackgroundRestore
 from bot.pipelines.status import status_line
+from bot.process import plural
 from bot.recipes.service import RecipeService
 from bot.rights import LOCAL_CHANNEL
 from bot.scheduling.inputs import SchedulerInputs
@@ -225,6 +227,28 @@ class Runtime:
         REST and MCP adapters' own commands; never a Slack person)."""
         return CommandContext(self.settings, self.services, user_id, channel_id, session_key, operator,
                               scheduler=self.scheduler)
+
+    def holding(self) -> str:
+        """What this process holds, for its ready line (bot/process.py): "2 pipelines (door running, yard starting),
+        3 scheduled jobs, 1 watch", or "no pipelines"."""
+        live = [h for h in self.pipelines.snapshot() if h.status in LIVE] if self._started else []
+        parts = [plural(len(live), "pipeline") + (" (" + ", ".join(f"{h.name} {h.status}" for h in live[:6])
+                                                   + (", …" if len(live) > 6 else "") + ")" if live else "")]
+        if self.scheduler is not None and (jobs := len(self.scheduler.jobs())):
+            parts.append(plural(jobs, "scheduled job"))
+        if self._started and (watches := len(self.watches.all())):
+            parts.append(plural(watches, "watch", "watches"))
+        return ", ".join(parts)
+
+    def leaving(self) -> str:
+        """What stopping this process leaves, for its last line: saved pipelines start again with the next run."""
+        live = [h for h in self.pipelines.snapshot() if h.status in LIVE] if self._started else []
+        if not live:
+            return ""
+        if self.background:
+            return f"{plural(len(live), 'pipeline')} saved: {'it starts' if len(live) == 1 else 'they start'} again " \
+                   "with the next run"
+        return f"{plural(len(live), 'pipeline')} stopped with it (not saved)"
 
     # shutdown -----------------------------------------------------------
     async def close(self) -> None:

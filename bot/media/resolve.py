@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from bot.config import Settings
     from workspace import Workspace
 
-__all__ = ["MediaError", "MediaScope", "redact", "resolve_image", "resolve_path", "resolve_video", "trusted_origins"]
+__all__ = ["MediaError", "MediaScope", "attachment_for", "redact", "resolve_image", "resolve_path", "resolve_video", "trusted_origins"]
 
 _SLACK_FILE_ID = re.compile(r"^F[A-Z0-9]{6,}$")
 _B64_CHARS = re.compile(r"^[A-Za-z0-9+/=_\-\s]+$")
@@ -90,7 +90,8 @@ def _local_file(raw: Path, ctx: MediaScope) -> Path | None:
     return real if real.is_file() else None
 
 
-def _attachment_for(ref: str, ctx: MediaScope) -> Attachment | None:
+def attachment_for(ref: str, ctx: MediaScope) -> Attachment | None:
+    """The attachment `ref` names (its Slack file id, given name, saved path or file name), or None."""
     for att in ctx.attachments:
         if ref in (att.file_id, att.name, str(att.path), att.path.name):
             return att
@@ -104,7 +105,7 @@ def _attachment_for(ref: str, ctx: MediaScope) -> Attachment | None:
 def resolve_path(ref: str, ctx: MediaScope) -> Path:
     """An existing file that is attached or inside an allowed folder (symlinks followed, `..` refused); for a scope
     with `local_files` (the terminal's own commands), also any file that person names."""
-    att = _attachment_for(ref, ctx)
+    att = attachment_for(ref, ctx)
     if att is not None:
         if not att.path.is_file():
             raise MediaError(f"the attached file {att.name or att.path.name!r} is no longer on disk; attach it again.")

@@ -235,6 +235,8 @@ def test_the_readme_examples_work_as_written(holder: Holder, tmp_path: Path) -> 
     assert any(ex.lang == "sh" and ex.text.startswith("curl") for ex in run)  # the REST example is among them
     cwd = tmp_path / "user"
     cwd.mkdir()
+    # the README's photo example names a photo in the folder it is typed in: a real street photo stands in
+    shutil.copy(Path(__file__).parent / "fixtures" / "data" / "street.jpg", cwd / "street.jpg")
     order = sorted(run, key=lambda ex: ex.lang != "sh")  # the REST start first: the /vision lines then see it
     for ex in order:
         if ex.lang == "sh":

@@ -62,6 +62,13 @@ class Orientation:
         rotate = (self.rotate - turn if self.flip else self.rotate + turn) % 360
         return Orientation(rotate, self.flip)
 
+    def point(self, x: float, y: float, width: int, height: int) -> tuple[float, float]:
+        """Where pixel (x, y) of a width x height frame lands once the frame is turned this way."""
+        w, h = width - 1, height - 1
+        x, y = {0: (x, y), 90: (h - y, x), 180: (w - x, h - y), 270: (y, w - x)}[self.rotate]
+        w, h = self.size(w, h)
+        return (w - x, y) if self.flip == "h" else (x, h - y) if self.flip == "v" else (x, y)
+
     def words(self) -> str:
         """'rotate=90 flip=h' (what a user types to get it); 'rotate=0' for none."""
         return f"rotate={self.rotate}" + (f" flip={self.flip}" if self.flip else "")

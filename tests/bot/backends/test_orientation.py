@@ -51,6 +51,15 @@ def test_a_quarter_turn_swaps_the_frame_size(o: Orientation) -> None:
     assert o.size(5, 3) == (w, h)
 
 
+@pytest.mark.parametrize("o", SETTINGS, ids=str)
+def test_a_point_lands_where_its_pixel_does(o: Orientation) -> None:
+    picture = _picture()
+    turned = turn_frame(picture, o)
+    for y, x in itertools.product(range(3), range(5)):
+        tx, ty = o.point(x, y, 5, 3)
+        assert np.array_equal(turned[int(ty), int(tx)], picture[y, x])
+
+
 def test_an_oriented_spec_turns_the_frame_first_for_every_step_that_reads_pixels() -> None:
     spec = detection_workflow("builtin/people", line=[[10, 0], [10, 50]], zone=[[0, 0], [9, 0], [9, 9]])
     turned = oriented(spec, Orientation(90, "h"))

@@ -36,8 +36,9 @@ def mount(setting: Orientation) -> Orientation:
     return next(m for m in SETTINGS if np.array_equal(turn_frame(turn_frame(probe, m), setting), probe))
 
 
-def turned_copy(src: Path, dst: Path, camera: Orientation) -> float:
-    """src as a camera mounted `camera`-wise sends it (x264, as the committed clips); returns its frame rate."""
+def turned_copy(src: Path, dst: Path, camera: Orientation, hold: int = 0) -> float:
+    """src as a camera mounted `camera`-wise sends it (x264, as the committed clips), its last frame held `hold`
+    frames more; returns its frame rate."""
     import av
     import cv2
 
@@ -47,6 +48,7 @@ def turned_copy(src: Path, dst: Path, camera: Orientation) -> float:
     while (got := cap.read())[0]:
         frames.append(turn_frame(got[1], camera))
     cap.release()
+    frames += [frames[-1]] * hold
     height, width = frames[0].shape[:2]
     with av.open(str(dst), mode="w", format="mp4") as out:
         stream: Any = out.add_stream("libx264", rate=round(fps), options={"crf": "18"})
@@ -173,3 +175,31 @@ async def test_a_turned_camera_is_said_once_with_the_setting_that_fixes_it(
     assert [a.rule for a in alerts] == ["camera_turned"], [a.text for a in alerts]
     assert f"restart it with {fix.words()} " in alerts[0].text and "cam1: people appear " in alerts[0].text
     assert after is not None and after <= 15.0, after  # seconds of video: the clip is 24 s, people cross all along
+
+
+async def test_an_inference_server_turns_the_frames_the_same_way(inference_server, base_env, tmp_path: Path) -> None:
+    """The http backend sends the same spec: the orient step runs on the server (our plugin), frames come back
+    upright and the crossings are counted as upright."""
+    from bot.backends.base import WorkflowRef
+    from bot.backends.http.backend import HttpBackend
+    from bot.backends.orientation import oriented
+    from bot.backends.workflows import detection_workflow
+    from bot.config import load_settings
+
+    clip = tmp_path / "turned.mp4"
+    # The server ends a file pipeline once the file is decoded, dropping the frames it still buffers: held here
+    turned_copy(DATA / "crossing.mp4", clip, Orientation(90), hold=80)
+    line, by_eye, split = _by_eye("crossing")
+    spec = oriented(detection_workflow("builtin/people", line=line), Orientation(270))
+    backend = HttpBackend(load_settings({**base_env, "INFERENCE_SERVER_URL": inference_server}))
+    try:
+        handle = await backend.start_pipeline("turned-1", "hall", str(clip), WorkflowRef(workflow_spec=spec))
+        assert handle.status == "running", handle
+        deadline = time.monotonic() + 300  # a hang guard only
+        while (await backend.get_pipeline_status("turned-1")).status == "running" and time.monotonic() < deadline:
+            await asyncio.sleep(0.2)
+        latest = backend.latest_result("turned-1")
+    finally:
+        await backend.close()
+    assert latest is not None and latest.image_size == (240, 300)  # drawn upright: the clip's frames are 300x240
+    assert (latest.values["count_in"], latest.values["count_out"]) == split

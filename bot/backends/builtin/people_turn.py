@@ -29,8 +29,9 @@ import numpy as np
 Box = tuple[int, int, int, int]
 WINDOW_SECONDS = 10.0  # the recent person-sized motion over which sight is judged
 SUSPECT_SECONDS = 2.0  # of such motion (in that window) before anything is judged
-UNSEEN_SHARE = 0.25  # under this share of it with someone found, the detector does not see these people
-SEEN_SHARE = 0.5  # over it, it does: a verdict is dropped (the camera was turned back)
+UNSEEN_SHARE = 0.4  # under this share of it with someone found, the detector does not see these people (an
+# upside-down street gave stray hits in a third of its moments)
+SEEN_SHARE = 0.6  # over it, it does: a verdict is dropped (the camera was turned back)
 PROBE_SECONDS = 2.0  # video seconds between probes while people go unseen
 MAX_PROBE_SECONDS = 60.0  # the interval grows to this while probes decide nothing
 BACKOFF_AFTER = 8  # probes at the first interval before it grows

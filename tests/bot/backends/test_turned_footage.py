@@ -203,3 +203,56 @@ async def test_an_inference_server_turns_the_frames_the_same_way(inference_serve
         await backend.close()
     assert latest is not None and latest.image_size == (240, 300)  # drawn upright: the clip's frames are 300x240
     assert (latest.values["count_in"], latest.values["count_out"]) == split
+
+
+def _judged(clip: Path, camera: Orientation, loops: int = 1) -> tuple[list[int | None], int]:
+    """builtin/people frame by frame on clip as a camera mounted `camera`-wise sends it: (its `turned` after each
+    frame, probes made)."""
+    import cv2
+    from datetime import datetime, timedelta
+
+    from inference.core.workflows.execution_engine.entities.base import (
+        ImageParentMetadata,
+        VideoMetadata,
+        WorkflowImageData,
+    )
+
+    from bot.backends.builtin.people import HogPeopleDetectorBlockV1
+
+    block, said, k = HogPeopleDetectorBlockV1(), [], 0
+    for _ in range(loops):
+        cap = cv2.VideoCapture(str(clip))
+        fps = cap.get(cv2.CAP_PROP_FPS)
+        while (got := cap.read())[0]:
+            meta = VideoMetadata(video_identifier="cam", frame_number=k, fps=fps, comes_from_video_file=True,
+                                 frame_timestamp=datetime(2026, 1, 1) + timedelta(seconds=k / fps))
+            image = WorkflowImageData(parent_metadata=ImageParentMetadata(parent_id="cam"), video_metadata=meta,
+                                      numpy_image=turn_frame(got[1], camera))
+            out = block.run(images=image, confidence=0.5, min_height=64, max_side=1280, scale_step=1.1,
+                            iou_threshold=0.45)
+            said.append(out["camera"]["turned"])
+            k += 1
+        cap.release()
+    return said, block._turns["cam"].probes
+
+
+@pytest.mark.parametrize("name", ["substream_5fps", "street_2fps", "crossing"])
+def test_an_upright_street_is_never_called_turned_nor_probed(name: str) -> None:
+    said, probes = _judged(DATA / f"{name}.mp4", Orientation())
+    assert not any(said) and probes == 0, (said, probes)  # people are found: no probe, no cost
+
+
+@pytest.mark.parametrize("camera", [Orientation(), Orientation(90), Orientation(180), Orientation(270, "h")], ids=str)
+def test_leaves_in_the_wind_are_never_called_turned_whichever_way_up(camera: Orientation) -> None:
+    """tree.avi has no one in it: its moving leaves are person-sized blobs nobody finds, so it is probed, and stray
+    hits come at every turn alike."""
+    said, probes = _judged(DATA / "tree_10fps.mp4", camera, loops=4)  # 27 s of leaves
+    assert probes >= 3 and not any(said), (probes, said)
+
+
+@pytest.mark.parametrize("camera", [Orientation(90), Orientation(180), Orientation(270), Orientation(90, "h")], ids=str)
+def test_a_turned_street_at_2_fps_is_judged_within_a_fifth_of_a_minute(camera: Orientation) -> None:
+    said, _ = _judged(DATA / "street_2fps.mp4", camera)
+    fix = mount(camera)
+    assert said[-1] is not None and Orientation().then(said[-1]) == Orientation(fix.rotate), (said[-1], fix)
+    assert said.index(said[-1]) / 2.0 <= 15.0  # seconds of video (2 fps)

@@ -208,9 +208,9 @@ async def test_an_inference_server_turns_the_frames_the_same_way(inference_serve
 def _judged(clip: Path, camera: Orientation, loops: int = 1) -> tuple[list[int | None], int]:
     """builtin/people frame by frame on clip as a camera mounted `camera`-wise sends it: (its `turned` after each
     frame, probes made)."""
-    import cv2
     from datetime import datetime, timedelta
 
+    import cv2
     from inference.core.workflows.execution_engine.entities.base import (
         ImageParentMetadata,
         VideoMetadata,

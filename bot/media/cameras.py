@@ -11,7 +11,7 @@ from typing import Any
 
 from bot.media.reach import origin
 from bot.media.redaction import redact
-from workspace import Workspace
+from workspace import Camera, Workspace
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +62,22 @@ def unknown_camera(name: str, known: list[str]) -> str:
         return "no cameras yet"
     guess = close_match(name, known)
     return f"known cameras: {', '.join(sorted(known))}" + (f"; did you mean `{guess}`?" if guess else "")
+
+
+def camera_row(workspace: Any, settings: Any, reference: str) -> Camera | None:
+    """The CAMERAS.md row of the camera named `reference` (case-insensitive) or whose URL (or its redacted form) it
+    is: its other columns (rotate, flip) apply to whatever opens it. None when no row is, or the registry cannot be
+    read."""
+    if workspace is None or not callable(getattr(workspace, "cameras", None)):
+        workspace = Workspace(Path(settings.workspace))
+    try:
+        rows = workspace.cameras()
+    except Exception:  # a malformed registry must not break starting a pipeline on a URL
+        log.warning("could not read the camera registry (CAMERAS.md)", exc_info=True)
+        return None
+    wanted = reference.strip().lower()
+    return (next((c for c in rows if c.name.lower() == wanted), None)
+            or next((c for c in rows if reference in (c.url, redact(c.url))), None))
 
 
 def camera_name_for(workspace: Any, settings: Any, video_reference: str) -> str | None:

@@ -1,6 +1,7 @@
 """Pipeline health as tier 1 sees it: the problems each pipeline newly shows (errored, source dropped, stalled, slow,
-cannot count reliably, frames over media.max_pixels, its camera's faults), each said once on its way in (frames over
-the limit once per size the camera sends; a camera fault also once on its way out: camera_news.py)."""
+cannot count reliably, a camera that looks mounted turned, frames over media.max_pixels, its camera's faults), each
+said once on its way in (frames over the limit once per size the camera sends; a camera fault also once on its way
+out: camera_news.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from bot.backends.base import PipelineHandle
 from bot.media.frame_limit import SAID_SIZES
 from bot.monitoring.camera_news import CameraNews
-from bot.pipelines.limits import cannot_count
+from bot.pipelines.limits import cannot_count, turned
 from bot.pipelines.status import health_problems
 
 if TYPE_CHECKING:
@@ -35,7 +36,10 @@ class PipelineHealth:
         """(rule, text) for each problem the pipeline shows now and did not at the last check."""
         last = self._last_result.get(h.pipeline_id, 0.0)
         current = health_problems(h, now, last, self.stall_seconds, self.min_fps)
-        if h.status == "running" and (note := cannot_count(getattr(self.latest(h), "values", None))):
+        values = getattr(self.latest(h), "values", None)
+        if h.status == "running" and (note := turned(values)):
+            current["camera_turned"] = f"{h.name}: {note}."  # said once, even after a cannot_count line before it
+        elif h.status == "running" and (note := cannot_count(values)):
             current["cannot_count"] = f"{h.name}: {note}."  # said once, after the first frames measured the camera
         if h.status == "running" and h.scaled:
             current["frames_scaled"] = f"{h.name}: {h.scaled}."  # the source's frames are scaled at decode

@@ -16,6 +16,7 @@ from bot.backends.base import (
     InferenceResult,
     PipelineHandle,
 )
+from bot.backends.orientation import oriented
 from bot.backends.provider import BackendProvider
 from bot.backends.workflows import detection_workflow
 from bot.config import Settings
@@ -117,12 +118,13 @@ class PipelineManager(PipelineTable):
     # lifecycle ----------------------------------------------------------
     @staticmethod
     def spec_of(cfg: PipelineConfig) -> dict | None:
-        """The spec a pipeline runs: a model id becomes a detection workflow; None for a saved workflow."""
+        """The spec a pipeline runs: a model id becomes a detection workflow; None for a saved workflow. A turned
+        camera's frames are turned upright before any step reads them (bot/backends/orientation.py)."""
         if cfg.workflow_spec is None and cfg.workflow_id is None:
             if not cfg.model_id:
                 raise BackendError("give model_id (e.g. 'builtin/people'), a workflow_spec, or workspace_name + workflow_id.")
-            return detection_workflow(cfg.model_id)
-        return cfg.workflow_spec
+            return oriented(detection_workflow(cfg.model_id), cfg.orientation())
+        return None if cfg.workflow_spec is None else oriented(cfg.workflow_spec, cfg.orientation())
 
     async def _workflow_for(self, cfg: PipelineConfig) -> dict | None:
         """The spec to deploy; an inline spec is validated first by the backend (its block policy, then its compiler).
@@ -132,12 +134,13 @@ class PipelineManager(PipelineTable):
         remembers the exact spec it validated here, so a start from an inline spec is checked and compiled once
         (tests/bot/backends/test_direct_checks.py).
         """
-        if cfg.workflow_spec is None:
-            return self.spec_of(cfg)
-        problems = list(await self.backends.named(cfg.backend).validate_workflow(cfg.workflow_spec) or [])
+        spec = self.spec_of(cfg)
+        if cfg.workflow_spec is None or spec is None:
+            return spec
+        problems = list(await self.backends.named(cfg.backend).validate_workflow(spec) or [])
         if problems:
             raise BackendError("workflow_spec is invalid: " + "; ".join(problems[:5]) + ". Fix the spec and try again.")
-        return cfg.workflow_spec
+        return spec
 
     async def launch(self, cfg: PipelineConfig) -> PipelineHandle:
         # Every start and every restore passes here: a picture as a "stream" would be reopened for ever.
@@ -254,7 +257,7 @@ class PipelineManager(PipelineTable):
             self._new_id(), self._unique_name(req.name or "", req.owner), str(req.source), req.model_id,
             req.workflow_spec, req.workspace_name, req.workflow_id, req.max_fps, req.parameters,
             backend=self.backends.check(req.backend), owner=req.owner, owner_channel=req.owner_channel,
-            owner_place=req.owner_place,
+            owner_place=req.owner_place, rotate=req.rotate or None, flip=req.flip if req.flip in ("h", "v") else None,
         )
 
     def _started(self, cfg: PipelineConfig, handle: PipelineHandle, req: StartRequest) -> PipelineHandle:

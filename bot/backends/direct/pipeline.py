@@ -14,6 +14,7 @@ from bot.backends.direct.capture import BoundedSource
 from bot.backends.direct.engine import InferenceRuntime, SpecSource
 from bot.backends.direct.frames import queue_depth
 from bot.backends.errors import translate
+from bot.backends.orientation import Orientation, orientation_of, turn_frame
 from bot.backends.pipeline_base import PipelineBase
 from bot.config import Settings
 from bot.media.frame_limit import SAID_SIZES, scaled_note
@@ -91,6 +92,7 @@ class DirectPipeline(PipelineBase):
         self._pipeline: Any = None
         self._drawing: Drawing | None = None  # the workflow's drawing steps, run only for frames someone reads
         self._logged: set[str] = set()  # the scaled notes logged (SAID_SIZES at most)
+        self._turned: Orientation | None = None  # the spec turns the frames upright first (orientation.py)
 
     # --- lifecycle -----------------------------------------------------------------------------------------------
 
@@ -107,6 +109,7 @@ class DirectPipeline(PipelineBase):
         pipeline_class, max_fps = InferencePipeline, self._max_fps
         spec, self._drawing = prepare(self.source.spec, self.source.image_input, self._runtime.compile,
                                       self._parameters)
+        self._turned = orientation_of(self.source.spec)  # a turned camera's detections are in its upright frame
         if max_fps is not None and not is_live(self._reference):
             pipeline_class, max_fps = sampled_file(InferencePipeline, max_fps, file_fps(self._reference))
         self.pace.target = max_fps  # what it should deliver: a camera's cap, a file's paced rate (None: flat out)
@@ -194,9 +197,10 @@ class DirectPipeline(PipelineBase):
             return  # frames decoded before the pause still flow through; a paused pipeline reports nothing
         self.watch.saw(video_frame.image)  # its picture: frozen, black, grey, another size (~50 µs)
         drawing, values = self._drawing, take_values(predictions)
+        turned = self._turned
         result = from_workflow_output(
             predictions,
-            source_image=video_frame.image,
+            source_image=turn_frame(video_frame.image, turned) if turned else video_frame.image,
             draw=None if drawing is None else lambda: drawing.draw(video_frame.image, values),
             frame_id=video_frame.frame_id,
             timestamp=video_frame.frame_timestamp.timestamp(),

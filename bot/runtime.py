@@ -118,9 +118,10 @@ class Runtime:
             frames=AlertFrames(ws.state_dir / "alert_frames"),
             storage=open_storage(ws.state_dir / "alerts.json", s.storage.backend),
         )
-        # It sends the event log, every event in id order (from where the last run stopped); it only queues: a dead
-        # endpoint never delays the other sinks.
-        self.webhooks = from_settings(s, self.events, ws.state_dir / "webhook_cursor.json")
+        # It sends the event log, every event in id order; the workspace's owner from where the last run stopped (a
+        # one-shot command sends its own events only). It only queues: a dead endpoint never delays the other sinks.
+        cursor = ws.state_dir / "webhook_cursor.json" if self.background else None
+        self.webhooks = from_settings(s, self.events, cursor)
         if self.webhooks is not None:
             self.webhooks.bind(asyncio.get_running_loop())
             self.router.add_sink(self.webhooks, after_clip=True)  # a posted alert's frame and clip_url

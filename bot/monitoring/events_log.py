@@ -25,7 +25,8 @@ log = logging.getLogger(__name__)
 SOURCE = "vision-agent"
 DEFAULT_MAX_BYTES = 5_000_000
 ID_DIGITS = 12  # zero-padded, so string order is numeric order (clients may page with `id > last`)
-HEALTH_RULES = frozenset({"pipeline_error", "source_dropped", "stalled", "low_fps", "cannot_count", "frames_scaled"})
+HEALTH_RULES = frozenset({"pipeline_error", "source_dropped", "stalled", "low_fps", "cannot_count", "frames_scaled",
+                          "server_failover"})
 EventListener = Callable[[dict[str, Any]], None]
 
 

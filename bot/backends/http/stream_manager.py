@@ -86,7 +86,8 @@ def _spawn(port: int) -> Any:
     from inference.core.interfaces.stream_manager.manager_app.app import start as run_manager
 
     os.environ["STREAM_MANAGER_PORT"] = str(port)  # the server's pipeline API reads it when the app is built
-    sys.modules[run_manager.__module__].PORT = port  # read once at its import: a second try sets it again
+    module: Any = sys.modules[run_manager.__module__]
+    module.PORT = port  # read once at its import: a second try sets it again
     process = Process(target=_run, name="stream-manager")
     process.start()
     return process

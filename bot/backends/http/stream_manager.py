@@ -37,10 +37,15 @@ class StreamManager:
     stopping: threading.Event = field(default_factory=threading.Event)
 
     def stop(self) -> None:
+        """SIGTERM (its pipelines drain), and if it has not ended within 10 s, its pipelines and it are killed."""
         self.stopping.set()
         if self.process.is_alive():
             self.process.terminate()
             self.process.join(timeout=10)
+        if self.process.is_alive():
+            _end_tree(self.process.pid, grace=0.0)
+            self.process.kill()
+            self.process.join(timeout=5)
 
 
 def free_port() -> int:
@@ -96,18 +101,37 @@ def _spawn(port: int) -> Any:
 def _run() -> None:
     """The manager process: it ends with the server, however the server ends (kill -9 too), instead of running on
     with its pipelines and its port."""
-    import signal
-
     from inference.core.env import STREAM_API_PRELOADED_PROCESSES
     from inference.core.interfaces.stream_manager.manager_app.app import start as run_manager
 
-    try:
-        import ctypes
-
-        ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG (Linux): SIGTERM when the server dies
-    except (AttributeError, OSError):  # not Linux: `main` still stops it when the server stops
-        pass
+    threading.Thread(target=_end_with, args=(os.getppid(),), name="end-with-server", daemon=True).start()
     run_manager(expected_warmed_up_pipelines=STREAM_API_PRELOADED_PROCESSES)
+
+
+def _end_with(server: int) -> None:
+    """In the manager: once the server is gone, end its pipeline processes and itself. A thread of our own, not
+    inference's SIGTERM handler, which joins each pipeline under a lock a request may hold and can wait for good."""
+    while os.getppid() == server:
+        time.sleep(1.0)
+    _end_tree(os.getpid())
+    os._exit(0)
+
+
+def _end_tree(pid: int, grace: float = 5.0) -> None:
+    """SIGTERM to every process under `pid` (a pipeline drains its video), SIGKILL to what is left after `grace`."""
+    import psutil
+
+    try:
+        children = psutil.Process(pid).children(recursive=True)
+    except psutil.Error:
+        return
+    for child in children:
+        with contextlib.suppress(psutil.Error):
+            child.terminate()
+    _, left = psutil.wait_procs(children, timeout=grace)
+    for child in left:
+        with contextlib.suppress(psutil.Error):
+            child.kill()
 
 
 def listening(process: Any, port: int, timeout: float) -> str:

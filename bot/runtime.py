@@ -124,11 +124,14 @@ class Runtime:
             frames=AlertFrames(ws.state_dir / "alert_frames"),
             storage=open_storage(ws.state_dir / "alerts.json", s.storage.backend),
         )
-        self.webhooks = from_settings(s)
-        if self.webhooks is not None:  # it only queues: a dead endpoint never delays the other sinks
+        # It sends the event log, every event in id order; the workspace's owner from where the last run stopped (a
+        # one-shot command sends its own events only). It only queues: a dead endpoint never delays the other sinks.
+        cursor = ws.state_dir / "webhook_cursor.json" if self.background else None
+        self.webhooks = from_settings(s, self.events, cursor)
+        if self.webhooks is not None:
             self.webhooks.bind(asyncio.get_running_loop())
-            self.router.add_sink(self.webhooks, after_clip=True)  # one POST per event, with its clip_url
-            self.router.observe_held(self.webhooks.held)  # every tier-1 event, also the ones Slack does not get
+            self.router.add_sink(self.webhooks, after_clip=True)  # a posted alert's frame and clip_url
+            self.router.observe_held(self.webhooks.held)  # a held event's frame (webhook.inline_frames)
         # A one-shot's pipelines die with it: saved, a later `serve` would restore them as its own.
         self.pipelines = PipelineManager(self.backend, ws.active_state_path, s, persist=self.background)
         self.monitor = Monitor(

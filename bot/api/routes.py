@@ -21,6 +21,7 @@ from bot.commands.routing import set_route as route_alerts
 from bot.commands.rules import create_rule, remove, resolve_camera
 from bot.media.cameras import cameras, hide_camera_urls, named_zones
 from bot.media.redaction import redact
+from bot.monitoring.events_log import ID_DIGITS
 from bot.monitoring.rules import ANY
 from bot.monitoring.since import parse_since
 from bot.objects.refusal import Refused, parse
@@ -226,8 +227,13 @@ async def list_events(request: web.Request) -> web.Response:
     log = need(host.services.events, "the event log")
     with user_errors():
         since = parse_since(q.since, host.settings.heartbeat.timezone, time.time()) if q.since else None
-    events = log.query(since=since, camera=q.camera, limit=q.limit, event_type=q.type)
-    return ok(events=events, since=since)
+    if q.after is not None:  # paging: the oldest after that id, in id order
+        events, after, more = log.page(int(q.after), q.limit, q.camera, q.type, since)
+    else:  # the newest `limit`; `next` starts paging after every event this read could see
+        newest = log.last_id
+        events, more = log.query(since=since, camera=q.camera, limit=q.limit, event_type=q.type), False
+        after = max([newest, *(int(e["id"]) for e in events if str(e["id"]).isdigit())])
+    return ok(events=events, since=since, next=str(after).zfill(ID_DIGITS), more=more)
 
 
 ROUTES: list[tuple[str, str, Any]] = [

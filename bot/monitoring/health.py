@@ -1,7 +1,7 @@
 """Pipeline health as tier 1 sees it: the problems each pipeline newly shows (errored, source dropped, stalled, slow,
-cannot count reliably, a camera that looks mounted turned, frames over media.max_pixels, its camera's faults), each
-said once on its way in (frames over the limit once per size the camera sends; a camera fault also once on its way
-out: camera_news.py)."""
+cannot count reliably, a camera that looks mounted turned, frames over media.max_pixels, its camera's faults, moved
+to another inference server), each said once on its way in (frames over the limit once per size the camera sends, a
+move once per move; a camera fault also once on its way out: camera_news.py)."""
 
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ class PipelineHealth:
         self._health: dict[str, set[str]] = {}
         self._sizes_said: dict[str, list[str]] = {}  # each pipeline's frames_scaled notes said (SAID_SIZES at most)
         self.camera = CameraNews()  # its camera's faults: each start and end said once
+        self._failovers: dict[str, str] = {}  # each pipeline's last move to another inference server, said
 
     def result_at(self, pipeline_id: str, now: float) -> None:
         """A result arrived (a stalled pipeline is one whose last result is too old)."""
@@ -53,6 +54,9 @@ class PipelineHealth:
                if rule not in before and rule != "frames_scaled"]
         if "frames_scaled" in current and self._first_said(h.pipeline_id, current["frames_scaled"]):
             new.append(("frames_scaled", current["frames_scaled"]))
+        if h.failover and self._failovers.get(h.pipeline_id) != h.failover:  # once per move to another server
+            self._failovers[h.pipeline_id] = h.failover
+            new.append(("server_failover", f"pipeline {h.name} {h.failover}."))
         return new + self.camera.news(h)
 
     def _first_said(self, pipeline_id: str, note: str) -> bool:

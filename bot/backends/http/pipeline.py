@@ -105,15 +105,15 @@ class HostedPipeline(PipelineBase):
     def pause_for(self, seconds: float) -> None:
         self._stop.wait(seconds)
 
-    def moved_to(self, url: str, server_id: str, old: str) -> None:
-        """It was started again on `url` after `old` stopped answering: poll it there, its counts carried on."""
+    def moved_to(self, url: str, server_id: str, old: str, why: str = "stopped answering") -> None:
+        """It was started again on `url` after `old` stopped answering (`why`): poll it there, its counts carried on."""
         label = self.backend.servers.label
         with self._lock:
             self._carry = counts_of(self.latest.values) if self.latest is not None else self._carry
             self.url, self.server_id, self.server = url, server_id, label(url)
             at = datetime.now(UTC).strftime("%H:%M UTC")
             counts = ", counts carry on" if self._carry else ""
-            self.failover = f"restarted on {label(url)} at {at} ({label(old)} stopped answering){counts}"
+            self.failover = f"restarted on {label(url)} at {at} ({label(old)} {why}){counts}"
             paused = self.status == "paused"
         if self._stop.is_set():  # stopped while it was being moved: end the new copy too
             self.backend.end_on(url, server_id)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import threading
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -270,6 +271,52 @@ async def test_events_since_and_by_camera(api: Api) -> None:
     assert [e["text"] for e in body["events"]] == ["gate one"]
     status, body = await api.call("GET", "/api/events", params={"since": "yesterday-ish"})
     assert status == 400 and "2h" in body["error"] and "ISO" in body["error"]
+
+
+@pytest.mark.parametrize(("limit", "camera"), [(7, None), (50, "dock"), (1, "gate")])
+async def test_paging_after_an_id_while_events_keep_arriving_skips_none_and_repeats_none(
+    api: Api, limit: int, camera: str | None
+) -> None:
+    """A consumer pages with `after` = the last page's `next` while a pipeline thread keeps appending: it gets
+    every event (of its camera) once, in id order; `more` says when to ask again at once."""
+    log = api.rt.events
+    for i in range(5):  # before the consumer starts: `next` of a plain read starts after them
+        log.append({"camera": "dock", "rule": "line_crossed", "event_type": "line_crossed", "text": f"old {i}"})
+    status, body = await api.call("GET", "/api/events", params={"limit": "2"})
+    assert status == 200 and body["next"] == body["events"][-1]["id"] and len(body["next"]) == 12
+    start = body["next"]
+    done = threading.Event()
+
+    def pipeline() -> None:
+        for i in range(300):
+            log.append({"camera": ("dock", "gate", "yard")[i % 3], "rule": "line_crossed",
+                        "event_type": "line_crossed", "text": f"crossing {i}"})
+            if i % 25 == 0:
+                time.sleep(0.01)
+        done.set()
+
+    writer = threading.Thread(target=pipeline)
+    writer.start()
+    got: list[dict[str, Any]] = []
+    after, finished = start, False
+    while not finished:
+        finished = done.is_set()  # one more full read after the writer is done
+        params = {"after": after, "limit": str(limit), **({"camera": camera} if camera else {})}
+        status, body = await api.call("GET", "/api/events", params=params)
+        assert status == 200 and len(body["events"]) <= limit
+        got += body["events"]
+        assert body["next"] >= after
+        after = body["next"]
+        finished = finished and not body["more"]
+    writer.join()
+    expected = [e for e in log.page(int(start), 10_000)[0] if camera is None or e["camera"] == camera]
+    assert [e["id"] for e in got] == [e["id"] for e in expected]
+    assert len(expected) == (300 if camera is None else 100)
+
+
+async def test_events_after_must_be_an_event_id(api: Api) -> None:
+    status, body = await api.call("GET", "/api/events", params={"after": "yesterday"})
+    assert status == 400 and "after" in body["error"]
 
 
 async def test_an_alert_clip_is_served_by_its_id_and_nothing_else_is(api: Api) -> None:

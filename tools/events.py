@@ -13,6 +13,7 @@ from pydantic import Field
 from bot.agent.registry import ToolRegistry
 from bot.agent.tools import ToolArgs, ToolContext, ToolResult
 from bot.monitoring.digest import crossing_moves
+from bot.monitoring.events_log import ID_DIGITS, EventLog
 from bot.monitoring.since import parse_since
 from bot.services import need
 
@@ -28,11 +29,17 @@ class GetEventsArgs(ToolArgs):
         None, description="Only this type: alert, line_crossed, class_appears, count_over, time_in_zone, near, then, "
         "health, heartbeat")
     limit: int = Field(20, ge=0, le=200, description="How many of the latest events to list after the totals")
+    after: str | None = Field(
+        None, pattern=r"^\d{1,18}$", description="An event id: list the events after it, oldest first, each with its "
+        "id, and end with the `next` id to pass for the following page (no gaps or repeats between pages). Without "
+        "it: totals, then the latest events")
 
 
 async def get_events(args: GetEventsArgs, ctx: ToolContext) -> ToolResult:
     log = need(ctx.services.events, "the event log")
     tz = ctx.settings.heartbeat.timezone
+    if args.after is not None:
+        return _page(args, log, tz)
     try:
         start = parse_since(args.since, tz, time.time())
     except ValueError as exc:
@@ -54,6 +61,20 @@ async def get_events(args: GetEventsArgs, ctx: ToolContext) -> ToolResult:
         lines.append(f"Latest {len(shown)}:" if len(shown) < len(window) else "All:")
         lines += [_line(e, tz) for e in shown]
     return ToolResult(text="\n".join(lines))
+
+
+def _page(args: GetEventsArgs, log: EventLog, tz: str) -> ToolResult:
+    """The events after an id, oldest first, with their ids and the cursor of the next page."""
+    try:
+        since = parse_since(args.since, tz, time.time()) if args.since is not None else None
+    except ValueError as exc:
+        return ToolResult.error(str(exc))
+    camera = args.camera.strip() if args.camera else None
+    events, after, more = log.page(int(args.after or 0), args.limit or 20, camera, args.event_type, since)
+    cursor = str(after).zfill(ID_DIGITS)
+    head = f"Events after id {args.after}" + (f" on {camera}" if camera else "") + f", oldest first: {len(events)}."
+    tail = f"next: after={cursor}" + (" (more are waiting: ask again with it)" if more else " (none more yet)")
+    return ToolResult(text="\n".join([head, *(f"- #{e['id']} " + _line(e, tz)[2:] for e in events), tail]))
 
 
 def crossings_since(events: list[dict[str, Any]], start: float) -> dict[str, tuple[int, int]]:

@@ -14,7 +14,8 @@ from bot.backends.base import BackendError, InferenceResult
 from bot.backends.summary import summarize
 from bot.media.images import resize_jpeg
 from bot.media.redaction import redact
-from bot.media.resolve import MediaError, resolve_image
+from bot.media.resolve import MediaError, attachment_for, resolve_image
+from bot.objects.text import defang
 from bot.services import need
 
 IMAGE_HELP = (
@@ -62,10 +63,14 @@ async def _image(ref: str, ctx: ToolContext) -> bytes:
 
 
 def _label(ref: str, ctx: ToolContext) -> str:
-    """A short name for the image in summaries: the file name, the attachment name, or 'image'."""
+    """A short name for the image in summaries, captions and alt text: an attachment's name as its sender gave it
+    (the Slack file id the saved copy carries for uniqueness is not for people), a file's name, or 'image'."""
     if ref.startswith("data:") or len(ref) > 200:
         return "image"
-    return redact(ref.rsplit("/", 1)[-1])[:60] or "image"
+    att = attachment_for(ref, ctx)
+    name = (att.name or att.path.name) if att is not None else ref.rsplit("/", 1)[-1]
+    # the sender chose it: one line, no marker of ours, bounded (it goes into the tool result and the captions)
+    return defang(" ".join(redact(name).split()))[:60] or "image"
 
 
 def _with_frame(text: str, result: InferenceResult, include_frame: bool, caption: str) -> ToolResult:

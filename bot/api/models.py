@@ -36,6 +36,9 @@ class EventsQuery(_Query):
     camera: str | None = Field(None, max_length=64)
     type: str | None = Field(None, max_length=64, description="event_type, e.g. line_crossed, count_over, health")
     limit: int = Field(100, ge=1, le=1000)
+    after: str | None = Field(None, pattern=r"^\d{1,18}$", description=(
+        "an event id (the `next` of the last page, or the `id` of the last event seen): the events after it, oldest "
+        "first, with no gaps or repeats between pages"))
 
 
 class RuleQuery(_Query):

@@ -88,7 +88,11 @@ def document() -> dict[str, Any]:
         "/api/health": {"get": _op("Pipelines running; answers once the token is right")},
         "/api/cameras": {"get": _op("Cameras from CAMERAS.md (credentials masked) and named zones")},
         "/api/pipelines": {"get": _op("Pipelines and their status"),
-                           "post": _op("Start a pipeline (as /vision start)", "201", StartPipeline)},
+                           "post": _op("Start a pipeline (as /vision start): checked, then answered at once with "
+                                       "the pipeline in status `starting` (`follow`, a Location header); the "
+                                       "detector loads and the source opens in the background, and "
+                                       "GET /api/pipelines/{id} shows it become `running` or `error` with the reason",
+                                       "201", StartPipeline)},
         "/api/pipelines/{id}": {"get": _op("One pipeline's status", path_id=True)},
         "/api/pipelines/{id}/frame": {"get": _op("The latest annotated frame", path_id=True, jpeg=True)},
         "/api/alerts/{id}/frame": {"get": _op("The frame an alert was sent with (a webhook's frame_url)",
@@ -102,8 +106,10 @@ def document() -> dict[str, Any]:
                         "put": _op("Route a camera's alerts (as /vision route)", body=SetRoute),
                         "delete": _op("Remove a route", query="CameraQuery")},
         "/api/events": {"get": _op("Alerts and tier-1 events from the event log", query="EventsQuery")},
-        "/api/watches": {"get": _op("One-shot watches that run"),
-                         "post": _op("Watch a camera once (as /vision watch)", "201", AddWatch)},
+        "/api/watches": {"get": _op("One-shot watches that run (`watches`) and those that ended with their "
+                                    "pipeline (`ended`)"),
+                         "post": _op("Watch a camera once (as /vision watch); `answers_to` says where the "
+                                     "answer will go (the webhook, Slack, GET /api/events)", "201", AddWatch)},
         "/api/watches/{id}": {"delete": _op("Cancel a watch (as /vision unwatch)", path_id=True,
                                             id_of="the watch id")},
         "/api/jobs": {"get": _op("Scheduled jobs and their next run"),

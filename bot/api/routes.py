@@ -21,6 +21,7 @@ from bot.commands.routing import set_route as route_alerts
 from bot.commands.rules import create_rule, remove, resolve_camera
 from bot.media.cameras import cameras, hide_camera_urls, named_zones
 from bot.media.redaction import redact
+from bot.monitoring.events_log import ID_DIGITS
 from bot.monitoring.rules import ANY
 from bot.monitoring.since import parse_since
 from bot.objects.refusal import Refused, parse
@@ -119,16 +120,23 @@ async def list_pipelines(request: web.Request) -> web.Response:
 
 
 async def start_pipeline(request: web.Request) -> web.Response:
+    """Checked, named and counted at once, answered `starting` (201); the detector loads and the source opens in the
+    background, and `GET /api/pipelines/{id}` shows it become `running` or `error` with the reason."""
     body = await _body(request, StartPipeline)
     ctx = _ctx(request)
     _may_change(ctx)
     with user_errors():
-        started = await start(request_of(body), ctx.manager(), ctx, ctx.requester)
+        started = await start(request_of(body), ctx.manager(), ctx, ctx.requester, background=True)
     handle, what, cams = started.handle, started.describe(), _cameras(request)
     if handle.status == "error":
         raise UserError(hide_camera_urls(f"{handle.name} could not start on {handle.video_reference}: "
                                          f"{redact(handle.error or 'source failed')}", cams))
-    return ok(201, pipeline=handle_dict(handle, ctx.manager(), cams), runs=rest_wording(what).replace("`", ""))
+    follow = f"/api/pipelines/{handle.pipeline_id}"
+    return web.json_response(
+        {"status": "ok", "pipeline": handle_dict(handle, ctx.manager(), cams),
+         "runs": rest_wording(what).replace("`", ""),
+         "follow": f"GET {follow} until its status is running (or error, with the reason)"},
+        status=201, headers={"Location": follow})
 
 
 async def get_pipeline(request: web.Request) -> web.Response:
@@ -219,8 +227,13 @@ async def list_events(request: web.Request) -> web.Response:
     log = need(host.services.events, "the event log")
     with user_errors():
         since = parse_since(q.since, host.settings.heartbeat.timezone, time.time()) if q.since else None
-    events = log.query(since=since, camera=q.camera, limit=q.limit, event_type=q.type)
-    return ok(events=events, since=since)
+    if q.after is not None:  # paging: the oldest after that id, in id order
+        events, after, more = log.page(int(q.after), q.limit, q.camera, q.type, since)
+    else:  # the newest `limit`; `next` starts paging after every event this read could see
+        newest = log.last_id
+        events, more = log.query(since=since, camera=q.camera, limit=q.limit, event_type=q.type), False
+        after = max([newest, *(int(e["id"]) for e in events if str(e["id"]).isdigit())])
+    return ok(events=events, since=since, next=str(after).zfill(ID_DIGITS), more=more)
 
 
 ROUTES: list[tuple[str, str, Any]] = [

@@ -8,6 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, runtime_checkable
 
+from bot.backends.faults.kinds import Fault
+
 
 class BackendError(Exception):
     """A failure a user or the model can act on; str() is a one-line message saying what to do next."""
@@ -142,6 +144,14 @@ class PipelineHandle:
     # 12000×12000 frames (144 MP), over media.max_pixels (40 MP): frames are scaled to 6000×6000 (36 MP); …"
     # (bot/media/frame_limit.py). None: its frames are within the limit (or not seen yet).
     scaled: str | None = None
+    # The rate it was asked to deliver (fps=, or a file's own rate when fps= is above it); None: as fast as it goes.
+    asked_fps: float | None = None
+    # Delivering under that for the last minute, in words with what to do: "3.3 of 10 fps: CPU-bound; lower fps or
+    # size" (bot/backends/pace.py). None: it keeps up, or was asked for no rate. `fps` is the last minute's rate.
+    short: str | None = None
+    # What is wrong with its camera (bot/backends/faults/): the faults on now, then those ended lately, each with
+    # when it began (and ended); the status line shows those on, the health check says each start and end once.
+    faults: tuple[Fault, ...] = ()
 
     def with_(self, **changes: Any) -> PipelineHandle:
         return replace(self, **changes)

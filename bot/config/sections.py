@@ -226,11 +226,13 @@ class WebhookConfig(_Section):
     url: str | None = None
     token: SecretStr | None = None  # env only: the Bearer token and the HMAC key of the signature
     inline_frames: bool = False  # frame as base64 in the body instead of a URL on the REST API
-    dedupe_ttl_seconds: float = Field(60.0, ge=0)  # same camera+rule+text within this is sent once
-    min_interval_seconds: float = Field(1.0, ge=0)  # between two posts; alerts arriving sooner are dropped
+    # Accepted for old config files, used no more: every event is sent, once, with its id (receivers drop repeats).
+    dedupe_ttl_seconds: float = Field(60.0, ge=0)
+    min_interval_seconds: float = Field(1.0, ge=0)  # between two posts; events arriving sooner go in the next post
+    batch_max: int = Field(100, ge=1, le=1000)  # events in one post at most (1: one event per post, never a batch)
     timeout_seconds: float = Field(10.0, gt=0)
-    max_attempts: int = Field(5, ge=1, le=20)
-    queue_size: int = Field(100, ge=1)
+    max_attempts: int = Field(5, ge=1, le=20)  # tries of one post before the log says the receiver is not taking
+    queue_size: int = Field(100, ge=1)  # events owed kept in memory; the rest wait in the event log
 
     @field_validator("url")
     @classmethod

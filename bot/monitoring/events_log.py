@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from bot.backends.faults.kinds import RULES as CAMERA_RULES
 from bot.monitoring.rules import KINDS
 from bot.storage import records
 from workspace.atomic import keep_aside
@@ -25,7 +26,9 @@ log = logging.getLogger(__name__)
 SOURCE = "vision-agent"
 DEFAULT_MAX_BYTES = 5_000_000
 ID_DIGITS = 12  # zero-padded, so string order is numeric order (clients may page with `id > last`)
-HEALTH_RULES = frozenset({"pipeline_error", "source_dropped", "stalled", "low_fps", "cannot_count", "frames_scaled"})
+HEALTH_RULES = frozenset({"pipeline_error", "source_dropped", "stalled", "low_fps", "cannot_count", "frames_scaled",
+                          "camera_turned", "server_failover"})
+HEALTH_RULES |= CAMERA_RULES  # a camera's faults and their ends (video_lost, video_back, picture_frozen, …)
 EventListener = Callable[[dict[str, Any]], None]
 
 
@@ -96,6 +99,34 @@ class EventLog:
         # by event time: a held event is written on its pipeline thread before an earlier one sent from the loop
         out.sort(key=lambda ev: float(ev.get("time", 0)))
         return out[-limit:] if limit > 0 else []
+
+    @property
+    def last_id(self) -> int:
+        """The id the newest event got (0: none yet); ids only grow, also across restarts."""
+        return self._seq
+
+    def page(self, after: int, limit: int = 100, camera: str | None = None, event_type: str | None = None,
+             since: float | None = None) -> tuple[list[dict[str, Any]], int, bool]:
+        """(events, next, more): the oldest `limit` events with an id above `after` (and of that camera, type, time),
+        in id order; `next` is the id to pass as `after` for the page after this one, `more` whether one is waiting.
+
+        Ids are given and written in one order under the lock, so a reader never sees an id before a smaller one:
+        paging by `next` while events keep arriving repeats none and skips none (unless trimming removed them first).
+        """
+        scanned = after
+        out: list[dict[str, Any]] = []
+        for ev in self._read():
+            ident = str(ev["id"])
+            if not ident.isdigit() or int(ident) <= after:
+                continue
+            if len(out) >= limit:
+                return out, scanned, True
+            scanned = int(ident)  # every event up to here was looked at: the next page starts after it
+            if ((camera is None or ev.get("camera") == camera)
+                    and (event_type is None or ev.get("event_type") == event_type)
+                    and (since is None or float(ev["time"]) >= since)):
+                out.append(ev)
+        return out, scanned, False
 
     # internals ------------------------------------------------------------
     def _clean(self, event: dict[str, Any]) -> dict[str, Any]:

@@ -42,6 +42,7 @@ from bot.backends.builtin.people_scale import (
     plan,
     still_scale,
 )
+from bot.backends.builtin.people_turn import TurnWatch
 from bot.backends.builtin.recent import Recent
 
 
@@ -96,6 +97,12 @@ _HOG_TRIM = (0.18, 0.07)  # share of window width/height trimmed per side, measu
 MAX_VIDEOS = 16  # cameras measured at once per block (a background model is a few MB); least recently seen goes
 
 
+def _squash(margins: np.ndarray) -> np.ndarray:
+    """SVM margins are unbounded; a logistic squashes them to (0, 1) with margin 0.8 -> 0.5 (the measured operating
+    point: precision 1.0 at recall 0.92 on the street labels; margin 0 -> 0.08)."""
+    return (1.0 / (1.0 + np.exp(-3.0 * (margins - 0.8)))).astype(np.float32)
+
+
 def _confidences(detections: sv.Detections) -> np.ndarray:
     if detections.confidence is None:
         return np.ones(len(detections), np.float32)
@@ -108,6 +115,7 @@ class HogPeopleDetectorBlockV1(WorkflowBlock):
         self._hog.setSVMDetector(cv2.HOGDescriptor_getDefaultPeopleDetector())
         self._lock = threading.Lock()
         self._cameras: Recent[str, CameraState] = Recent(MAX_VIDEOS)
+        self._turns: Recent[str, TurnWatch] = Recent(MAX_VIDEOS)  # whether each camera looks turned
         self._gates = Gates()
 
     @classmethod
@@ -138,10 +146,7 @@ class HogPeopleDetectorBlockV1(WorkflowBlock):
                  for crop in crops]
         boxes = np.concatenate([b for b, _ in found]) if found else np.zeros((0, 4), np.float32)
         margins = np.concatenate([m for _, m in found]) if found else np.zeros(0, np.float32)
-        # SVM margins are unbounded; a logistic squashes them to (0, 1) with margin 0.8 -> 0.5 (the measured
-        # operating point: precision 1.0 at recall 0.92 on the street labels; margin 0 -> 0.08).
-        conf = 1.0 / (1.0 + np.exp(-3.0 * (margins - 0.8)))
-        detections = to_detections(images, boxes, conf.astype(np.float32), "person", confidence)
+        detections = to_detections(images, boxes, _squash(margins), "person", confidence)
         if len(detections) > 1:
             detections = detections.with_nms(threshold=iou_threshold)
         if motion_gate:
@@ -149,14 +154,25 @@ class HogPeopleDetectorBlockV1(WorkflowBlock):
         if state is not None:
             state.last_boxes = detections.xyxy.copy()
             account(state, len(detections), dt)
+            self._turn(images).after(frame, state.shaped, len(detections), dt,
+                                     lambda image, s: self._count(image, s, scale_step, confidence))
         return self._output(images, state, detections, smallest)
 
-    @staticmethod
-    def _output(images: WorkflowImageData, state: CameraState | None, detections: sv.Detections,
+    def _output(self, images: WorkflowImageData, state: CameraState | None, detections: sv.Detections,
                 smallest: float) -> BlockResult:
         if state is None:  # a still (or adaptive off): nothing measured; it finds people from `smallest` px tall
             return {"predictions": detections, "camera": conditions(CameraState(), smallest)}
-        return {"predictions": detections, "camera": conditions(state, _HOG_PERSON_PX / UPSCALE_CAP)}
+        # `turned`: the camera looks mounted turned, by this many degrees clockwise (people_turn.py), or None
+        return {"predictions": detections, "camera": {**conditions(state, _HOG_PERSON_PX / UPSCALE_CAP),
+                                                      "turned": self._turn(images).turned}}
+
+    def _turn(self, images: WorkflowImageData) -> TurnWatch:
+        return self._turns.get(str(images.video_metadata.video_identifier), TurnWatch)
+
+    def _count(self, image: np.ndarray, scale: float, scale_step: float, confidence: float) -> int:
+        """People found in `image` at one upscale, as sure as the block's `confidence` asks (people_turn's probes)."""
+        _, margins = self._scan(image, (0, 0, image.shape[1], image.shape[0]), scale, scale_step)
+        return int(np.count_nonzero(_squash(margins) >= confidence))
 
     @staticmethod
     def _unmeasured(images: WorkflowImageData, min_height: int | None, max_side: int) -> tuple[float, float]:

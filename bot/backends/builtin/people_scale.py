@@ -44,6 +44,8 @@ class CameraState:
     person_shaped: bool = False  # this frame's motion had a blob shaped like a standing person
     blind: float = 0.0  # seconds of video with person-shaped motion and no one found, since people were last seen
     found_share: float = 1.0  # of recent moments with person-shaped motion, the share with someone found
+    # this frame's person-sized blobs (x1, y1, x2, y2 in frame px, lying: wider than tall), for people_turn.py
+    shaped: list[tuple[tuple[int, int, int, int], bool]] = field(default_factory=list)
 
     def settled(self) -> bool:
         """The height window is full: early blobs (people already in the first frame leave ghosts) have aged out."""
@@ -75,14 +77,20 @@ def observe(state: CameraState, frame: np.ndarray, dt: float) -> list[tuple[int,
     contours, _ = cv2.findContours(mask, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE)
     regions = []
     state.person_shaped = False
+    state.shaped = []
     for c in contours:
         x, y, w, h = cv2.boundingRect(c)
-        if h < 6 or cv2.contourArea(c) < 12:
+        area = cv2.contourArea(c)
+        if h < 6 or area < 12:
             continue  # noise: a few pixels of flicker
-        if 1.5 <= h / w <= 4.5 and cv2.contourArea(c) >= 0.35 * w * h:
+        box = (int(x / f), int(y / f), int((x + w) / f) + 1, int((y + h) / f) + 1)
+        if 1.5 <= h / w <= 4.5 and area >= 0.35 * w * h:
             state.heights.append(h / f)  # standing people are 2-4 times taller than wide
             state.person_shaped = True
-        regions.append((int(x / f), int(y / f), int((x + w) / f) + 1, int((y + h) / f) + 1))
+            state.shaped.append((box, False))
+        elif 1.5 <= w / h <= 4.5 and area >= 0.35 * w * h:
+            state.shaped.append((box, True))  # the same, lying down: a camera turned a quarter (people_turn.py)
+        regions.append(box)
     return regions
 
 

@@ -11,10 +11,10 @@ from bot.backends.base import BackendError, InferenceResult, PipelineHandle, Res
 from bot.backends.convert import from_model_response, from_serialized_output
 from bot.backends.direct.frames import queue_depth
 from bot.backends.errors import OFFLINE_HINT, problems_from_block_errors, shorten_problem
-from bot.backends.http.failover import CONSUME_TIMEOUT, ServerSilent, unreachable
+from bot.backends.http.failover import CONSUME_TIMEOUT, ServerSilent, StreamManagerDown, unreachable
 from bot.backends.http.pipeline import HostedPipeline
 from bot.backends.http.servers import ServerPool
-from bot.backends.http.wire import answer, initialise_payload
+from bot.backends.http.wire import answer, initialise_payload, manager_down
 from bot.backends.policy import check_spec
 from bot.backends.shared import BackendBase, fetch_saved_workflow, inline_spec, refuse_unsafe
 from bot.backends.workflows import describe_spec, is_builtin, roboflow_model_id
@@ -69,6 +69,8 @@ class HttpBackend(BackendBase):
                                          {"excluded_fields": []}, url=url, timeout=timeout)
         except requests.Timeout as exc:
             raise ServerSilent(f"{url} accepted the connection but sent no results within {timeout:.0f}s") from exc
+        if manager_down(status, body):  # its pipelines are gone with it: moved like those of a server that died
+            raise StreamManagerDown(f"{url} answers, but its stream manager does not")
         return answer(status, body)
 
     def translate(self, exc: BaseException, what: str, url: str | None = None) -> BackendError:
@@ -76,6 +78,9 @@ class HttpBackend(BackendBase):
         if isinstance(exc, BackendError):
             return exc
         names = {c.__name__ for c in type(exc).__mro__}
+        if isinstance(exc, StreamManagerDown) or "InferencePipeline Manager" in str(getattr(exc, "api_message", "")):
+            return BackendError(f"the inference server at {url or self.url} runs no pipelines: its stream manager is "
+                                "not running; restart `vision-agent inference-server` (its output says why)")
         if unreachable(exc):
             return self.unreachable(url)
         if names & {"ReadTimeout", "TimeoutError"}:
@@ -198,6 +203,7 @@ class HttpBackend(BackendBase):
     ) -> PipelineHandle:
         named, what = await self._pipeline_spec(ref)
         pipe = self._hosted(pipeline_id, name, video_reference, named, what, on_result)
+        pipe.pace.target = max_fps  # the server paces every source, a file too, at max_fps
         if not is_live(video_reference) and self.server_is_local():
             if not Path(video_reference).expanduser().exists():
                 pipe.fail(f"video file not found: {pipe.safe_reference}: check the path")
@@ -279,6 +285,7 @@ class HttpBackend(BackendBase):
             return None
         named, what = self.resolve(ref, video=True)
         pipe = self._hosted(pipeline_id, name, video_reference, named, what, on_result)
+        pipe.pace.target = max_fps
         if "specification" in named:  # a saved workflow is fetched only if it has to move
             pipe.place(url, self._launch_args(video_reference, named["specification"], parameters, max_fps))
         else:

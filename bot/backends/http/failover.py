@@ -11,12 +11,18 @@ from bot.backends.counting import count_side
 log = logging.getLogger(__name__)
 GIVE_UP = 120.0  # seconds without any server to run it on, after which the pipeline ends as `error`
 RETRY = 2.0  # seconds between tries while no other server takes it
-UNREACHABLE = frozenset({"HTTPServerConnectionError", "ConnectionError", "ConnectTimeout", "ServerSilent"})
+UNREACHABLE = frozenset({"HTTPServerConnectionError", "ConnectionError", "ConnectTimeout", "ServerSilent",
+                         "StreamManagerDown"})
 CONSUME_TIMEOUT = 10.0  # seconds a server has to hand over results (it has them at once); longer: it is not answering
 
 
 class ServerSilent(Exception):
     """A server took the connection but did not answer in time (hung, stopped, or its network half gone)."""
+
+
+class StreamManagerDown(Exception):
+    """A server answers, but its stream manager (the process that runs its pipelines) does not: it runs none."""
+
 
 
 class Movable(Protocol):
@@ -31,7 +37,7 @@ class Movable(Protocol):
 
     def pause_for(self, seconds: float) -> None: ...
 
-    def moved_to(self, url: str, server_id: str, old: str) -> None: ...
+    def moved_to(self, url: str, server_id: str, old: str, why: str = "stopped answering") -> None: ...
 
 
 def unreachable(exc: BaseException) -> bool:
@@ -72,7 +78,9 @@ def move(pipe: Movable, exc: BaseException) -> bool:
             log.warning("pipeline %s: %s lost, no other server took it yet (%s)", pipe.name, pool.label(old), err)
             pipe.pause_for(RETRY)
             continue
-        pipe.moved_to(url, server_id, old)
-        log.info("pipeline %s restarted on %s (%s stopped answering)", pipe.name, pool.label(url), pool.label(old))
+        down = isinstance(exc, StreamManagerDown) or pool.manager_down(old)  # its HTTP side may still answer
+        why = "its stream manager stopped" if down else "stopped answering"
+        pipe.moved_to(url, server_id, old, why)
+        log.warning("pipeline %s restarted on %s (%s %s)", pipe.name, pool.label(url), pool.label(old), why)
         return True
     return False

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import sys
 import tempfile
@@ -11,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.backends.environment import BOT_SECRETS, ensure_inference_env
+from bot.backends.http import stream_manager
 
 # Set before `inference` is imported: its env module reads them once.
 SERVER_ENV = {
@@ -65,52 +67,61 @@ def prepare_environment() -> Path:
     return run_dir
 
 
-def build_app() -> tuple[Any, Any]:
-    """(FastAPI app, stream manager process) built the way the inference docker image's cpu_http.py does."""
-    from functools import partial
-    from multiprocessing import Process
-
-    from inference.core.env import MAX_ACTIVE_MODELS, STREAM_API_PRELOADED_PROCESSES
+def build_app() -> Any:
+    """The FastAPI app, built the way the inference docker image's cpu_http.py does (its pipeline API talks to the
+    stream manager on STREAM_MANAGER_PORT, which stream_manager.start set)."""
+    from inference.core.env import MAX_ACTIVE_MODELS
     from inference.core.interfaces.http.http_api import HttpInterface
-    from inference.core.interfaces.stream_manager.manager_app.app import start
     from inference.core.managers.base import ModelManager
     from inference.core.managers.decorators.fixed_size_cache import WithFixedSizeCache
     from inference.core.registries.roboflow import RoboflowModelRegistry
     from inference.models.utils import ROBOFLOW_MODEL_TYPES
 
-    stream_manager = Process(target=partial(start, expected_warmed_up_pipelines=STREAM_API_PRELOADED_PROCESSES))
-    stream_manager.start()
     model_manager = ModelManager(model_registry=RoboflowModelRegistry(ROBOFLOW_MODEL_TYPES))
     model_manager = WithFixedSizeCache(model_manager, max_size=MAX_ACTIVE_MODELS)
     model_manager.init_pingback()
-    return HttpInterface(model_manager).app, stream_manager
+    return HttpInterface(model_manager).app
 
 
 def main(host: str = "127.0.0.1", port: int = 9001) -> int:
-    """Run the server until interrupted; returns the exit code (1 when the port is taken)."""
+    """Run the server until interrupted; returns the exit code (1 when its port is taken or its stream manager does
+    not start). Its stream manager gets a free port of its own (STREAM_MANAGER_PORT pins one), named in the ready
+    line, which is printed once the manager listens: several servers on one machine never share one."""
     if not _port_free(host, port):
         print(f"port {port} on {host} is in use: stop the other server or pass --port", file=sys.stderr)
         return 1
-    stream_port = int(os.environ.get("STREAM_MANAGER_PORT", "7070"))
-    if not _port_free("127.0.0.1", stream_port):
+    try:
+        stream_port = stream_manager.configured_port()
+    except stream_manager.StreamManagerError as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    if stream_port is not None and not _port_free("127.0.0.1", stream_port):
         print(
             f"the stream manager port {stream_port} is in use (a previous server may hold it for ~60 s): "
-            "wait, or set STREAM_MANAGER_PORT to a free port",
+            "wait, or set STREAM_MANAGER_PORT to another free port, or unset it (a free one is picked)",
             file=sys.stderr,
         )
         return 1
     owns_dir = not os.environ.get("VISION_AGENT_SERVER_DIR")
     run_dir = prepare_environment()
+    manager: stream_manager.StreamManager | None = None
     import uvicorn
 
-    app, stream_manager = build_app()
-    print(f"inference server on http://{host}:{port} (offline, plugin builtin/*; working dir {run_dir})", flush=True)
     try:
+        manager, app = stream_manager.start(stream_port, build_app)
+        stream_manager.watch(manager)
+        print(f"inference server on http://{host}:{port} (offline, plugin builtin/*; stream manager on 127.0.0.1:"
+              f"{manager.port}; working dir {run_dir})", flush=True)
+        # uvicorn shuts down on SIGTERM, then raises it again with this handler back: an exit that runs `finally`
+        # (the stream manager stopped) instead of the default one that kills the process on the spot.
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
         uvicorn.run(app, host=host, port=port, log_level="warning")
+    except stream_manager.StreamManagerError as exc:
+        print(exc, file=sys.stderr)
+        return 1
     finally:
-        if stream_manager.is_alive():
-            stream_manager.terminate()
-            stream_manager.join(timeout=10)
+        if manager is not None:
+            manager.stop()
         if owns_dir:
             os.chdir(tempfile.gettempdir())
             shutil.rmtree(run_dir, ignore_errors=True)

@@ -10,6 +10,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from bot.backends.base import BackendError
+from bot.backends.http.wire import manager_down
 from bot.media.reach import is_loopback
 
 PROBE_TIMEOUT = 5.0  # seconds a server has to list its pipelines before it counts as not answering
@@ -42,7 +43,7 @@ class ServerPool:
 
     def load(self, url: str) -> int | None:
         """How many pipelines the server runs (its /inference_pipelines/list, plus those `held` counts); None when
-        it does not answer."""
+        it does not answer, or answers that its stream manager does not (no pipeline is placed there)."""
         import requests
 
         try:
@@ -52,6 +53,16 @@ class ServerPool:
         if status != 200 or not isinstance(body, dict):
             return None
         return len(body.get("pipelines") or []) + (self._held(url) if self._held else 0)
+
+    def manager_down(self, url: str) -> bool:
+        """Whether the server answers but says its stream manager does not (it runs no pipelines)."""
+        import requests
+
+        try:
+            status, body = self._request("GET", "/inference_pipelines/list", url=url, timeout=PROBE_TIMEOUT)
+        except requests.RequestException:
+            return False
+        return manager_down(status, body)
 
     def reserve(self, exclude: Iterable[str] = ()) -> str:
         """The server to start one pipeline on, counted as starting there until release(); BackendError when none

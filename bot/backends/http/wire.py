@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+MANAGER_DOWN = "ConnectivityError"  # inference's error_type when its pipeline API cannot reach its stream manager
+
 
 def initialise_payload(launch: dict[str, Any]) -> dict[str, Any]:
     """The body of POST /inference_pipelines/initialise for HttpBackend._launch_args (the SDK's own start call
@@ -36,3 +38,8 @@ def answer(status: int, body: Any) -> dict[str, Any]:
 
     message = str(body.get("message") or body)[:300] if isinstance(body, dict) else str(body)[:300]
     raise HTTPCallErrorError(description=message, status_code=status, api_message=message)
+
+
+def manager_down(status: int, body: Any) -> bool:
+    """Whether a pipeline call's answer says the server's stream manager is not running (it runs no pipelines)."""
+    return status >= 500 and isinstance(body, dict) and body.get("error_type") == MANAGER_DOWN

@@ -1,24 +1,27 @@
-"""Signed event webhooks: every tier-1 event POSTed as JSON to the operator's URL, off the alert path.
+"""Signed event webhooks: every event of the event log POSTed to the operator's URL, in id order, none lost.
 
-Sent alerts arrive as an AlertRouter sink; events the router held back (muted, quiet hours, cooldown) through
-`held()` (router.observe_held), from any thread, marked with `held`: a receiver sees every event.
+The sender follows the event log (a listener): each event it records, posted to Slack or held back (muted, quiet
+hours, cooldown, marked `held`), is owed to the receiver under its log id. The router hands over the alert itself
+too (as a sink after its clip, and `held()` for held ones), so a post carries the frame and clip when it can.
 
-The sink only queues (bounded): a slow or dead endpoint never delays the other sinks (Slack, the CLI). One worker
-posts in order, signed (`webhook_signing.py`), retrying 5xx, 429 (Retry-After honoured), timeouts and connection
-errors with backoff, a bounded number of times. Within `dedupe_ttl_seconds` the same camera+rule+text is sent once;
-an alert arriving less than `min_interval_seconds` after the last one accepted is dropped, and the next post says
-how many were dropped.
+Posting never delays the other sinks: one worker posts in id order, signed (`signing.py`). Events that come faster
+than `min_interval_seconds` apart, or while a post is under way, go together in the next post (`body.py`: a batch,
+`events: [...]`, at most `batch_max`), never dropped. 5xx, 429 (Retry-After honoured), timeouts and refused
+connections are retried with backoff for as long as it takes; a receiver that refuses a batch (400/413/422) gets
+its events one per post, and one it refuses alone is passed (said in the log). The owed events beyond
+`queue_size` wait in the event log, not in memory (`backlog.py`), and the id delivered last is kept on disk, so a
+restart sends what the last run could not. Delivery is at least once: a post the receiver took but whose answer
+was lost is sent again, under the same ids.
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,18 +31,21 @@ import aiohttp
 
 from bot.media.reach import ReachError, check_reach, origin
 from bot.media.redaction import redact
-from bot.monitoring.events_log import SOURCE, event_type_of
+from bot.monitoring.webhooks.backlog import Backlog, Pending
+from bot.monitoring.webhooks.body import alert_record, event_body, post_body
 from bot.monitoring.webhooks.signing import signed_headers
 
 if TYPE_CHECKING:
     from bot.config.settings import Settings, WebhookConfig
     from bot.monitoring.alerts import Alert
+    from bot.monitoring.events_log import EventLog
 
 log = logging.getLogger(__name__)
 
 MAX_REDIRECTS = 3
 MAX_BACKOFF = 60.0  # seconds; also the cap on a Retry-After we honour
 RETRY_STATUS = frozenset({408, 425, 429}) | frozenset(range(500, 600))
+REFUSED_BODY = frozenset({400, 413, 422})  # the receiver refuses this body: a batch is split, a lone event passed
 
 
 def retry_after(value: str | None) -> float | None:
@@ -55,129 +61,165 @@ def retry_after(value: str | None) -> float | None:
 
 
 class WebhookSender:
-    """The sink: `router.add_sink(sender)`; `await sender.close()` at shutdown."""
+    """The sink: `router.add_sink(sender, after_clip=True)`, `router.observe_held(sender.held)`, `bind(loop)`;
+    `await sender.close()` at shutdown. With `events` (the runtime's) it sends the event log; without, what it is
+    offered (tests, tools): then memory is all it has, and a full queue drops."""
 
     def __init__(self, config: WebhookConfig, api_base: str | None = None, *, backoff: float = 1.0,
-                 clock: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
+                 clock: Callable[[], float] = time.monotonic, events: EventLog | None = None,
+                 cursor: Path | None = None) -> None:
         if not config.url:
             raise ValueError("webhook.url is not set")
         self.config, self.url = config, config.url
         self.api_base = api_base.rstrip("/") if api_base else None  # frame URLs point at the REST API
         self.secret = config.token.get_secret_value() if config.token else None
-        self.backoff, self._clock, self._sleep = backoff, clock, sleep
-        self._seen: dict[tuple[str, str, str], float] = {}
-        self._last_accepted: float | None = None
-        self._dropped = 0  # throttled since the last post; the next post carries it
-        self._queue: asyncio.Queue[dict[str, Any]] | None = None
+        self.backoff, self._clock, self.events = backoff, clock, events
+        self.backlog = Backlog(config.queue_size, events, cursor, config.url, clock, config.inline_frames)
+        self._wake = asyncio.Event()
         self._worker: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self.stats = {"sent": 0, "failed": 0, "duplicate": 0, "throttled": 0, "queue_full": 0, "attempts": 0}
+        self._last_post = float("-inf")
+        self.stats = {"sent": 0, "posts": 0, "attempts": 0, "failed": 0, "refused": 0, "queue_full": 0}
+        if events is not None:
+            events.add_listener(self._logged)
 
+    # what comes in (any thread) -----------------------------------------------
     async def __call__(self, alert: Alert, channel: str | None) -> None:
         self.offer(alert)
 
+    def where(self, channel: str | None) -> str:
+        """Every alert comes here, whatever its channel: named by its origin (a path may hold a secret)."""
+        return f"the webhook at {origin(self.url) or redact(self.url)}"
+
     def bind(self, loop: asyncio.AbstractEventLoop) -> None:
-        """The loop the worker runs on; held events from pipeline threads are handed to it."""
+        """The loop the worker runs on; events from pipeline threads are handed to it. Starts sending what an earlier
+        run left owed."""
         self._loop = loop
+        loop.call_soon_threadsafe(self._kick)
 
     def held(self, alert: Alert, reason: str) -> None:
-        """A held event (router.observe_held): queued like a sent one, marked `held`; callable from any thread."""
+        """A held event (router.observe_held), marked `held`; callable from any thread."""
+        self._on_loop(self.offer, alert, reason)
+
+    def _logged(self, ev: dict[str, Any]) -> None:
+        """The event log's listener (the appending thread): the event is owed."""
+        self._on_loop(self._heard, ev)
+
+    def _on_loop(self, fn: Callable[..., Any], *args: Any) -> None:
         loop = self._loop
         if loop is None or loop.is_closed():
-            return
+            return  # not bound yet: what the log holds is sent from the cursor once it is
         try:
             here = asyncio.get_running_loop()
         except RuntimeError:
             here = None
         if here is loop:
-            self.offer(alert, reason)
+            fn(*args)
         else:
-            loop.call_soon_threadsafe(self.offer, alert, reason)
+            loop.call_soon_threadsafe(fn, *args)
 
-    # admission (on the loop, never waits) ---------------------------------
+    # on the loop ------------------------------------------------------------
     def offer(self, alert: Alert, held: str | None = None) -> str:
-        """Queue the alert unless duplicate / throttled / queue full; returns which ('queued' when queued)."""
-        now = self._clock()
-        key = (alert.camera, alert.rule, alert.text)
-        ttl = self.config.dedupe_ttl_seconds
-        self._seen = {k: t for k, t in self._seen.items() if now - t < ttl}  # bounded by what the TTL holds
-        if key in self._seen:
-            self.stats["duplicate"] += 1
-            return "duplicate"
-        last = self._last_accepted
-        if last is not None and now - last < self.config.min_interval_seconds:
-            self.stats["throttled"] += 1
-            self._dropped += 1
-            return "throttled"
-        queue = self._ensure_worker()
-        payload = self.payload(alert, held)
-        try:
-            queue.put_nowait(payload)
-        except asyncio.QueueFull:
+        """The alert of an event: with the event log, it joins its event (frame, clip); without, it is the event.
+        'queued', or 'full' when a sender without a log has no room left."""
+        if self.events is not None:
+            self.backlog.enrich(alert)
+            self._kick()
+            return "queued"
+        if not self.backlog.local(alert_record(alert, held), alert):
             self.stats["queue_full"] += 1
-            log.warning("webhook queue full (%d): alert from %s dropped; is %s answering?", queue.maxsize,
+            log.warning("webhook queue full (%d): an event from %s dropped; is %s answering?", self.config.queue_size,
                         alert.camera, redact(self.url))
             return "full"
-        self._seen[key], self._last_accepted, self._dropped = now, now, 0
+        self._kick()
         return "queued"
 
-    def payload(self, alert: Alert, held: str | None = None) -> dict[str, Any]:
-        """The JSON body (credentials redacted from every text field). `held`: why the event was not sent to
-        Slack (its frame was not kept: inline only); null for a sent alert."""
-        body: dict[str, Any] = {
-            "source": SOURCE, "event_type": event_type_of(alert.rule), "camera": redact(alert.camera),
-            "rule": redact(alert.rule), "text": redact(alert.text), "counts": dict(alert.counts),
-            "time": alert.time, "pipeline_id": alert.pipeline_id,
-            "summary": redact(alert.summary) if alert.summary else None, "dropped_before": self._dropped,
-            "alert_id": alert.alert_id, "held": held, "frame_url": None, "clip_url": None,
-        }
-        if alert.frame and self.config.inline_frames:
-            body["frame_base64"], body["frame_type"] = base64.b64encode(alert.frame).decode(), "image/jpeg"
-        elif alert.frame and self.api_base and not held:  # this alert's own frame (the router kept it)
-            body["frame_url"] = f"{self.api_base}/api/alerts/{alert.alert_id}/frame"
-        if alert.clip_path and self.api_base:  # the MP4 around the event (bot/api/frames.py clip)
-            body["clip_url"] = f"{self.api_base}/api/clips/{Path(alert.clip_path).stem}"
-        return body
+    def _heard(self, ev: dict[str, Any]) -> None:
+        self.backlog.heard(ev)
+        self._kick()
 
-    def _ensure_worker(self) -> asyncio.Queue[dict[str, Any]]:
-        if self._queue is None:
-            self._queue = asyncio.Queue(maxsize=self.config.queue_size)
+    def _kick(self) -> None:
+        self._wake.set()
         if self._worker is None or self._worker.done():
-            self._worker = asyncio.get_running_loop().create_task(self._run(self._queue), name="webhooks")
-        return self._queue
+            self._worker = asyncio.get_running_loop().create_task(self._run(), name="webhooks")
 
     # delivery (the worker task) -------------------------------------------
-    async def _run(self, queue: asyncio.Queue[dict[str, Any]]) -> None:
+    async def _run(self) -> None:
         timeout = aiohttp.ClientTimeout(total=self.config.timeout_seconds)
         async with aiohttp.ClientSession(timeout=timeout) as session:
             while True:
-                payload = await queue.get()
+                batch = await self._next_batch()
                 try:
-                    ok = await self.deliver(session, payload)
-                except Exception:  # the worker must outlive any one payload
+                    await self._send(session, batch)
+                except asyncio.CancelledError:
+                    raise
+                except Exception:  # the worker must outlive any one post; the events stay owed
                     log.exception("webhook delivery failed")
-                    ok = False
-                self.stats["sent" if ok else "failed"] += 1
-                queue.task_done()
+                    self.backlog.put_back(batch)
+                    await asyncio.sleep(self.backoff)
+                    continue
+                self._last_post = self._clock()
+                await self.backlog.done(batch)
+
+    async def _next_batch(self) -> list[Pending]:
+        """The next events to post, once the last post is `min_interval_seconds` old (what arrives meanwhile joins)."""
+        while True:
+            self._wake.clear()
+            if self.backlog.needs_refill():
+                await self.backlog.refill()
+            timeout: float | None = None
+            if self.backlog.owed:
+                gap = self._last_post + self.config.min_interval_seconds - self._clock()
+                if gap > 0:
+                    await asyncio.sleep(gap)
+                    continue
+                batch, ready_at = self.backlog.take(self.config.batch_max)
+                if batch:
+                    return batch
+                timeout = max(0.01, ready_at - self._clock()) if ready_at is not None else 0.05
+            try:
+                await asyncio.wait_for(self._wake.wait(), timeout)
+            except TimeoutError:
+                pass
+
+    async def _send(self, session: aiohttp.ClientSession, batch: list[Pending]) -> None:
+        """POST the batch until the receiver takes it; one it refuses goes again one event per post."""
+        inline = self.config.inline_frames
+        events = [event_body(p.event, p.alert, inline=inline, api_base=self.api_base, dropped=p.dropped)
+                  for p in batch]
+        if await self.deliver(session, post_body(events)):
+            self.stats["sent"] += len(batch)
+        elif len(batch) > 1:
+            for one in batch:
+                await self._send(session, [one])
+        else:
+            self.stats["refused"] += 1
+            log.warning("webhook %s refused event %s (%s); passed: fix the receiver (it is in GET /api/events)",
+                        redact(self.url), events[0].get("id"), events[0].get("event_type"))
 
     async def deliver(self, session: aiohttp.ClientSession, payload: dict[str, Any]) -> bool:
-        """POST one payload, retrying what may pass on a later try; True once the receiver answered 2xx."""
+        """POST one body until the receiver answers 2xx (True) or refuses the body itself (False, 400/413/422). Every
+        other failure is retried with backoff, for as long as it takes: the events wait, none is dropped."""
         body = json.dumps(payload, separators=(",", ":")).encode()
         delivery = uuid.uuid4().hex  # the same across retries: receivers can drop a repeat they already took
-        for attempt in range(1, self.config.max_attempts + 1):
+        attempt = 0
+        while True:
+            attempt += 1
             self.stats["attempts"] += 1
             wait, done = await self._attempt(session, body, delivery)
             if done is not None:
+                self.stats["posts"] += 1 if done else 0
                 return done
-            if attempt < self.config.max_attempts:
-                await self._sleep(min(MAX_BACKOFF, wait if wait is not None else self.backoff * 2 ** (attempt - 1)))
-        log.warning("webhook to %s gave up after %d attempts", redact(self.url), self.config.max_attempts)
-        return False
+            self.stats["failed"] += 1
+            if attempt == self.config.max_attempts:
+                log.warning("webhook %s has not taken a post in %d tries: its events wait (nothing is dropped) and "
+                            "are retried every %.0f s at most; is it answering?", redact(self.url), attempt,
+                            MAX_BACKOFF)
+            await asyncio.sleep(min(MAX_BACKOFF, wait if wait is not None else self.backoff * 2 ** min(attempt - 1, 16)))
 
     async def _attempt(self, session: aiohttp.ClientSession, body: bytes,
                        delivery: str) -> tuple[float | None, bool | None]:
-        """(Retry-After wait or None, True/False when finished or None to retry)."""
+        """(Retry-After wait or None, True taken / False body refused / None to retry)."""
         url = self.url
         try:
             for _ in range(MAX_REDIRECTS + 1):
@@ -190,17 +232,19 @@ class WebhookSender:
                         continue
                     if 200 <= status < 300:
                         return None, True
+                    if status in REFUSED_BODY:
+                        return None, False
                     if status in RETRY_STATUS:
                         log.info("webhook %s answered %d; retrying", redact(url), status)
                         return (retry_after(resp.headers.get("Retry-After")) if status == 429 else None), None
-                    log.warning("webhook %s answered %d; not retried (fix the receiver or the URL)",
-                                redact(url), status)
-                    return None, False
-            log.warning("webhook %s redirected more than %d times", redact(self.url), MAX_REDIRECTS)
-            return None, False
+                    log.warning("webhook %s answered %d: fix the receiver or webhook.url/token; its events wait and "
+                                "are retried", redact(url), status)
+                    return None, None
+            log.warning("webhook %s redirected more than %d times; retrying later", redact(self.url), MAX_REDIRECTS)
+            return None, None
         except ReachError as exc:
-            log.warning("webhook redirect refused: %s", exc)
-            return None, False
+            log.warning("webhook redirect refused: %s; its events wait and are retried", exc)
+            return None, None
         except (aiohttp.ClientError, TimeoutError, OSError) as exc:
             log.info("webhook %s failed (%s); retrying", redact(url), type(exc).__name__)
             return None, None
@@ -213,16 +257,17 @@ class WebhookSender:
         return target
 
     async def drain(self, timeout: float) -> bool:
-        """Wait up to `timeout` s for the queue to empty (tests, shutdown); True if it did."""
-        if self._queue is None:
-            return True
-        try:
-            await asyncio.wait_for(self._queue.join(), timeout)
-            return True
-        except TimeoutError:
-            return False
+        """Wait up to `timeout` s until nothing is owed (tests, shutdown); True if so."""
+        end = time.monotonic() + timeout
+        while self.backlog.owed:
+            if time.monotonic() >= end:
+                return False
+            await asyncio.sleep(0.02)
+        return True
 
     async def close(self) -> None:
+        if self.events is not None:
+            self.events.remove_listener(self._logged)
         worker, self._worker = self._worker, None
         if worker is not None:
             worker.cancel()
@@ -244,10 +289,12 @@ def api_base(settings: Settings) -> str | None:
     return f"http://{'127.0.0.1' if host in ('0.0.0.0', '::', '') else host}:{port}"
 
 
-def from_settings(settings: Settings) -> WebhookSender | None:
-    """The sender for webhook.url, or None when no URL is configured."""
+def from_settings(settings: Settings, events: EventLog | None = None,
+                  cursor: Path | None = None) -> WebhookSender | None:
+    """The sender for webhook.url, following `events` (the event log) from `cursor` (where it keeps the id it
+    delivered last); None when no URL is configured."""
     if not settings.webhook.url:
         return None
     if settings.webhook.token is None:
         log.warning("webhook %s is not signed: set VISION_AGENT_WEBHOOK_TOKEN", redact(settings.webhook.url))
-    return WebhookSender(settings.webhook, api_base(settings))
+    return WebhookSender(settings.webhook, api_base(settings), events=events, cursor=cursor)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
+import threading
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -18,6 +20,7 @@ from bot.api.server import OFF, ApiServer
 from bot.backends.provider import BackendProvider
 from bot.config import load_settings
 from bot.runtime import Runtime
+from tests.fakes.waits import patience
 from tests.fixtures.inference import make_video
 from tests.tools.fake_backend import FakeBackend, result
 
@@ -44,6 +47,20 @@ class Api:
             if resp.content_type == "application/json":
                 return resp.status, await resp.json()
             return resp.status, await resp.read()
+
+
+async def started(api: Api, body: dict[str, Any]) -> dict[str, Any]:
+    """A POST /api/pipelines answer (`starting`: the detector loads in the background) followed with GET until the
+    pipeline runs or failed; the pipeline as GET then shows it."""
+    pipeline = body["pipeline"]
+    deadline = time.monotonic() + patience(30)
+    while pipeline["status"] == "starting":
+        assert time.monotonic() < deadline, pipeline
+        await asyncio.sleep(0.02)
+        status, got = await api.call("GET", f"/api/pipelines/{pipeline['pipeline_id']}")
+        assert status == 200, got
+        pipeline = got["pipeline"]
+    return pipeline
 
 
 async def serve_api(env: dict[str, str], workspace: Path) -> AsyncIterator[Api]:
@@ -116,7 +133,8 @@ async def test_pipelines_start_list_frame_pause_resume_stop(api: Api, workspace_
     status, body = await api.call("POST", "/api/pipelines", json={"source": str(video), "name": "yard", "fps": 5})
     assert status == 201, body
     pid = body["pipeline"]["pipeline_id"]
-    assert body["pipeline"]["name"] == "yard" and body["pipeline"]["status"] == "running"
+    assert body["pipeline"]["name"] == "yard" and body["pipeline"]["status"] == "starting"
+    assert (await started(api, body))["status"] == "running"
     assert api.backend.calls[-1][1]["video_reference"] == str(video)
     status, body = await api.call("GET", "/api/pipelines")
     assert [p["pipeline_id"] for p in body["pipelines"]] == [pid]
@@ -142,6 +160,7 @@ async def test_a_pipelines_counts_and_cannot_count_line_are_in_its_status_as_in_
     video.write_bytes(b"\x00\x00\x00\x18ftypmp42")
     status, body = await api.call("POST", "/api/pipelines", json={"source": str(video), "name": "walk"})
     assert status == 201 and body["pipeline"]["counted"] is None and body["pipeline"]["cannot_count"] is None
+    await started(api, body)
     small = {"person_px": 15.0, "settled": True, "smallest_px": 24.0, "blind_seconds": 0.0}
     api.backend.emit(body["pipeline"]["pipeline_id"], result({"person": 2}, count_in=3, count_out=2, camera=small))
     for path in ("/api/pipelines/walk", "/api/pipelines"):
@@ -170,7 +189,7 @@ async def test_a_pipeline_restarted_on_another_server_says_so_under_failover(api
     video.write_bytes(b"\x00\x00\x00\x18ftypmp42")
     status, body = await api.call("POST", "/api/pipelines", json={"source": str(video), "name": "door", "line": "5,0,5,9"})
     pid = body["pipeline"]["pipeline_id"]
-    assert status == 201 and body["pipeline"]["failover"] is None
+    assert status == 201 and body["pipeline"]["failover"] is None and (await started(api, body))["status"] == "running"
     note = "restarted on :9002 at 14:03 UTC (:9001 stopped answering), counts carry on"
     api.backend.handles[pid] = api.backend.handles[pid].with_(server=":9002", failover=note)
     status, body = await api.call("GET", "/api/pipelines/door")
@@ -183,6 +202,7 @@ async def test_a_pipeline_restarted_on_another_server_says_so_under_failover(api
     ("http://10.0.0.9/video.mp4", "local/private address"),
     ("/etc/passwd", "outside the folders I may read"),
     ("file:///etc/passwd", "not a supported video source"),
+    ("cam1", "is neither a camera nor a video file: a camera name is a row of"),  # README's example, unregistered
 ])
 async def test_start_refuses_what_slack_refuses(api: Api, source: str, why: str) -> None:
     status, body = await api.call("POST", "/api/pipelines", json={"source": source})
@@ -251,6 +271,52 @@ async def test_events_since_and_by_camera(api: Api) -> None:
     assert [e["text"] for e in body["events"]] == ["gate one"]
     status, body = await api.call("GET", "/api/events", params={"since": "yesterday-ish"})
     assert status == 400 and "2h" in body["error"] and "ISO" in body["error"]
+
+
+@pytest.mark.parametrize(("limit", "camera"), [(7, None), (50, "dock"), (1, "gate")])
+async def test_paging_after_an_id_while_events_keep_arriving_skips_none_and_repeats_none(
+    api: Api, limit: int, camera: str | None
+) -> None:
+    """A consumer pages with `after` = the last page's `next` while a pipeline thread keeps appending: it gets
+    every event (of its camera) once, in id order; `more` says when to ask again at once."""
+    log = api.rt.events
+    for i in range(5):  # before the consumer starts: `next` of a plain read starts after them
+        log.append({"camera": "dock", "rule": "line_crossed", "event_type": "line_crossed", "text": f"old {i}"})
+    status, body = await api.call("GET", "/api/events", params={"limit": "2"})
+    assert status == 200 and body["next"] == body["events"][-1]["id"] and len(body["next"]) == 12
+    start = body["next"]
+    done = threading.Event()
+
+    def pipeline() -> None:
+        for i in range(300):
+            log.append({"camera": ("dock", "gate", "yard")[i % 3], "rule": "line_crossed",
+                        "event_type": "line_crossed", "text": f"crossing {i}"})
+            if i % 25 == 0:
+                time.sleep(0.01)
+        done.set()
+
+    writer = threading.Thread(target=pipeline)
+    writer.start()
+    got: list[dict[str, Any]] = []
+    after, finished = start, False
+    while not finished:
+        finished = done.is_set()  # one more full read after the writer is done
+        params = {"after": after, "limit": str(limit), **({"camera": camera} if camera else {})}
+        status, body = await api.call("GET", "/api/events", params=params)
+        assert status == 200 and len(body["events"]) <= limit
+        got += body["events"]
+        assert body["next"] >= after
+        after = body["next"]
+        finished = finished and not body["more"]
+    writer.join()
+    expected = [e for e in log.page(int(start), 10_000)[0] if camera is None or e["camera"] == camera]
+    assert [e["id"] for e in got] == [e["id"] for e in expected]
+    assert len(expected) == (300 if camera is None else 100)
+
+
+async def test_events_after_must_be_an_event_id(api: Api) -> None:
+    status, body = await api.call("GET", "/api/events", params={"after": "yesterday"})
+    assert status == 400 and "after" in body["error"]
 
 
 async def test_an_alert_clip_is_served_by_its_id_and_nothing_else_is(api: Api) -> None:

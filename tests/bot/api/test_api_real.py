@@ -17,7 +17,7 @@ from bot.backends.provider import BackendProvider
 from bot.config import load_settings
 from bot.monitoring.webhooks.signing import SIGNATURE_HEADER, TIMESTAMP_HEADER, verify
 from bot.runtime import Runtime
-from tests.bot.monitoring.test_webhooks import Receiver
+from tests.bot.monitoring.test_webhooks import Receiver, bodies_of
 from tests.fakes.waits import patience
 
 TOKEN = "api-token-0123456789abcdef"
@@ -64,7 +64,7 @@ async def test_pipeline_over_rest_on_the_real_engine_reaches_events_and_the_webh
                 assert r.status == 200 and (await r.json())["pipeline"]["status"] in ("stopped", "finished")
         crossing: list[dict] = []
         for _ in range(int(patience(30) / 0.1)):  # the webhook follows the alert's clip (cut seconds after it)
-            if crossing := [b for b in rx.bodies() if b["event_type"] == "line_crossed"]:
+            if crossing := [b for b in bodies_of(rx) if b["event_type"] == "line_crossed"]:
                 break
             await asyncio.sleep(0.1)
         assert crossing and crossing[0]["camera"] == "door" and crossing[0]["pipeline_id"] == pid

@@ -92,3 +92,28 @@ async def test_run_inference_hands_its_boxes_on_as_structured_content(base_env: 
     assert not err and "2 detections: 2 person" in text and images, text
     assert out.structuredContent is not None and out.structuredContent["counts"] == {"person": 2}
     assert [d["xyxy"] for d in out.structuredContent["detections"]] == [[0.0, 0.0, 5.0, 5.0], [10.0, 0.0, 15.0, 5.0]]
+
+
+async def test_get_events_pages_after_an_id_with_a_next_cursor(runtime: Runtime) -> None:
+    """An MCP client pages the event log as the REST API does: `after` the last id seen, a `next` to go on with;
+    events that arrive between pages are in the next one, none twice."""
+    import re
+
+    for i in range(4):
+        runtime.router.record(Alert("dock", "line_crossed", f"crossing {i}"), "cooldown")
+    async with create_connected_server_and_client_session(McpAdapter(runtime, read_only=True).server) as session:
+        seen: list[str] = []
+        after = "0"
+        for page in range(4):
+            text, _, err = decoded(await session.call_tool("get_events", {"after": after, "limit": 3}))
+            assert not err, text
+            seen += re.findall(r"^- #(\d+) .*dock line_crossed: (crossing \d+)", text, re.M)
+            after = re.search(r"^next: after=(\d+)", text, re.M).group(1)  # type: ignore[union-attr]
+            if page == 0:  # a pipeline goes on counting meanwhile
+                runtime.router.record(Alert("dock", "line_crossed", "crossing 4"), "cooldown")
+        last, _, _ = decoded(await session.call_tool("get_events", {"after": after}))
+        bad, _, bad_err = decoded(await session.call_tool("get_events", {"after": "x1"}))
+    assert [t for _, t in seen] == [f"crossing {i}" for i in range(5)]
+    assert [int(i) for i, _ in seen] == sorted({int(i) for i, _ in seen})  # in id order, none twice
+    assert "none more yet" in last and f"next: after={after}" in last
+    assert bad_err and "after" in bad  # a malformed cursor is named

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from bot.config import Settings
+from bot.monitoring.events_log import EventLog
 from bot.monitoring.monitor import Monitor
 from bot.monitoring.rules import Rule
 from bot.pipelines.request import StartRequest
@@ -169,6 +170,35 @@ async def test_health_error_stall_and_drop_alert_once_each(rig, clock: Clock) ->
     stalled = [a for a in sink.alerts if a.rule == "stalled"]
     assert sorted(a.camera for a in stalled) == ["cam1", "cam4"]
     assert all(a.frame == JPEG for a in stalled)
+
+
+async def test_a_move_to_another_inference_server_is_one_health_alert_per_move(
+    tmp_path: Path, settings: Settings, clock: Clock
+) -> None:
+    """A pipeline restarted on another server (HostedPipeline.failover) is said once where the camera's alerts go,
+    recorded as a health event; a later move is said again, a check in between says nothing."""
+    events = EventLog(tmp_path / "events.jsonl")
+    router, sink = make_router(tmp_path, clock, cooldown=60, events=events)
+    pipes = FakePipelines()
+    monitor = Monitor(router, pipes, settings, clock=clock, stall_seconds=30)
+    monitor.start()
+    pipes.add("door", started_at=clock(), server=":9001")
+    pipes.push("door", result())
+    await monitor.check_health()
+    assert sink.alerts == []
+    moved = "restarted on :9002 at 14:03 UTC (:9001 stopped answering), counts carry on"
+    pipes.set("door", server=":9002", failover=moved)
+    for _ in range(3):
+        pipes.push("door", result())
+        await monitor.check_health()
+    assert [(a.camera, a.rule, a.text) for a in sink.alerts] == [("door", "server_failover", f"pipeline door {moved}.")]
+    clock.advance(3600)  # past the cooldown: the next move is said too
+    pipes.set("door", server=":9001", failover=moved.replace(":9002", ":9003").replace("14:03", "15:03"))
+    pipes.push("door", result())
+    await monitor.check_health()
+    await monitor.check_health()
+    assert [a.rule for a in sink.alerts] == ["server_failover"] * 2 and ":9003 at 15:03" in sink.alerts[1].text
+    assert [e["rule"] for e in events.query(event_type="health")] == ["server_failover"] * 2
 
 
 async def test_results_from_many_pipeline_threads_each_alert_once(rig) -> None:

@@ -10,12 +10,13 @@ import pytest
 
 from bot.backends.base import Detection, InferenceResult
 from bot.config import Settings
+from bot.monitoring.events_log import EventLog
 from bot.monitoring.false_alarms import tightened
 from bot.monitoring.kinds.near import gap
 from bot.monitoring.monitor import Monitor
 from bot.monitoring.rules import Rule, RuleState, Sightings, evaluate
 from tests.bot.monitor_helpers import JPEG, Clock, FakePipelines, make_router
-from tests.bot.monitoring.test_webhooks import Receiver, make_sender, until
+from tests.bot.monitoring.test_webhooks import Receiver, bodies_of, make_sender, until
 
 Box = tuple[str, float, float, float, float]
 
@@ -206,10 +207,11 @@ async def hook() -> AsyncIterator[Receiver]:
 async def test_near_and_then_events_reach_the_webhook_typed_and_held_ones_marked(
     hook: Receiver, base_env: dict[str, str], tmp_path: Path, settings: Settings, clock: Clock
 ) -> None:
-    sender = make_sender(base_env, hook.url)
+    events = EventLog(tmp_path / "events.jsonl")  # wired as the runtime wires it: the sender follows the log
+    sender = make_sender(base_env, hook.url, events=events, cursor=tmp_path / "webhook_cursor.json")
     sender.bind(asyncio.get_running_loop())
-    router, _ = make_router(tmp_path, clock, cooldown=60)
-    router.add_sink(sender)
+    router, _ = make_router(tmp_path, clock, cooldown=60, events=events)
+    router.add_sink(sender, after_clip=True)
     router.observe_held(sender.held)
     pipes = FakePipelines()
     monitor = Monitor(router, pipes, settings, clock=clock)
@@ -228,11 +230,11 @@ async def test_near_and_then_events_reach_the_webhook_typed_and_held_ones_marked
         clock.advance(10)
         pipes.push("cam2", scene(PERSON_CLOSE, CAR))  # again, inside the 60 s cooldown: held
         await monitor.flush()
-        await until(lambda: len(hook.requests) == 3)
+        await until(lambda: len(bodies_of(hook)) == 3)
         assert await sender.drain(5)
     finally:
         await sender.close()
-    got = [(b["camera"], b["event_type"], b["rule"], b["held"]) for b in hook.bodies()]
+    got = [(b["camera"], b["event_type"], b["rule"], b["held"]) for b in bodies_of(hook)]
     assert sorted(got, key=str) == sorted([
         ("cam2", "near", "near:person+car<=0.5", None), ("cam2", "then", "then:car@cam1<=60s", None),
         ("cam2", "near", "near:person+car<=0.5", "cooldown")], key=str)

@@ -1,4 +1,5 @@
-"""Signed event webhooks against a real local receiver: signatures, retries, dedupe, throttling, dead endpoints."""
+"""Signed event webhooks against a real local receiver: signatures, retries, batching, ids in order, dead endpoints
+(the burst, backlog and restart cases are in test_webhook_delivery.py)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from aiohttp import web
 
 from bot.config import load_settings
 from bot.monitoring.alerts import Alert, AlertRouter
+from bot.monitoring.events_log import EventLog
 from bot.monitoring.webhooks.sender import WebhookSender
 from bot.monitoring.webhooks.signing import SIGNATURE_HEADER, TIMESTAMP_HEADER, verify
 from tests.fixtures.common import free_port
@@ -68,20 +70,30 @@ async def receiver() -> AsyncIterator[Receiver]:
     await rx.stop()
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def make_sender(base_env: dict[str, str], url: str, clock: Callable[[], float] = time.monotonic,
-                **webhook: Any) -> WebhookSender:
+                events: EventLog | None = None, cursor: Path | None = None, **webhook: Any) -> WebhookSender:
     env = dict(base_env, VISION_AGENT_WEBHOOK_URL=url, VISION_AGENT_WEBHOOK_TOKEN=TOKEN)
-    opts = {"min_interval_seconds": 0, "dedupe_ttl_seconds": 60, "timeout_seconds": 2, **webhook}
+    opts = {"min_interval_seconds": 0, "timeout_seconds": 2, **webhook}
     settings = load_settings(env, webhook=opts)
-    return WebhookSender(settings.webhook, api_base="http://127.0.0.1:8081", backoff=0.05, clock=clock)
+    return WebhookSender(settings.webhook, api_base="http://127.0.0.1:8081", backoff=0.05, clock=clock,
+                         events=events, cursor=cursor)
+
+
+def wired(tmp_path: Path, base_env: dict[str, str], url: str, cooldown: float = 0,
+          **webhook: Any) -> tuple[AlertRouter, EventLog, WebhookSender]:
+    """Router, event log and sender wired as the runtime wires them: the sender follows the log."""
+    events = EventLog(tmp_path / "events.jsonl")
+    r = AlertRouter(tmp_path / "alerts.json", default_channel="C1", cooldown_seconds=cooldown, events=events)
+    sender = make_sender(base_env, url, events=events, cursor=tmp_path / "webhook_cursor.json", **webhook)
+    sender.bind(asyncio.get_running_loop())
+    r.add_sink(sender, after_clip=True)
+    r.observe_held(sender.held)
+    return r, events, sender
+
+
+def bodies_of(receiver: Receiver) -> list[dict[str, Any]]:
+    """Every event received, a batch's one by one."""
+    return [ev for body in receiver.bodies() for ev in (body["events"] if body.get("event_type") == "batch" else [body])]
 
 
 def router(tmp_path: Path, *sinks: Any) -> AlertRouter:
@@ -99,8 +111,8 @@ async def until(cond: Callable[[], bool], timeout: float = 5.0) -> None:
 
 
 async def test_each_alert_arrives_once_signed_with_the_bearer_token(receiver: Receiver, base_env, tmp_path) -> None:
-    sender = make_sender(base_env, receiver.url)
-    r = router(tmp_path, sender)
+    """batch_max 1: one event per post, in the shape receivers have always parsed, with its event-log id."""
+    r, events, sender = wired(tmp_path, base_env, receiver.url, batch_max=1)
     try:
         await r.dispatch(Alert("dock", "count_over:person>3", "4 people on the dock", counts={"person": 4},
                                pipeline_id="p1", frame=b"\xff\xd8jpeg"))
@@ -120,6 +132,7 @@ async def test_each_alert_arrives_once_signed_with_the_bearer_token(receiver: Re
         "dock", "4 people on the dock", {"person": 4}, "p1")
     assert first["frame_url"] == f"http://127.0.0.1:8081/api/alerts/{first['alert_id']}/frame"  # its own frame
     assert second["event_type"] == "line_crossed" and second["frame_url"] is None
+    assert [first["id"], second["id"]] == [e["id"] for e in events.query()]  # the log's ids, in order
 
 
 async def test_held_events_reach_the_webhook_marked_held_also_from_a_pipeline_thread(
@@ -128,11 +141,7 @@ async def test_held_events_reach_the_webhook_marked_held_also_from_a_pipeline_th
     """Every tier-1 event is POSTed: a muted one (dispatch) and a cooling-down one (recorded on a pipeline thread,
     as the monitor does) arrive marked `held`, without a frame link (their frames are not kept); a sent alert's
     clip has a clip_url."""
-    sender = make_sender(base_env, receiver.url)
-    sender.bind(asyncio.get_running_loop())
-    r = AlertRouter(tmp_path / "alerts.json", default_channel="C1", cooldown_seconds=300)
-    r.add_sink(sender)
-    r.observe_held(sender.held)
+    r, events, sender = wired(tmp_path, base_env, receiver.url, cooldown=300)
     try:
         await r.dispatch(Alert("dock", "line_crossed", "in +1", frame=b"\xff\xd8jpeg",
                                clip_path=str(tmp_path / "clips" / "dock-20261123-101500-ab12cd.mp4")))
@@ -140,11 +149,11 @@ async def test_held_events_reach_the_webhook_marked_held_also_from_a_pipeline_th
         assert await r.dispatch(Alert("gate", "class_appears:person", "person appeared")) == "muted"
         held = Alert("dock", "line_crossed", "in +2", frame=b"\xff\xd8jpeg")
         await asyncio.to_thread(r.record, held, "cooldown")  # the monitor's cooldown path, off the loop
-        await until(lambda: len(receiver.requests) == 3)
+        await until(lambda: len(bodies_of(receiver)) == 3)
         assert await sender.drain(5)
     finally:
         await sender.close()
-    sent, muted, cooling = receiver.bodies()
+    sent, muted, cooling = bodies_of(receiver)
     assert (sent["text"], sent["held"]) == ("in +1", None)
     assert sent["clip_url"] == "http://127.0.0.1:8081/api/clips/dock-20261123-101500-ab12cd"
     assert (muted["camera"], muted["held"], muted["frame_url"]) == ("gate", "muted", None)
@@ -176,7 +185,7 @@ async def test_a_500_is_retried_until_it_is_taken(receiver: Receiver, base_env) 
         await sender.close()
     assert len(receiver.requests) == 3
     assert len({h["X-Vision-Agent-Delivery"] for h, _ in receiver.requests}) == 1  # one delivery, three tries
-    assert sender.stats["sent"] == 1 and sender.stats["failed"] == 0
+    assert sender.stats["sent"] == 1 and sender.stats["failed"] == 2
 
 
 async def test_429_waits_the_retry_after(receiver: Receiver, base_env) -> None:
@@ -194,62 +203,85 @@ async def test_429_waits_the_retry_after(receiver: Receiver, base_env) -> None:
     assert times[1] - times[0] >= 0.9  # not the 0.05 s backoff
 
 
-async def test_a_receiver_that_keeps_failing_is_given_up_after_max_attempts(receiver: Receiver, base_env) -> None:
-    receiver.answers = [(500, {})] * 10
+async def test_a_receiver_that_keeps_failing_gets_the_event_once_it_answers(receiver: Receiver, base_env,
+                                                                            caplog) -> None:
+    """Past max_attempts the event still waits (the log says so, once) and goes when the receiver takes it."""
+    receiver.answers = [(500, {})] * 5
     sender = make_sender(base_env, receiver.url, max_attempts=3)
     try:
         sender.offer(Alert("dock", "line_crossed", "1 crossed"))
-        assert await sender.drain(5)
+        assert await sender.drain(20)
     finally:
         await sender.close()
-    assert len(receiver.requests) == 3 and sender.stats["failed"] == 1
+    assert len(receiver.requests) == 6 and sender.stats["sent"] == 1
+    assert sum("has not taken a post in 3 tries" in r.getMessage() for r in caplog.records) == 1
 
 
-async def test_a_4xx_is_not_retried(receiver: Receiver, base_env) -> None:
-    receiver.answers = [(401, {})]
+@pytest.mark.parametrize("status", [401, 404])
+async def test_a_receiver_refusing_the_sender_is_retried_until_fixed(status: int, receiver: Receiver,
+                                                                   base_env) -> None:
+    """A wrong token or path is the operator's to fix: the event waits for it instead of being dropped."""
+    receiver.answers = [(status, {}), (status, {})]
     sender = make_sender(base_env, receiver.url)
     try:
         sender.offer(Alert("dock", "line_crossed", "1 crossed"))
-        assert await sender.drain(5)
+        assert await sender.drain(10)
     finally:
         await sender.close()
-    assert len(receiver.requests) == 1 and sender.stats["failed"] == 1
+    assert len(receiver.requests) == 3 and sender.stats["sent"] == 1
 
 
-async def test_nothing_is_sent_while_throttled_and_the_next_post_counts_the_dropped(receiver: Receiver,
-                                                                                    base_env) -> None:
-    clock = Clock()
-    sender = make_sender(base_env, receiver.url, clock=clock, min_interval_seconds=10)
+async def test_a_refused_batch_goes_again_one_event_per_post(receiver: Receiver, base_env, tmp_path) -> None:
+    """A receiver that cannot parse a batch (400) still gets every event, each alone; one it refuses alone is
+    passed, not retried for ever."""
+    receiver.hang = True  # the first post waits: the next events gather into one batch meanwhile
+    r, events, sender = wired(tmp_path, base_env, receiver.url)
     try:
-        assert sender.offer(Alert("dock", "line_crossed", "1 crossed")) == "queued"
-        clock.now += 3
-        assert sender.offer(Alert("dock", "line_crossed", "2 crossed")) == "throttled"
-        assert sender.offer(Alert("gate", "class_appears:car", "a car appears")) == "throttled"
-        assert await sender.drain(5)
-        assert [b["text"] for b in receiver.bodies()] == ["1 crossed"]
-        clock.now += 10
-        assert sender.offer(Alert("dock", "line_crossed", "3 crossed")) == "queued"
-        assert await sender.drain(5)
+        await r.dispatch(Alert("dock", "line_crossed", "first"))
+        await asyncio.wait_for(receiver.got.wait(), 5)
+        for n in range(3):
+            await r.dispatch(Alert("dock", "line_crossed", f"then {n}"))
+        receiver.answers = [(200, {}), (400, {}), (200, {}), (200, {}), (422, {})]
+        receiver.hang = False
+        receiver.release.set()
+        assert await sender.drain(10)
     finally:
         await sender.close()
-    assert [(b["text"], b["dropped_before"]) for b in receiver.bodies()] == [("1 crossed", 0), ("3 crossed", 2)]
+    shapes = [b.get("count", 1) for b in receiver.bodies()]
+    assert shapes == [1, 3, 1, 1, 1]  # the batch, refused, then its events alone
+    assert [b["text"] for b in receiver.bodies()[2:]] == ["then 0", "then 1", "then 2"]
+    assert sender.stats["sent"] == 3 and sender.stats["refused"] == 1
 
 
-async def test_the_same_alert_within_the_ttl_is_sent_once(receiver: Receiver, base_env) -> None:
-    clock = Clock()
-    sender = make_sender(base_env, receiver.url, clock=clock, dedupe_ttl_seconds=30)
-    alert = Alert("dock", "line_crossed", "1 crossed")
+async def test_events_faster_than_the_interval_are_batched_in_order_none_dropped(receiver: Receiver, base_env,
+                                                                                 tmp_path) -> None:
+    r, events, sender = wired(tmp_path, base_env, receiver.url, min_interval_seconds=2)
     try:
-        assert sender.offer(alert) == "queued"
-        clock.now += 29
-        assert sender.offer(alert) == "duplicate"
-        assert sender.offer(Alert("dock", "line_crossed", "2 crossed")) == "queued"  # other text: not a repeat
-        clock.now += 31
-        assert sender.offer(alert) == "queued"
+        for n in range(6):
+            await r.dispatch(Alert("dock" if n % 2 else "gate", "line_crossed", f"{n} crossed"))
+        assert await sender.drain(20)
+    finally:
+        await sender.close()
+    got = bodies_of(receiver)
+    assert [e["text"] for e in got] == [f"{n} crossed" for n in range(6)]
+    assert [e["id"] for e in got] == [e["id"] for e in events.query()]
+    assert len(receiver.requests) < 6  # some went together
+    batch = next(b for b in receiver.bodies() if b["event_type"] == "batch")
+    assert batch["count"] == len(batch["events"]) and batch["first_id"] == batch["events"][0]["id"]
+    assert all(e["dropped_before"] == 0 for e in got)
+
+
+async def test_the_same_text_twice_is_two_events_both_sent(receiver: Receiver, base_env, tmp_path) -> None:
+    """dedupe_ttl_seconds no longer drops: two crossings that read alike are two events, with two ids."""
+    r, events, sender = wired(tmp_path, base_env, receiver.url, dedupe_ttl_seconds=600)
+    try:
+        for _ in range(2):
+            await r.dispatch(Alert("dock", "line_crossed", "1 crossed"))
         assert await sender.drain(5)
     finally:
         await sender.close()
-    assert [b["text"] for b in receiver.bodies()] == ["1 crossed", "2 crossed", "1 crossed"]
+    got = bodies_of(receiver)
+    assert [e["text"] for e in got] == ["1 crossed", "1 crossed"] and got[0]["id"] < got[1]["id"]
 
 
 @pytest.mark.parametrize("dead", ["refused", "hanging"])
@@ -279,15 +311,15 @@ async def test_a_dead_endpoint_does_not_delay_the_other_sink(dead: str, receiver
 
 async def test_a_redirect_into_the_local_network_is_not_followed(receiver: Receiver, base_env) -> None:
     other = await Receiver().start()  # another local service the webhook must not be bounced to
-    receiver.answers = [(307, {"Location": other.url})]
+    receiver.answers = [(307, {"Location": other.url})] * 2
     sender = make_sender(base_env, receiver.url)
     try:
         sender.offer(Alert("dock", "line_crossed", "1 crossed"))
-        assert await sender.drain(5)
+        assert await sender.drain(10)  # retried, never bounced: once the receiver stops redirecting it gets it
     finally:
         await sender.close()
         await other.stop()
-    assert other.requests == [] and sender.stats["failed"] == 1
+    assert other.requests == [] and len(receiver.requests) == 3 and sender.stats["sent"] == 1
 
 
 async def test_a_redirect_within_the_configured_origin_is_followed(receiver: Receiver, base_env) -> None:

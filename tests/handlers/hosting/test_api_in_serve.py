@@ -12,7 +12,7 @@ from PIL import Image
 
 from bot.monitoring.alerts import Alert
 from bot.monitoring.webhooks.signing import SIGNATURE_HEADER, TIMESTAMP_HEADER, verify
-from tests.bot.monitoring.test_webhooks import Receiver
+from tests.bot.monitoring.test_webhooks import Receiver, bodies_of
 from tests.fakes.slack_api import SlackEmulator
 from tests.fixtures.common import free_port
 from tests.fixtures.slack import start_bot, stop_bot
@@ -49,7 +49,7 @@ async def test_api_shares_the_health_port_and_alerts_reach_slack_and_the_webhook
         assert await running.runtime.webhooks.drain(5)
         headers, body = rx.requests[0]
         assert verify(HOOK_TOKEN, headers[TIMESTAMP_HEADER], body, headers[SIGNATURE_HEADER])
-        assert rx.bodies()[0]["frame_url"] is None  # no frame of its own: never the camera's later one
+        assert bodies_of(rx)[0]["frame_url"] is None  # no frame of its own: never the camera's later one
         assert [e["text"] for e in running.runtime.events.query()] == ["1 crossed the line"]
     finally:
         await stop_bot(running)
@@ -70,7 +70,7 @@ async def test_each_webhook_frame_url_shows_its_own_alerts_frame(slack_env: dict
             await running.runtime.router.dispatch(Alert("dock", "line_crossed", text, pipeline_id="p1", frame=frame,
                                                         cooldown_seconds=0))
         assert await running.runtime.webhooks.drain(5)
-        first, second = rx.bodies()
+        first, second = bodies_of(rx)  # one POST each, or one batch of both
         assert first["frame_url"] != second["frame_url"]
         assert all(u.startswith(f"http://127.0.0.1:{port}/api/alerts/") for u in (first["frame_url"],
                                                                                  second["frame_url"]))

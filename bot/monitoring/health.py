@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from bot.backends.base import PipelineHandle
+from bot.backends.pace import WINDOW as PACE_WINDOW
 from bot.media.frame_limit import SAID_SIZES
 from bot.monitoring.camera_news import CameraNews
 from bot.pipelines.limits import cannot_count, turned
@@ -47,6 +48,7 @@ class PipelineHealth:
         back = max((f.ended or now for f in h.faults if f.kind == "video"), default=0.0)
         if now - back < self.stall_seconds:  # video lost, or back only now: said as the camera's video_lost
             current.pop("stalled", None)
+        if now - back < PACE_WINDOW:  # the last minute's fps still counts the gap: no low_fps note for it
             current.pop("low_fps", None)
         before = self._health.get(h.pipeline_id, set())
         self._health[h.pipeline_id] = set(current)

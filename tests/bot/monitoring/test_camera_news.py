@@ -123,3 +123,19 @@ async def test_the_status_line_shows_the_fault_and_no_stale_fps(rig, clock: Cloc
     line = status_line(pipes.handles["p_lobby"])
     assert line.startswith("lobby (id p_lobby): reconnecting, 0 frames, 0.0 fps")
     assert line.endswith("; camera: no video for 42 s (reconnecting, try 3: connection refused)")
+
+
+def test_no_low_fps_note_while_the_last_minute_still_counts_a_video_loss(clock: Clock) -> None:
+    """After the video is back, the last minute's rate still counts the gap: not a slow pipeline for that minute."""
+    from bot.backends.faults.kinds import Fault
+    from bot.backends.pace import WINDOW
+    from bot.monitoring.health import PipelineHealth
+
+    pipes = FakePipelines()
+    health = PipelineHealth(None, stall_seconds=30, min_fps=0.5)
+    lost = Fault("video", clock() - 40, "no video for 40 s", ended=clock())
+    h = pipes.add("gate", started_at=clock() - 600, fps=0.3, faults=(lost,))
+    health.result_at(h.pipeline_id, clock())
+    assert [r for r, _ in health.new_problems(h, clock() + WINDOW / 2)] == ["video_back"]
+    health.result_at(h.pipeline_id, clock() + WINDOW)  # results still come, slowly
+    assert [r for r, _ in health.new_problems(h, clock() + WINDOW + 1)] == ["low_fps"]  # a minute on: it is slow

@@ -23,9 +23,8 @@ from typing import Any
 
 import pytest
 
-from bot.config.settings import WebhookConfig
 from bot.monitoring.alerts import Alert
-from bot.monitoring.webhooks.sender import WebhookSender
+from bot.monitoring.webhooks.body import alert_record, event_body, post_body
 from bot.monitoring.webhooks.signing import signed_headers
 from tests.bot.cli.test_cli import EXE, ROOT
 from tests.bot.cli.test_cli_vision import _env
@@ -206,9 +205,14 @@ def check_vision(ex: Example, held: Holder, cwd: Path) -> None:
 def check_json(ex: Example) -> None:
     data = json.loads(ex.text)
     if data.get("source") == "vision-agent":  # the webhook payload: the fields a receiver gets, all of them
-        sender = WebhookSender(WebhookConfig(url="https://hooks.example.com/x"), api_base="http://127.0.0.1:8081")
-        real = sender.payload(Alert("door", "line_crossed", "1 crossed the line (in +1)", {"person": 1}))
-        assert set(data) == set(real), (str(ex), set(data) ^ set(real))
+        alert = Alert("door", "line_crossed", "1 crossed the line (in +1)", {"person": 1})
+        real = event_body(alert_record(alert), alert, inline=False, api_base="http://127.0.0.1:8081")
+        if data.get("event_type") == "batch":  # a batch: its own fields, each element fields of the single shape
+            batch = post_body([{**real, "id": "1"}, {**real, "id": "2"}])
+            assert set(data) == set(batch), (str(ex), set(data) ^ set(batch))
+            assert data["count"] == len(data["events"]) and all(set(e) <= set(real) for e in data["events"]), str(ex)
+        else:
+            assert set(data) == set(real), (str(ex), set(data) ^ set(real))
     elif "mcpServers" in data:  # Claude Desktop's entry: a command and arguments that start the MCP server
         server = data["mcpServers"]["vision-agent"]
         done = subprocess.run([EXE, *server["args"], "--help"], capture_output=True, text=True,

@@ -11,7 +11,7 @@ import pytest
 
 from bot.config import load_settings
 from tests.bot.api.test_api import CAMERAS, TOKEN, Api, run_api, serve_api, started
-from tests.bot.monitoring.test_webhooks import Receiver
+from tests.bot.monitoring.test_webhooks import Receiver, bodies_of
 from tests.fakes.waits import patience
 from tests.tools.fake_backend import result
 
@@ -69,9 +69,7 @@ async def test_a_rest_watch_answers_at_the_webhook_and_its_reply_says_so(base_en
             assert body["note"].startswith(f"The answer goes to the webhook at {host}, GET /api/events?camera=dock.")
             api.backend.emit(pid, result({"person": 3}))
             deadline = time.monotonic() + patience(30)
-            events = lambda: [e for b in rx.bodies()  # noqa: E731 - a batch's events count one by one
-                              for e in (b["events"] if b.get("event_type") == "batch" else [b])]
-            while not (answers := [e for e in events() if e["rule"] == f"watch:{body['watch']['id']}"]):
+            while not (answers := [e for e in bodies_of(rx) if e["rule"] == f"watch:{body['watch']['id']}"]):
                 assert time.monotonic() < deadline, rx.bodies()
                 await asyncio.sleep(0.05)
             assert answers[0]["camera"] == "dock" and answers[0]["counts"] == {"person": 3}

@@ -29,6 +29,7 @@ from bot.pipelines.request import StartRequest
 from bot.runtime import Runtime
 from tests.fakes.waits import patience
 from tests.fixtures.common import free_port
+from tests.fixtures.hooks import HookServer, events_in
 from tests.fixtures.inference import make_video, start_servers
 
 
@@ -54,32 +55,16 @@ def _listed(url: str) -> set[str]:
         return {str(p) for p in json.loads(resp.read()).get("pipelines") or []}
 
 
-class Hook:
+class Hook(HookServer):
     """A webhook receiver on 127.0.0.1 keeping every event it gets."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.events: list[dict[str, Any]] = []
-        self.url = ""
-        self._runner: web.AppRunner | None = None
 
     async def handle(self, request: web.Request) -> web.Response:
-        body = json.loads(await request.read())
-        self.events += body["events"] if body.get("event_type") == "batch" else [body]
+        self.events += events_in(json.loads(await request.read()))
         return web.Response(text="ok")
-
-    async def start(self) -> Hook:
-        app = web.Application()
-        app.router.add_post("/hook", self.handle)
-        self._runner = web.AppRunner(app, handle_signals=False)
-        await self._runner.setup()
-        port = free_port()
-        await web.TCPSite(self._runner, "127.0.0.1", port).start()
-        self.url = f"http://127.0.0.1:{port}/hook"
-        return self
-
-    async def stop(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
 
 
 @pytest.fixture

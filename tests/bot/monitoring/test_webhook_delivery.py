@@ -20,25 +20,24 @@ from bot.monitoring.alerts import Alert, AlertRouter
 from bot.monitoring.events_log import EventLog
 from bot.monitoring.webhooks.sender import WebhookSender
 from tests.fakes.waits import patience
-from tests.fixtures.common import free_port
+from tests.fixtures.hooks import HookServer, events_in
 
 CAMERAS = ("door", "gate", "yard")
 
 
-class FlakyReceiver:
+class FlakyReceiver(HookServer):
     """An aiohttp webhook receiver on 127.0.0.1 that sleeps `delay` per request; every `busy`-th request answers 503,
     every `slow`-th 429 (Retry-After: 0), and every `lost`-th takes the events but answers 503 (its answer is lost,
     as on a dropped connection), so the sender sends them again. `down`: every request answers 503."""
 
     def __init__(self, delay: float = 0.0, busy: int = 0, slow: int = 0, lost: int = 0) -> None:
+        super().__init__()
         self.delay, self.busy, self.slow, self.lost = delay, busy, slow, lost
         self.down = False
         self.requests = 0
         self.answer_lost = 0  # events taken whose answer said 503
         self.events: list[dict[str, Any]] = []  # in the order taken, repeats included
         self.bodies: list[dict[str, Any]] = []
-        self.url = ""
-        self._runner: web.AppRunner | None = None
 
     async def handle(self, request: web.Request) -> web.Response:
         self.requests += 1
@@ -50,25 +49,12 @@ class FlakyReceiver:
         if self.slow and n % self.slow == 0:
             return web.Response(status=429, headers={"Retry-After": "0"}, text="slow down")
         self.bodies.append(body)
-        self.events += body["events"] if body.get("event_type") == "batch" else [body]
+        self.events += events_in(body)
         if self.lost and n % self.lost == 0:
-            self.answer_lost += len(body["events"]) if body.get("event_type") == "batch" else 1
+            self.answer_lost += len(events_in(body))
             return web.Response(status=503, text="taken, answer lost")
         return web.Response(text="ok")
 
-    async def start(self) -> FlakyReceiver:
-        app = web.Application()
-        app.router.add_post("/hook", self.handle)
-        self._runner = web.AppRunner(app, handle_signals=False)
-        await self._runner.setup()
-        port = free_port()
-        await web.TCPSite(self._runner, "127.0.0.1", port).start()
-        self.url = f"http://127.0.0.1:{port}/hook"
-        return self
-
-    async def stop(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
 
 
 @pytest.fixture

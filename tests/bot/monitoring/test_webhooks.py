@@ -20,21 +20,21 @@ from bot.monitoring.events_log import EventLog
 from bot.monitoring.webhooks.sender import WebhookSender
 from bot.monitoring.webhooks.signing import SIGNATURE_HEADER, TIMESTAMP_HEADER, verify
 from tests.fixtures.common import free_port
+from tests.fixtures.hooks import HookServer, events_in
 
 TOKEN = "hook-secret-0123456789"
 
 
-class Receiver:
+class Receiver(HookServer):
     """An aiohttp webhook receiver on 127.0.0.1; `answers` (status, headers) are used in turn, then 200."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.requests: list[tuple[dict[str, str], bytes]] = []
         self.answers: list[tuple[int, dict[str, str]]] = []
         self.hang = False
         self.got = asyncio.Event()
         self.release = asyncio.Event()
-        self.url = ""
-        self._runner: web.AppRunner | None = None
 
     async def handle(self, request: web.Request) -> web.Response:
         self.requests.append((dict(request.headers), await request.read()))
@@ -44,23 +44,13 @@ class Receiver:
         status, headers = self.answers.pop(0) if self.answers else (200, {})
         return web.Response(status=status, headers=headers, text="ok")
 
-    async def start(self) -> Receiver:
-        app = web.Application()
-        app.router.add_post("/hook", self.handle)
-        self._runner = web.AppRunner(app, handle_signals=False)
-        await self._runner.setup()
-        port = free_port()
-        await web.TCPSite(self._runner, "127.0.0.1", port).start()
-        self.url = f"http://127.0.0.1:{port}/hook"
-        return self
 
     def bodies(self) -> list[dict[str, Any]]:
         return [json.loads(body) for _, body in self.requests]
 
     async def stop(self) -> None:
         self.release.set()
-        if self._runner is not None:
-            await self._runner.cleanup()
+        await super().stop()
 
 
 @pytest.fixture
@@ -93,7 +83,7 @@ def wired(tmp_path: Path, base_env: dict[str, str], url: str, cooldown: float = 
 
 def bodies_of(receiver: Receiver) -> list[dict[str, Any]]:
     """Every event received, a batch's one by one."""
-    return [ev for body in receiver.bodies() for ev in (body["events"] if body.get("event_type") == "batch" else [body])]
+    return [ev for body in receiver.bodies() for ev in events_in(body)]
 
 
 def router(tmp_path: Path, *sinks: Any) -> AlertRouter:

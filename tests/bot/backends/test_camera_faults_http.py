@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import pytest
 
-from bot.backends.faults.link import MAX_DELAY
 from bot.backends.http.backend import HttpBackend
 from bot.config import load_settings
 from bot.pipelines.status import status_line
 from tests.fixtures import faulty
-from tests.fixtures.health_watch import SAID_WITHIN, said_of, start_watched
+from tests.fixtures.health_watch import SAID_WITHIN, back_then_frozen_then_moving, said_of, start_watched
 from tests.fixtures.mjpeg import MjpegCamera
 
 pytestmark = pytest.mark.slow
@@ -31,22 +30,14 @@ async def test_a_hosted_pipeline_says_its_camera_away_and_back_and_a_frozen_pict
     watched = await start_watched(http_backend, "hosted", camera.url)
     try:
         camera.away()
-        h = await watched.until("video_lost", lambda h: "video_lost" in watched.rules(), timeout=SAID_WITHIN + 10)
+        h = await watched.until_said("video_lost", timeout=SAID_WITHIN + 10)
         text, at = said_of(watched, "video_lost")
         assert at - watched.fault("video").since <= SAID_WITHIN
         # the server's own reconnection, or the pipeline started again there (bot/backends/http/reopen.py)
         assert "(the inference server reconnects by itself)" in text or "(reconnecting, try " in text
         assert status_line(h).startswith("hosted (id hosted): reconnecting") and ", 0.0 fps" in status_line(h)
         await watched.hold(25)
-        camera.back()
-        await watched.until("video_back", lambda h: "video_back" in watched.rules(), timeout=MAX_DELAY + 40)
-        await watched.results_after(3)  # the server's pipeline did not end: it counts again
-        camera.frames = [street[40]]
-        await watched.until("picture_frozen", lambda h: "picture_frozen" in watched.rules(), timeout=60)
-        camera.frames = street
-        await watched.until("picture_moving", lambda h: "picture_moving" in watched.rules(), timeout=60)
-        assert watched.rules() == ["video_lost", "video_back", "picture_frozen", "picture_moving"]
-        assert (await watched.check()).status == "running"
+        await back_then_frozen_then_moving(watched, camera, street)
     finally:
         await http_backend.stop_pipeline("hosted")
         camera.stop()

@@ -16,7 +16,7 @@ from bot.backends.faults.link import MAX_DELAY
 from bot.backends.faults.watch import VIDEO_SECONDS
 from bot.pipelines.status import status_line
 from tests.fixtures import faulty
-from tests.fixtures.health_watch import SAID_WITHIN, said_of, start_watched
+from tests.fixtures.health_watch import SAID_WITHIN, back_then_frozen_then_moving, said_of, start_watched
 from tests.fixtures.mjpeg import MjpegCamera
 
 pytestmark = pytest.mark.slow
@@ -47,7 +47,7 @@ async def test_a_camera_away_longer_than_its_reconnect_delays_comes_back_and_cou
     try:
         camera.away()
         gone = time.time()
-        h = await watched.until("video_lost", lambda h: "video_lost" in watched.rules(), timeout=SAID_WITHIN + 10)
+        h = await watched.until_said("video_lost", timeout=SAID_WITHIN + 10)
         fault = watched.fault("video")
         text, said_at = said_of(watched, "video_lost")
         print(f"video lost said {said_at - fault.since:.1f} s after the last frame")  # the bench reports it too
@@ -63,7 +63,7 @@ async def test_a_camera_away_longer_than_its_reconnect_delays_comes_back_and_cou
         camera.back()
         back = time.time()
         before = watched.results
-        await watched.until("video_back", lambda h: "video_back" in watched.rules(), timeout=MAX_DELAY + 30)
+        await watched.until_said("video_back", timeout=MAX_DELAY + 30)
         await watched.results_after(3)  # counting again
         h = await watched.check()
         assert h.status == "running" and watched.results > before and h.frames > 3
@@ -84,12 +84,12 @@ async def test_a_camera_that_hangs_is_video_lost_then_back(backend, street_jpegs
     watched = await start_watched(backend, "hung", camera.url)
     try:
         camera.hold()  # connected, sending nothing
-        await watched.until("video_lost", lambda h: "video_lost" in watched.rules(), timeout=SAID_WITHIN + 10)
+        await watched.until_said("video_lost", timeout=SAID_WITHIN + 10)
         fault = watched.fault("video")
         assert said_of(watched, "video_lost")[1] - fault.since <= SAID_WITHIN
         await watched.hold(VIDEO_SECONDS)
         camera.release()
-        await watched.until("video_back", lambda h: "video_back" in watched.rules(), timeout=60)
+        await watched.until_said("video_back", timeout=60)
         await watched.results_after(2)
         assert (await watched.check()).status == "running"
         assert watched.rules() == ["video_lost", "video_back"]
@@ -106,13 +106,13 @@ async def test_a_frozen_then_black_camera_is_said_once_each_and_back(backend, st
         await watched.hold(12)  # live: nothing to say
         assert watched.rules() == []
         camera.frames = [street_jpegs[40]]  # the same frame, over and over
-        await watched.until("picture_frozen", lambda h: "picture_frozen" in watched.rules(), timeout=60)
+        await watched.until_said("picture_frozen", timeout=60)
         frozen_at = said_of(watched, "picture_frozen")[1]
         print(f"frozen said {frozen_at - watched.fault('frozen').since:.1f} s after the picture froze")
         camera.frames = faulty.jpegs(faulty.black(faulty.street()[0].shape, 20, rng))
-        await watched.until("picture_black", lambda h: "picture_black" in watched.rules(), timeout=60)
+        await watched.until_said("picture_black", timeout=60)
         camera.frames = street_jpegs
-        await watched.until("picture_back", lambda h: "picture_back" in watched.rules(), timeout=60)
+        await watched.until_said("picture_back", timeout=60)
         await watched.hold(5)
         rules = watched.rules()
         assert rules.count("picture_frozen") == 1 and rules.count("picture_black") == 1
@@ -132,10 +132,10 @@ async def test_a_snapshot_camera_runs_on_and_its_absence_is_said(backend, street
         await watched.hold(5)
         assert watched.rules() == [] and watched.last and watched.last.status == "running"
         camera.away()
-        await watched.until("video_lost", lambda h: "video_lost" in watched.rules(), timeout=SAID_WITHIN + 10)
+        await watched.until_said("video_lost", timeout=SAID_WITHIN + 10)
         await watched.hold(10)
         camera.back()
-        await watched.until("video_back", lambda h: "video_back" in watched.rules(), timeout=MAX_DELAY + 30)
+        await watched.until_said("video_back", timeout=MAX_DELAY + 30)
         before = watched.results
         await watched.results_after(3)
         assert watched.results > before and (await watched.check()).status == "running"
@@ -154,18 +154,10 @@ async def test_an_rtsp_camera_that_goes_away_and_freezes_is_said_and_comes_back(
     watched = await start_watched(backend, "rtsp", camera.url)
     try:
         camera.away()
-        await watched.until("video_lost", lambda h: "video_lost" in watched.rules(), timeout=SAID_WITHIN + 10)
+        await watched.until_said("video_lost", timeout=SAID_WITHIN + 10)
         assert said_of(watched, "video_lost")[1] - watched.fault("video").since <= SAID_WITHIN
         await watched.hold(20)
-        camera.back()
-        await watched.until("video_back", lambda h: "video_back" in watched.rules(), timeout=MAX_DELAY + 40)
-        await watched.results_after(3)
-        camera.frames = [street[40]]
-        await watched.until("picture_frozen", lambda h: "picture_frozen" in watched.rules(), timeout=60)
-        camera.frames = street
-        await watched.until("picture_moving", lambda h: "picture_moving" in watched.rules(), timeout=60)
-        assert watched.rules() == ["video_lost", "video_back", "picture_frozen", "picture_moving"]
-        assert (await watched.check()).status == "running"
+        await back_then_frozen_then_moving(watched, camera, street)
     finally:
         await backend.stop_pipeline("rtsp")
         camera.stop()

@@ -10,7 +10,6 @@ import os
 import re
 import shlex
 import shutil
-import signal
 import subprocess
 import textwrap
 import time
@@ -30,7 +29,7 @@ from tests.bot.cli.test_cli import EXE, ROOT
 from tests.bot.cli.test_cli_vision import _env
 from tests.fakes.anthropic_api import API_KEY, FakeAnthropic, text
 from tests.fakes.waits import patience
-from tests.fixtures.common import free_port
+from tests.fixtures.common import end_process, free_port
 from tests.fixtures.inference import make_video
 
 README = ROOT / "README.md"
@@ -148,12 +147,7 @@ def holder(base_env: dict[str, str], workspace_dir: Path, tmp_path: Path) -> Ite
                     time.sleep(0.2)
             yield held
         finally:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=patience(30))
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            end_process(proc)
 
 
 # running one example ------------------------------------------------------------------------------------------------

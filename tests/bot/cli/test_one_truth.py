@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import re
-import signal
 import subprocess
 import time
 import urllib.error
@@ -21,7 +20,7 @@ import pytest
 from tests.bot.cli.test_cli import EXE, ROOT, _run
 from tests.bot.cli.test_cli_vision import _env
 from tests.fakes.waits import patience
-from tests.fixtures.common import free_port
+from tests.fixtures.common import end_process, free_port
 from tests.fixtures.inference import make_video
 
 TOKEN = "api-token-0123456789abcdef"
@@ -70,12 +69,7 @@ def holder(request: pytest.FixtureRequest, base_env: dict[str, str]) -> Iterator
         _wait("the holder is ready", lambda: proc.poll() is None and state.exists() and (api is None or api.up()))
         yield kind, api
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=patience(30))
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        end_process(proc)
         if proc.stdin is not None:
             proc.stdin.close()
     if proc.returncode == 0:  # closed cleanly: gone with it (a stale one names a pid that no longer holds the lock)

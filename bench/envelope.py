@@ -46,6 +46,9 @@ class Job:
     by_eye: int | None = None
     labels: str | None = None  # "vtest" | "street" | None (no labels: precision only, every hit is wrong)
     max_frames: int | None = None
+    camera: tuple[int, str | None] = (0, None)  # how the camera is mounted: its frames turned so (rotate, flip)
+    setting: tuple[int, str | None] | None = None  # rotate=/flip= the pipeline runs with (None: not given)
+    loops: int = 1  # the video played over this many times (a short clip, long enough for the product to judge it)
 
 
 @dataclass
@@ -59,6 +62,7 @@ class Cell:
     frames: int
     cpu: float
     warning: str | None = None  # the product's "cannot count reliably" line at the end (bot/pipelines/limits.py)
+    said_at: float | None = None  # seconds of video before builtin/people said the camera looks turned
 
     @property
     def recall(self) -> float | None:
@@ -74,6 +78,10 @@ class Cell:
 
     def met(self) -> bool:
         j = self.job
+        if j.camera != (0, None) and j.setting is None:
+            # started without its setting: the product must say the camera looks turned when people pass, and find
+            # no one and say nothing when no one does (tree.avi)
+            return self.said_at is not None if j.by_eye else (self.fp == 0 and self.said_at is None)
         if j.labels is None:
             ok = j.by_eye is not None or self.fp == 0  # a scene with no one in it: no person at all
         else:
@@ -135,24 +143,29 @@ def _frames(job: Job) -> Any:
         image = cv2.imread(job.video)
         yield 0, cv2.resize(image, None, fx=job.scale, fy=job.scale, interpolation=cv2.INTER_AREA)
         return
-    cap = cv2.VideoCapture(job.video)
-    step = job.source_fps / job.fps
-    wanted, k, index = 0, 0, 0
-    try:
-        while (got := cap.read())[0]:
-            if job.max_frames is not None and index >= job.max_frames:
-                break
-            if index == wanted:
-                frame = got[1]
-                if job.scale != 1.0:
-                    interp = cv2.INTER_AREA if job.scale < 1 else cv2.INTER_LINEAR
-                    frame = cv2.resize(frame, None, fx=job.scale, fy=job.scale, interpolation=interp)
-                yield index, (cv2.flip(frame, 1) if job.mirror else frame)
-                k += 1
-                wanted = int(k * step + 0.5)
-            index += 1
-    finally:
-        cap.release()
+    from bot.backends.orientation import Orientation, turn_frame
+
+    camera = Orientation(*job.camera)
+    for _ in range(job.loops):
+        cap = cv2.VideoCapture(job.video)
+        step = job.source_fps / job.fps
+        wanted, k, index = 0, 0, 0
+        try:
+            while (got := cap.read())[0]:
+                if job.max_frames is not None and index >= job.max_frames:
+                    break
+                if index == wanted:
+                    frame = got[1]
+                    if job.scale != 1.0:
+                        interp = cv2.INTER_AREA if job.scale < 1 else cv2.INTER_LINEAR
+                        frame = cv2.resize(frame, None, fx=job.scale, fy=job.scale, interpolation=interp)
+                    frame = cv2.flip(frame, 1) if job.mirror else frame
+                    yield index, (turn_frame(frame, camera) if camera else frame)
+                    k += 1
+                    wanted = int(k * step + 0.5)
+                index += 1
+        finally:
+            cap.release()
 
 
 def run_cell(job: Job) -> Cell:
@@ -167,6 +180,7 @@ def run_cell(job: Job) -> Cell:
     )
 
     from bench._realdata import match
+    from bot.backends.orientation import Orientation, oriented
     from bot.backends.workflows import CONDITIONS, detection_workflow
     from bot.pipelines.limits import cannot_count
 
@@ -183,18 +197,22 @@ def run_cell(job: Job) -> Cell:
     frames, cpu = 0, 0.0
     start = datetime(2026, 1, 1)
     labels: dict[int, Any] = {}
+    camera = Orientation(*job.camera)
+    said_at = None
     for k, (index, frame) in enumerate(_frames(job)):
         if engine is None:
-            width = frame.shape[1]
+            width, height = camera.size(frame.shape[1], frame.shape[0])  # a quarter turn back: the upright size
             if line is not None:
                 s = job.scale
                 line = [[round(x * s), round(y * s)] for x, y in line]
                 if job.mirror:
                     line = [[width - x, y] for x, y in line]
+                if job.setting is None and camera:  # drawn on the picture as the camera sends it
+                    line = [[round(v) for v in camera.point(x, y, width, height)] for x, y in line]
             labels = _labels(job.labels, job.scale, job.mirror, width)
             heights = sorted(b[3] - b[1] for t in labels.values() for b in t.boxes)
             spec = detection_workflow("builtin/people", annotate=False, line=line)
-            engine = rt.compile(spec)
+            engine = rt.compile(oriented(spec, Orientation(*job.setting)) if job.setting else spec)
         meta = VideoMetadata(video_identifier=f"envelope-{job.name}", frame_number=k,
                              frame_timestamp=start + timedelta(seconds=k / job.fps), fps=job.fps,
                              comes_from_video_file=True)
@@ -213,8 +231,10 @@ def run_cell(job: Job) -> Cell:
         if line is not None:
             crossings = int(out.get("count_in") or 0) + int(out.get("count_out") or 0)
         measured = {k: out.get(k) for k in CONDITIONS}
+        if said_at is None and (measured.get("camera") or {}).get("turned"):
+            said_at = k / job.fps
     people_px = heights[len(heights) // 2] if heights else 0.0
-    return Cell(job, people_px, tp, fp, missed, crossings, frames, cpu, cannot_count(measured))
+    return Cell(job, people_px, tp, fp, missed, crossings, frames, cpu, cannot_count(measured), said_at)
 
 
 def full_jobs() -> list[Job]:
@@ -233,7 +253,24 @@ def full_jobs() -> list[Job]:
                  labels="vtest", max_frames=frames) for s, f in ((1.0, 5.0), (0.5, 3.0))]
     jobs += [Job(f"tree.avi {f:g}fps", str(data / "tree.avi"), 1.0, f, SOURCE_FPS, max_frames=frames)
              for f in (2.0, 10.0)]
+    jobs += [j for s, f in ((1.0, 5.0), (0.5, 3.0)) for turn in TURNS
+             for j in turned_jobs(f"x{s:g} {f:g}fps", vtest, s, f, SOURCE_FPS, turn, line, by_eye, frames)]
+    jobs += [Job(f"tree.avi turned {t} 10fps", str(data / "tree.avi"), 1.0, 10.0, SOURCE_FPS, camera=(t, None),
+                 max_frames=frames, loops=3) for t in TURNS]  # leaves, any way up: no turn to advise
     return jobs
+
+
+TURNS = (90, 180, 270)  # how the rotated cameras are mounted (degrees clockwise their frames are turned)
+
+
+def turned_jobs(name: str, video: str, scale: float, fps: float, source_fps: float, turn: int, line: Any,
+                by_eye: int, max_frames: int | None = None, loops: int = 1) -> list[Job]:
+    """A camera mounted `turn` degrees round, started without the setting (what the product says, what it counts,
+    the line drawn on the picture it sends) and with it (rotate= that turns it back, the line in the upright frame)."""
+    kw = dict(line=line, by_eye=by_eye * loops, max_frames=max_frames, camera=(turn, None), loops=loops)
+    return [Job(f"turned {turn} {name}", video, scale, fps, source_fps, **kw),  # type: ignore[arg-type]
+            Job(f"turned {turn} {name}", video, scale, fps, source_fps, setting=((360 - turn) % 360, None),
+                **kw)]  # type: ignore[arg-type]
 
 
 def quick_jobs() -> list[Job]:
@@ -247,6 +284,9 @@ def quick_jobs() -> list[Job]:
             for f in (5.0, 2.5)]
     jobs += [Job(f"street.jpg x{s:g}", str(FIXTURES / "street.jpg"), s, 1.0, 1.0, labels="street")
              for s in (1.0, 0.5)]
+    # The crossing played twice (13.6 s: long enough for a turned camera to be judged), a quarter turn and upside down
+    jobs += [j for turn in (90, 180) for j in turned_jobs("crossing x1 2.5fps", clip, 1.0, 2.5, 5.0, turn, line, n,
+                                                           loops=2)]
     return jobs
 
 
@@ -258,13 +298,49 @@ def print_matrix(cells: list[Cell]) -> None:
     print(f"{'cell':<24}{'people px':>10}{'frames':>7}{'recall':>8}{'prec':>7}{'cross':>7}{'by eye':>7}"
           f"{'fps/core':>9}  goal     product says")
     for c in cells:
+        if c.job.camera != (0, None):
+            continue  # rotated cameras: their own table
         j = c.job
         cross = "-" if c.crossings is None else str(c.crossings)
         by_eye = "-" if j.by_eye is None else str(j.by_eye)
         note = "" if j.labels or j.by_eye else f"  ({c.fp} people found where there are none)"
         print(f"{j.name:<24}{c.people_px:>10.0f}{c.frames:>7}{_fmt(c.recall, '.2f'):>8}{_fmt(c.precision, '.2f'):>7}"
               f"{cross:>7}{by_eye:>7}{c.fps_per_core:>9.1f}  {'met' if c.met() else 'NOT met':<9}"
-              f"{'cannot count: ' + c.warning.split(': ', 1)[1][:60] if c.warning else '-'}{note}")
+              f"{_said(c.warning)}{note}")
+    print_turned([c for c in cells if c.job.camera != (0, None)])
+
+
+def _said(warning: str | None, width: int = 60) -> str:
+    from bot.pipelines.limits import HEAD
+
+    if not warning:
+        return "-"
+    return "cannot count: " + warning[len(HEAD):][:width] if warning.startswith(HEAD) else warning[:width + 14]
+
+
+def print_turned(cells: list[Cell]) -> None:
+    """Rotated cameras side by side: started without the setting (what the product says, and after how much video;
+    what it counts), and with it (what it counts)."""
+    if not cells:
+        return
+    print(f"\n{'rotated camera':<30}{'without the setting: cross':>27}  {'product says (after seconds of video)':<62}"
+          f"{'with':>10}{'cross':>7}{'by eye':>7}  goal")
+    names = list(dict.fromkeys(c.job.name for c in cells))
+    for name in names:
+        without = next((c for c in cells if c.job.name == name and c.job.setting is None), None)
+        fixed = next((c for c in cells if c.job.name == name and c.job.setting is not None), None)
+        ref = without or fixed
+        assert ref is not None
+        by_eye = "-" if ref.job.by_eye is None else str(ref.job.by_eye)
+        cross = "-" if without is None or without.crossings is None else str(without.crossings)
+        when = f" ({without.said_at:.1f} s)" if without is not None and without.said_at is not None else ""
+        says = "-" if without is None else (_said(without.warning)[:50] + "…" * bool(without.warning) + when)
+        if without is not None and ref.job.by_eye is None:
+            says += f" ({without.fp} people found)" if without.fp else ""
+        setting = f"rotate={fixed.job.setting[0]}" if fixed is not None and fixed.job.setting else "-"
+        got = "-" if fixed is None or fixed.crossings is None else str(fixed.crossings)
+        goal = "met" if all(c.met() for c in (without, fixed) if c is not None) else "NOT met"
+        print(f"{name:<30}{cross:>27}  {says:<62}{setting:>10}{got:>7}{by_eye:>7}  {goal}")
 
 
 def main(quick: bool = False) -> Headline:

@@ -12,8 +12,10 @@ from bot.agent.loop import Agent
 from bot.agent.registry import ToolRegistry
 from bot.agent.sessions import SessionStore
 from bot.backends import make_backend
+from bot.backends.base import LIVE
 from bot.backends.provider import BackendProvider
 from bot.commands.context import CommandContext
+from bot.commands.relay import LocalApi, Progress
 from bot.config import Settings
 from bot.llm.client import LLMClient
 from bot.llm.errors import NO_KEY
@@ -28,7 +30,9 @@ from bot.monitoring.webhooks.sender import WebhookSender, from_settings
 from bot.pipelines.manager import PipelineManager
 from bot.pipelines.restore import BackgroundRestore
 from bot.pipelines.status import status_line
+from bot.process import plural
 from bot.recipes.service import RecipeService
+from bot.rights import LOCAL_CHANNEL
 from bot.scheduling.inputs import SchedulerInputs
 from bot.scheduling.scheduler import Scheduler
 from bot.services import Services
@@ -82,6 +86,8 @@ class Runtime:
         self.webhooks: WebhookSender | None = None  # the webhook.url sink, when one is configured
         self.restoring: BackgroundRestore | None = None  # saved pipelines coming back (background mode)
         self.owner = OwnerLock(self.workspace.state_dir)  # held in background mode: one such process per workspace
+        # The holder answers `/vision` lines typed beside it (`chat -m`), so one workspace shows one truth
+        self.local_api = LocalApi(self.workspace.state_dir, self.terminal_context)
         self._started = False
         self._announced = False
         self._stored_mark = records.mark()  # the stores this runtime opens say what they set aside after this
@@ -134,6 +140,7 @@ class Runtime:
         )
         self.watches = WatchBook(open_storage(ws.state_dir / "watches.json", s.storage.backend), self.router,
                                  clock=self.clock)
+        self.monitor.outlived.add(self.watches.outlived)  # a watch on a camera whose pipeline ended ends, said so
         self.tools = build_registry()
         self.recipes = RecipeService(ws, s, self.tools)  # replays through the agent's own registry
         self.services = Services(
@@ -162,6 +169,10 @@ class Runtime:
         self.restoring = BackgroundRestore(self.pipelines)
         self.restoring.start()
         self.scheduler.start()
+        try:
+            await self.local_api.start()
+        except OSError as exc:  # no loopback to listen on: lines typed beside it say the holder's pid instead
+            log.warning("no local API for /vision lines typed beside this process: %s", exc)
 
     async def _own_workspace(self) -> None:
         """Hold the workspace before anything restores or schedules; WorkspaceBusy (one line), or with
@@ -203,6 +214,16 @@ class Runtime:
         """Running pipelines for the dynamic part of the prompt (sources credential-redacted)."""
         return "\n".join("- " + status_line(h, tally=self.pipelines.tally(h.pipeline_id)) for h in self.pipelines.snapshot())
 
+    def terminal_context(self, session: str, progress: Progress | None = None, cwd: Path | None = None
+                         ) -> CommandContext:
+        """The context of a `/vision` line typed at a terminal of this machine (the REPL, `chat -m`, or one relayed
+        from beside this process: bot/commands/relay.py): the operator, who may also name local files (relative to
+        `cwd`, where they typed it)."""
+        ctx = self.command_context(user_id=LOCAL_CHANNEL, channel_id=LOCAL_CHANNEL, session_key=f"cli:{session}",
+                                   operator=True)
+        ctx.local_files, ctx.progress, ctx.cwd = True, progress, cwd
+        return ctx
+
     def command_context(self, user_id: str | None = None, channel_id: str | None = None,
                         session_key: str | None = None, operator: bool = False) -> CommandContext:
         """The context `bot.commands.dispatch.run_command` needs, from this runtime's services (operator: the CLI,
@@ -210,9 +231,32 @@ class Runtime:
         return CommandContext(self.settings, self.services, user_id, channel_id, session_key, operator,
                               scheduler=self.scheduler)
 
+    def holding(self) -> str:
+        """What this process holds, for its ready line (bot/process.py): "2 pipelines (door running, yard starting),
+        3 scheduled jobs, 1 watch", or "no pipelines"."""
+        live = [h for h in self.pipelines.snapshot() if h.status in LIVE] if self._started else []
+        parts = [plural(len(live), "pipeline") + (" (" + ", ".join(f"{h.name} {h.status}" for h in live[:6])
+                                                   + (", …" if len(live) > 6 else "") + ")" if live else "")]
+        if self.scheduler is not None and (jobs := len(self.scheduler.jobs())):
+            parts.append(plural(jobs, "scheduled job"))
+        if self._started and (watches := len(self.watches.all())):
+            parts.append(plural(watches, "watch", "watches"))
+        return ", ".join(parts)
+
+    def leaving(self) -> str:
+        """What stopping this process leaves, for its last line: saved pipelines start again with the next run."""
+        live = [h for h in self.pipelines.snapshot() if h.status in LIVE] if self._started else []
+        if not live:
+            return ""
+        if self.background:
+            return f"{plural(len(live), 'pipeline')} saved: {'it starts' if len(live) == 1 else 'they start'} again " \
+                   "with the next run"
+        return f"{plural(len(live), 'pipeline')} stopped with it (not saved)"
+
     # shutdown -----------------------------------------------------------
     async def close(self) -> None:
         """Stop the scheduler, then pipelines' threads (they stay in active_state.json for the next start)."""
+        await self.local_api.stop()  # first: nothing typed beside it reaches a process that is going
         restoring, self.restoring = self.restoring, None
         if restoring is not None:
             await restoring.cancel()  # a camera still backing off must not hold the shutdown

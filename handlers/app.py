@@ -6,7 +6,6 @@ import asyncio
 import contextlib
 import logging
 import re
-import signal
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -20,6 +19,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.config import Settings
 from bot.media.redaction import install_log_redaction
 from bot.monitoring.alerts import DEFAULT_CAMERA
+from bot.process import Lifetime, say
 from bot.runtime import Runtime
 from handlers import register
 from handlers.context import SlackBot
@@ -29,6 +29,7 @@ from handlers.transport.delivery import retry_handlers
 from handlers.transport.socket import AckingSocketModeHandler, ack_unparseable, on_listener_error, quiet_socket_logger
 
 log = logging.getLogger(__name__)
+DRAIN = 1.0  # on SIGTERM, turns being answered get this long; the rest are finished after the restart (inflight)
 _CHANNEL_ID = re.compile(r"^(?:<#)?(?P<id>[CG][A-Z0-9]{6,})(?:\|[^>]*)?>?$")  # C0123ABCD or <#C0123ABCD|name>
 
 
@@ -115,7 +116,7 @@ async def run(settings: Settings, runtime: Runtime | None = None, *, on_ready: C
             runtime = await Runtime(settings).start()
             stack.push_async_callback(runtime.close)
         bot = register(build_app(client, identity), runtime)
-        stack.push_async_callback(bot.close)
+        stack.push_async_callback(bot.close, DRAIN)
         bot.set_identity(identity)
         narrow_heartbeat_wait(runtime, identity["team_id"])
         # The socket client opens connections through `client` too, so SLACK_API_URL covers both.
@@ -125,7 +126,7 @@ async def run(settings: Settings, runtime: Runtime | None = None, *, on_ready: C
         bot.socket = handler.client
         await host_servers(stack, bot, runtime, settings)  # /healthz, REST API, MCP: whichever are configured
         await handler.connect_async()
-        log.info("connected to Slack as %s in %s", identity.get("user"), identity.get("team"))
+        say(ready_line(identity, runtime, settings))
         await runtime.announce_stored()  # stored data set aside at start-up: one note where alerts go
         messages.resume_open_turns(bot)  # turns a crash interrupted: answered now, without a new message
         if on_ready is not None:
@@ -134,14 +135,34 @@ async def run(settings: Settings, runtime: Runtime | None = None, *, on_ready: C
     return 0
 
 
+def ready_line(identity: dict[str, Any], runtime: Runtime, settings: Settings) -> str:
+    """The one line `serve` prints once connected: the workspace and bot user (auth.test), what it holds, what it
+    serves beside the socket."""
+    team = identity.get("team") or identity.get("team_id") or "?"
+    line = (f"connected to Slack workspace {team} ({identity.get('team_id')}) as @{identity.get('user') or '?'} "
+            f"({identity.get('user_id')}); {runtime.holding()}")
+    beside = [f"{what} on http://{host}:{port}{path}" for what, host, port, path in (
+        ("/healthz", settings.slack.health_host, settings.slack.health_port, "/healthz"),
+        ("REST API", settings.api.host, settings.api.port or settings.slack.health_port, "/api"),
+        ("MCP", settings.mcp.host, settings.mcp.serve_port, "/mcp"),
+    ) if port is not None and (what != "REST API" or settings.api.token is not None)]
+    return line + (f"; {', '.join(beside)}" if beside else "") + ". Ctrl-C stops it."
+
+
 def serve(settings: Settings) -> int:
-    """Entry point of `vision-agent serve`: exit 0 on SIGINT/SIGTERM, 2 with one line on bad credentials."""
+    """Entry point of `vision-agent serve`: exit 0 on SIGINT/SIGTERM (within seconds, with a last line), 2 with one
+    line on bad credentials."""
+    lifetime = Lifetime("vision-agent")
+
     async def main() -> int:
         stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
-        return await run(settings, stop=stop)
+        lifetime.install(stop.set)
+
+        def ready(bot: SlackBot) -> None:
+            lifetime.holds = bot.runtime.leaving  # the last line says what stays saved
+
+        code = await run(settings, on_ready=ready, stop=stop)
+        return lifetime.finish(code)  # in the loop: nothing after it waits for the interpreter's teardown
 
     install_log_redaction()  # idempotent; also when the adapter is started without the `vision-agent` CLI
     try:

@@ -14,7 +14,8 @@ from bot.backends.base import BackendError, InferenceResult
 from bot.backends.summary import summarize
 from bot.media.images import resize_jpeg
 from bot.media.redaction import redact
-from bot.media.resolve import MediaError, resolve_image
+from bot.media.resolve import MediaError, attachment_for, resolve_image
+from bot.objects.text import defang
 from bot.services import need
 
 IMAGE_HELP = (
@@ -30,7 +31,8 @@ class RunInferenceArgs(ToolArgs):
     workflow_id: str | None = Field(None, description="Roboflow workflow id (with workspace_name)")
     workflow_spec: dict[str, Any] | None = Field(None, description="Inline workflow specification (JSON)")
     parameters: dict[str, Any] | None = Field(None, description="Extra workflow inputs")
-    confidence: float | None = Field(None, ge=0, le=1, description="Confidence threshold (default 0.4)")
+    confidence: float | None = Field(None, ge=0, le=1, description="Confidence threshold (default: the model's own, "
+                                     "as in a pipeline: builtin/people 0.5, Roboflow models 0.4)")
     include_frame: bool = Field(True, description="Return and show the annotated frame")
 
 
@@ -46,7 +48,6 @@ class DetectZeroShotArgs(ToolArgs):
     confidence: float = Field(0.3, ge=0, le=1)
 
 
-DEFAULT_CONFIDENCE = 0.4
 ZERO_SHOT_MODEL = "yolo_world/v2-s"
 VLM_MODELS = ("florence2", "qwen2.5-vl", "paligemma", "claude")
 LOCAL_MODELS = "run_inference with model_id='builtin/faces' or 'builtin/people'"
@@ -62,16 +63,21 @@ async def _image(ref: str, ctx: ToolContext) -> bytes:
 
 
 def _label(ref: str, ctx: ToolContext) -> str:
-    """A short name for the image in summaries: the file name, the attachment name, or 'image'."""
+    """A short name for the image in summaries, captions and alt text: an attachment's name as its sender gave it
+    (the Slack file id the saved copy carries for uniqueness is not for people), a file's name, or 'image'."""
     if ref.startswith("data:") or len(ref) > 200:
         return "image"
-    return redact(ref.rsplit("/", 1)[-1])[:60] or "image"
+    att = attachment_for(ref, ctx)
+    name = (att.name or att.path.name) if att is not None else ref.rsplit("/", 1)[-1]
+    # the sender chose it: one line, no marker of ours, bounded (it goes into the tool result and the captions)
+    return defang(" ".join(redact(name).split()))[:60] or "image"
 
 
 def _with_frame(text: str, result: InferenceResult, include_frame: bool, caption: str) -> ToolResult:
+    """The summary for the model, the boxes for doors that hand structure on (REST, MCP), the frame if asked."""
     if include_frame and result.frame:
-        return ToolResult(text=text, image=result.frame, frame=result.frame, frame_caption=caption)
-    return ToolResult(text=text)
+        return ToolResult(text=text, image=result.frame, frame=result.frame, frame_caption=caption, data=result.as_data())
+    return ToolResult(text=text, data=result.as_data())
 
 
 async def run_inference(args: RunInferenceArgs, ctx: ToolContext) -> ToolResult:
@@ -89,7 +95,8 @@ async def run_inference(args: RunInferenceArgs, ctx: ToolContext) -> ToolResult:
         result = await backend.run_single(
             image, model_id=args.model_id, workflow_spec=args.workflow_spec, workspace_name=args.workspace_name,
             workflow_id=args.workflow_id, parameters=args.parameters,
-            confidence=args.confidence if args.confidence is not None else DEFAULT_CONFIDENCE,
+            # None: the model's own default, as a pipeline on the same frames runs it (one detector, one behaviour)
+            confidence=args.confidence,
         )
     except (MediaError, BackendError, LookupError) as exc:
         return _errors(exc)

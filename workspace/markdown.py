@@ -17,6 +17,8 @@ class Camera:
     url: str
     location: str = ""
     notes: str = ""
+    rotate: str = ""  # a camera mounted turned: degrees clockwise that turn its frames upright, as written
+    flip: str = ""  # a mirrored one: h / v, as written (bot/pipelines/start.py reads both)
 
 
 def strip_comments(text: str) -> str:
@@ -52,7 +54,8 @@ def _cell(cells: list[str], i: int | None) -> str:
 
 
 def parse_camera_table(text: str) -> list[Camera]:
-    """Cameras from every Markdown table with a Name (or Camera/Id) and a URL (or Source/Stream/Video) column.
+    """Cameras from every Markdown table with a Name (or Camera/Id) and a URL (or Source/Stream/Video) column, and
+    optionally Location, Notes, Rotate (or Rotation) and Flip (or Mirror).
 
     Tables may be split by site under their own headings; rows in <!-- --> comments are examples, not cameras.
     """
@@ -64,7 +67,9 @@ def parse_camera_table(text: str) -> list[Camera]:
         name, url = _cell(cells, name_i), _cell(cells, url_i)
         if name and url:
             cameras.append(Camera(name, url, _cell(cells, _column(header, ("location", "where"))),
-                                  _cell(cells, _column(header, ("notes",)))))
+                                  _cell(cells, _column(header, ("notes",))),
+                                  _cell(cells, _column(header, ("rotate", "rotation"))),
+                                  _cell(cells, _column(header, ("flip", "mirror")))))
     return cameras
 
 

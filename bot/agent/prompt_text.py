@@ -80,7 +80,8 @@ of an image shared in this conversation. Images attached to a message are also s
 - Offline builtin detectors, always available with no network or API key (use them as run_inference's `model_id`,
   start_pipeline's `model`):
   `builtin/faces` (OpenCV Haar frontal-face detector, class `face`) and `builtin/people` (OpenCV HOG pedestrian
-  detector, class `person`: upright people from ~64 px tall, boxes head to feet). In a workflow spec their blocks
+  detector, class `person`: upright people, boxes head to feet; a small still is upscaled to find people from
+  ~24-30 px tall, a large photo scanned at 1280 px, so people under ~1/10 of a big photo's height need a crop). In a workflow spec their blocks
   are `vision_agent/haar_face_detector@v1` and `vision_agent/hog_people_detector@v1`.
 - Motion: `builtin/motion` (block `vision_agent/motion_detector@v1`, class `motion`) finds moving regions by
   background subtraction. It needs a video pipeline: a single still image never shows motion.

@@ -70,7 +70,8 @@ class ToolRegistry:
         # member or a source wrote that a tool repeats cannot open or close our markup (bot/objects/text.py shield).
         cams = _registry(ctx)
         return replace(result, text=shield(redact(hide_camera_urls(result.text, cams))),
-                       frame_caption=redact(hide_camera_urls(result.frame_caption, cams)))
+                       frame_caption=redact(hide_camera_urls(result.frame_caption, cams)),
+                       data=_masked(result.data, cams))
 
     async def _execute(self, name: str, raw_input: dict[str, Any], ctx: ToolContext) -> ToolResult:
         tool = self._tools.get(name)
@@ -97,6 +98,17 @@ class ToolRegistry:
         except Exception as exc:  # tool failures are data, the loop goes on
             log.exception("tool %s failed", name)
             return ToolResult.error(f"{name} failed: {type(exc).__name__}: {exc}")
+
+
+def _masked(data: Any, cams: dict[str, str]) -> Any:
+    """A result's data with every string masked as its text is (a workflow's output may echo a camera URL)."""
+    if isinstance(data, str):
+        return redact(hide_camera_urls(data, cams))
+    if isinstance(data, dict):
+        return {_masked(k, cams): _masked(v, cams) for k, v in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [_masked(v, cams) for v in data]
+    return data
 
 
 def _registry(ctx: ToolContext) -> dict[str, str]:

@@ -34,6 +34,8 @@ class ToolResult:
     image: JPEG bytes the model should see (sent as an image block, resized to <= 640 px).
     frame: annotated JPEG bytes to show the *user* (adapters upload it; the agent emits a FRAME event).
     frame_caption: short caption for that frame.
+    data: the same result as JSON-able data, for doors that hand structure on (REST's body, MCP's
+        structuredContent): run_inference's boxes. The model reads `text` only.
     """
 
     text: str
@@ -41,6 +43,7 @@ class ToolResult:
     image: bytes | None = None
     frame: bytes | None = None
     frame_caption: str = ""
+    data: dict[str, Any] | None = None
 
     @classmethod
     def error(cls, text: str) -> ToolResult:

@@ -9,6 +9,7 @@ from bot.objects.pipeline import PipelineSpec
 from bot.objects.route import RouteSpec
 from bot.objects.rule import RuleSpec
 from bot.objects.watch import CONDITIONS, WatchSpec
+from tools.inference import RunInferenceArgs
 
 WATCH_CONDITIONS = CONDITIONS
 
@@ -20,6 +21,8 @@ AddRule = RuleSpec
 AddWatch = WatchSpec
 SetRoute = RouteSpec
 AddJob = JobSpec
+# POST /api/inference is the model's run_inference tool: its body is the tool's own argument model.
+RunInference = RunInferenceArgs
 
 
 class _Query(BaseModel):
@@ -50,5 +53,5 @@ class CameraQuery(_Query):
 
 
 BODIES: dict[str, type[BaseModel]] = {"StartPipeline": StartPipeline, "AddRule": AddRule, "SetRoute": SetRoute,
-                                      "AddWatch": AddWatch, "AddJob": AddJob}
+                                      "AddWatch": AddWatch, "AddJob": AddJob, "RunInference": RunInference}
 QUERIES: dict[str, type[BaseModel]] = {"EventsQuery": EventsQuery, "RuleQuery": RuleQuery, "CameraQuery": CameraQuery}

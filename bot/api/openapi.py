@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from bot.api.models import BODIES, QUERIES, AddJob, AddRule, AddWatch, SetRoute, StartPipeline
+from bot.api.models import BODIES, QUERIES, AddJob, AddRule, AddWatch, RunInference, SetRoute, StartPipeline
 
 _OK = {"$ref": "#/components/schemas/Ok"}
 _ERR = {"description": "error", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
@@ -39,6 +39,18 @@ def _op(summary: str, ok: str = "200", body: type[BaseModel] | None = None, quer
         name = next(k for k, v in BODIES.items() if v is body)
         op["requestBody"] = {"required": True, "content": {"application/json": {
             "schema": {"$ref": f"#/components/schemas/{name}"}}}}
+    return op
+
+
+def _inference_op() -> dict[str, Any]:
+    """POST /api/inference: the run_inference arguments as JSON, or the image itself with them in the query string."""
+    op = _op("Run a model or workflow on one image (the run_inference tool); answers the summary and the boxes "
+             "(`detections`, `counts`, `image_size`; `frame`, base64 JPEG, with include_frame)", body=RunInference)
+    op["requestBody"]["content"]["image/*"] = {"schema": {"type": "string", "format": "binary"}}
+    op["parameters"] = [p for p in _query_params(RunInference)
+                        if p["name"] != "image" and p["schema"].get("type") != "object"]  # a spec goes as JSON
+    for p in op["parameters"]:
+        p["description"] = p.get("description", "") + " (with an image body)"
     return op
 
 
@@ -76,7 +88,11 @@ def document() -> dict[str, Any]:
         "/api/health": {"get": _op("Pipelines running; answers once the token is right")},
         "/api/cameras": {"get": _op("Cameras from CAMERAS.md (credentials masked) and named zones")},
         "/api/pipelines": {"get": _op("Pipelines and their status"),
-                           "post": _op("Start a pipeline (as /vision start)", "201", StartPipeline)},
+                           "post": _op("Start a pipeline (as /vision start): checked, then answered at once with "
+                                       "the pipeline in status `starting` (`follow`, a Location header); the "
+                                       "detector loads and the source opens in the background, and "
+                                       "GET /api/pipelines/{id} shows it become `running` or `error` with the reason",
+                                       "201", StartPipeline)},
         "/api/pipelines/{id}": {"get": _op("One pipeline's status", path_id=True)},
         "/api/pipelines/{id}/frame": {"get": _op("The latest annotated frame", path_id=True, jpeg=True)},
         "/api/alerts/{id}/frame": {"get": _op("The frame an alert was sent with (a webhook's frame_url)",
@@ -90,13 +106,16 @@ def document() -> dict[str, Any]:
                         "put": _op("Route a camera's alerts (as /vision route)", body=SetRoute),
                         "delete": _op("Remove a route", query="CameraQuery")},
         "/api/events": {"get": _op("Alerts and tier-1 events from the event log", query="EventsQuery")},
-        "/api/watches": {"get": _op("One-shot watches that run"),
-                         "post": _op("Watch a camera once (as /vision watch)", "201", AddWatch)},
+        "/api/watches": {"get": _op("One-shot watches that run (`watches`) and those that ended with their "
+                                    "pipeline (`ended`)"),
+                         "post": _op("Watch a camera once (as /vision watch); `answers_to` says where the "
+                                     "answer will go (the webhook, Slack, GET /api/events)", "201", AddWatch)},
         "/api/watches/{id}": {"delete": _op("Cancel a watch (as /vision unwatch)", path_id=True,
                                             id_of="the watch id")},
         "/api/jobs": {"get": _op("Scheduled jobs and their next run"),
                       "post": _op("Schedule a job (as /vision schedule)", "201", AddJob)},
         "/api/jobs/{name}": {"delete": _op("Remove a scheduled job (as /vision unschedule)", path_name=True)},
+        "/api/inference": {"post": _inference_op()},
     }
     for verb in ("stop", "pause", "resume"):
         paths[f"/api/pipelines/{{id}}/{verb}"] = {"post": _op(f"{verb.capitalize()} a pipeline", path_id=True)}

@@ -120,16 +120,23 @@ async def list_pipelines(request: web.Request) -> web.Response:
 
 
 async def start_pipeline(request: web.Request) -> web.Response:
+    """Checked, named and counted at once, answered `starting` (201); the detector loads and the source opens in the
+    background, and `GET /api/pipelines/{id}` shows it become `running` or `error` with the reason."""
     body = await _body(request, StartPipeline)
     ctx = _ctx(request)
     _may_change(ctx)
     with user_errors():
-        started = await start(request_of(body), ctx.manager(), ctx, ctx.requester)
+        started = await start(request_of(body), ctx.manager(), ctx, ctx.requester, background=True)
     handle, what, cams = started.handle, started.describe(), _cameras(request)
     if handle.status == "error":
         raise UserError(hide_camera_urls(f"{handle.name} could not start on {handle.video_reference}: "
                                          f"{redact(handle.error or 'source failed')}", cams))
-    return ok(201, pipeline=handle_dict(handle, ctx.manager(), cams), runs=rest_wording(what).replace("`", ""))
+    follow = f"/api/pipelines/{handle.pipeline_id}"
+    return web.json_response(
+        {"status": "ok", "pipeline": handle_dict(handle, ctx.manager(), cams),
+         "runs": rest_wording(what).replace("`", ""),
+         "follow": f"GET {follow} until its status is running (or error, with the reason)"},
+        status=201, headers={"Location": follow})
 
 
 async def get_pipeline(request: web.Request) -> web.Response:

@@ -17,6 +17,8 @@ from pydantic import ValidationError
 
 from bot.api.errors import UserError
 from bot.api.hosting import HOST_KEY, ApiHost
+from bot.api.inference import INFERENCE_ROUTES, body_limit
+from bot.api.inference import PATH as INFERENCE_PATH
 from bot.api.jobs import JOB_ROUTES
 from bot.api.limits import GuardedSite, read_body
 from bot.api.openapi import document
@@ -56,8 +58,11 @@ async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
         if not token_ok(expected, request.headers.get("Authorization")):
             return error(401, "missing or wrong token: send Authorization: Bearer <VISION_AGENT_API_TOKEN>",
                          {"WWW-Authenticate": "Bearer"})
+    settings = request.app[HOST_KEY].settings
+    if request.path == INFERENCE_PATH:  # an image in the body: up to the image size limit, not the JSON API's 1 MB
+        request = request.clone(client_max_size=body_limit(settings.slack.max_image_bytes))
     try:
-        await read_body(request, request.app[HOST_KEY].settings.servers)  # a slow body times out before any handler
+        await read_body(request, settings.servers)  # a slow body times out before any handler
         return await handler(request)
     except UserError as exc:
         return error(exc.status, str(exc))
@@ -70,6 +75,9 @@ async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
     except web.HTTPException as exc:  # aiohttp's own 404 / 405 / 413, in our shape
         if exc.status < 400:
             raise
+        if exc.status == 413:
+            return error(413, f"the body is over the {request.client_max_size // 1024} KB this path takes: send less "
+                              "(an image over the limit: a smaller one)")
         return error(exc.status, exc.reason or "request refused", {"Allow": exc.headers["Allow"]}
                      if "Allow" in exc.headers else None)
     except Exception:
@@ -82,7 +90,7 @@ def mount(app: web.Application, host: ApiHost) -> None:
     app[HOST_KEY] = host
     if guard not in app.middlewares:
         app.middlewares.append(guard)
-    for method, path, handler in ROUTES + WATCH_ROUTES + JOB_ROUTES:
+    for method, path, handler in ROUTES + WATCH_ROUTES + JOB_ROUTES + INFERENCE_ROUTES:
         app.router.add_route(method, path, handler)
     app.router.add_get("/openapi.json", _openapi)
 

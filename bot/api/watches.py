@@ -9,7 +9,7 @@ from aiohttp import web
 from bot.api.errors import UserError, user_errors
 from bot.api.models import AddWatch
 from bot.api.routes import _body, _ctx, _may_change, ok
-from bot.commands.watches import cancel, create_watch
+from bot.commands.watches import answers_go, cancel, create_watch
 from bot.monitoring.watch import Watch
 from bot.services import need
 
@@ -20,7 +20,8 @@ def watch_dict(w: Watch) -> dict[str, Any]:
 
 async def list_watches(request: web.Request) -> web.Response:
     book = need(_ctx(request).services.watches, "watches")
-    return ok(watches=[watch_dict(w) for w in book.all()])
+    ended = [{**watch_dict(w), "ended": why, "ended_at": at} for w, why, at in book.ended()]
+    return ok(watches=[watch_dict(w) for w in book.all()], ended=ended)
 
 
 async def add_watch(request: web.Request) -> web.Response:
@@ -30,7 +31,10 @@ async def add_watch(request: web.Request) -> web.Response:
     need(ctx.services.watches, "watches")
     with user_errors():
         watch, note = create_watch(body, ctx)
-    return ok(201, watch=watch_dict(watch), note=note.strip())
+    # where the answer will be seen: the webhook, Slack, a terminal; always the event log
+    places = [*answers_go(watch, ctx), f"GET /api/events?camera={watch.camera}"]
+    said = f"The answer goes to {', '.join(places)}."
+    return ok(201, watch=watch_dict(watch), note=f"{said} {note.strip()}".strip(), answers_to=places)
 
 
 async def remove_watch(request: web.Request) -> web.Response:

@@ -8,6 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, runtime_checkable
 
+from bot.backends.faults.kinds import Fault
+
 
 class BackendError(Exception):
     """A failure a user or the model can act on; str() is a one-line message saying what to do next."""
@@ -104,6 +106,21 @@ class InferenceResult:
             out[d.class_name] = out.get(d.class_name, 0) + 1
         return out
 
+    def as_data(self) -> dict[str, Any]:
+        """The result as JSON-able data, for the doors that hand structure on (REST's body, MCP's structured content):
+        the image's size, counts per class, each detection (pixels of the source image) and the other values."""
+        def one(d: Detection) -> dict[str, Any]:
+            out: dict[str, Any] = {"class_name": d.class_name, "confidence": round(float(d.confidence), 4),
+                                   "xyxy": [round(float(v), 1) for v in d.xyxy]}
+            if d.tracker_id is not None:
+                out["tracker_id"] = d.tracker_id
+            if d.time_in_zone is not None:
+                out["time_in_zone"] = d.time_in_zone
+            return out
+
+        return {"image_size": list(self.image_size) if self.image_size else None, "counts": self.counts(),
+                "detections": [one(d) for d in self.detections], "values": self.values}
+
 
 @dataclass(frozen=True)
 class PipelineHandle:
@@ -127,6 +144,14 @@ class PipelineHandle:
     # 12000×12000 frames (144 MP), over media.max_pixels (40 MP): frames are scaled to 6000×6000 (36 MP); …"
     # (bot/media/frame_limit.py). None: its frames are within the limit (or not seen yet).
     scaled: str | None = None
+    # The rate it was asked to deliver (fps=, or a file's own rate when fps= is above it); None: as fast as it goes.
+    asked_fps: float | None = None
+    # Delivering under that for the last minute, in words with what to do: "3.3 of 10 fps: CPU-bound; lower fps or
+    # size" (bot/backends/pace.py). None: it keeps up, or was asked for no rate. `fps` is the last minute's rate.
+    short: str | None = None
+    # What is wrong with its camera (bot/backends/faults/): the faults on now, then those ended lately, each with
+    # when it began (and ended); the status line shows those on, the health check says each start and end once.
+    faults: tuple[Fault, ...] = ()
 
     def with_(self, **changes: Any) -> PipelineHandle:
         return replace(self, **changes)

@@ -127,14 +127,17 @@ def from_workflow_output(output: dict[str, Any], source_image: Any = None, frame
 
 
 def from_serialized_output(output: dict[str, Any], source_image: Any = None, frame_id: int | None = None,
-                           timestamp: float | None = None, max_dimension: int | None = None) -> InferenceResult:
-    """One workflow output as the inference server serializes it (dict detections, base64 images) → InferenceResult."""
-    return _convert(output, _read_serialized, source_image, frame_id, timestamp, max_dimension)
+                           timestamp: float | None = None, max_dimension: int | None = None,
+                           seen: Callable[[Any], None] | None = None) -> InferenceResult:
+    """One workflow output as the inference server serializes it (dict detections, base64 images) → InferenceResult.
+    `seen` is handed the frame's decoded pixels, if it has a frame (a hosted pipeline's camera check reads them)."""
+    return _convert(output, _read_serialized, source_image, frame_id, timestamp, max_dimension, seen=seen)
 
 
 def _convert(
     output: dict[str, Any], read: Callable[[Any], tuple[str, Any]], source_image: Any, frame_id: int | None,
     timestamp: float | None, max_dimension: int | None, draw: Callable[[], Any] | None = None,
+    seen: Callable[[Any], None] | None = None,
 ) -> InferenceResult:
     """`read` says what each output value is (detections, image, value) and how to load it.
 
@@ -154,6 +157,8 @@ def _convert(
             plain = _plain_value(value)
             if plain is not None:
                 values[name] = plain
+    if seen is not None and (frame_img is not None or source_image is not None):
+        seen(frame_img if frame_img is not None else source_image)
     return _assemble(detections, values, frame_img, source_image, frame_id, timestamp, max_dimension, draw)
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.backends.counting import FRAME_SCALE_BLOCK, LABELS_BLOCK, LINE_OVERLAY_BLOCK
+from bot.backends.orientation import ORIENT_BLOCK
 
 DRAW_PREFIX = "_draw__"  # outputs the analysis spec adds for the drawing: taken off before conversion
 _DRAWING = re.compile(r"^roboflow_core/\w+_visualization@v\d+$")
@@ -50,13 +51,19 @@ def split(spec: dict[str, Any], image_input: str = "image") -> Split:
     kept = [s for s in steps if str(s.get("name")) not in drawing]
     if any(_step_of(ref) in drawing for s in kept for ref in _refs(s)):
         return Split(spec, None, image_input)  # an analysis step reads a drawing: keep it whole
+    # A turned camera's frames are turned upright first (bot/backends/orientation.py): the drawing turns its frame
+    # the same way (a fraction of a ms), rather than the analysis handing each turned frame over.
+    read = {_step_of(ref) for s in steps if str(s.get("name")) in drawing for ref in _refs(s)}
+    repeated = [s for s in kept if s.get("type") == ORIENT_BLOCK and str(s.get("name")) in read
+                and all(ref.startswith("$inputs.") for ref in _refs(s))]
+    again = {str(s.get("name")) for s in repeated}
     needed = sorted({ref for s in steps if str(s.get("name")) in drawing for ref in _refs(s)
-                     if _step_of(ref) not in drawing and ref.startswith("$steps.")})
+                     if _step_of(ref) not in drawing | again and ref.startswith("$steps.")})
     names = {ref: DRAW_PREFIX + ref[len("$steps."):].replace(".", "__") for ref in needed}
     analysis = {**spec, "steps": kept, "outputs": [o for o in outputs if o not in drawn_outputs]
                 + [{"type": "JsonField", "name": names[ref], "selector": ref} for ref in needed]}
     inputs = [i for i in spec.get("inputs") or [] if isinstance(i, dict)]
-    drawing_steps = [_rewire(s, names) for s in steps if str(s.get("name")) in drawing]
+    drawing_steps = repeated + [_rewire(s, names) for s in steps if str(s.get("name")) in drawing]
     drawing_spec = {"version": spec.get("version", "1.0"),
                     "inputs": inputs + [{"type": "WorkflowBatchInput", "name": n} for n in names.values()],
                     "steps": drawing_steps, "outputs": drawn_outputs}

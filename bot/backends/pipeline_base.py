@@ -8,16 +8,19 @@ import time
 from collections import deque
 
 from bot.backends.base import LIVE, InferenceResult, PipelineHandle, ResultListener
+from bot.backends.faults.watch import CameraWatch
+from bot.backends.pace import Pace
 from bot.media.redaction import redact
+from bot.media.sources import is_live
 
 log = logging.getLogger(__name__)
-FPS_WINDOW = 30  # results the fps is measured over
 
 
 class PipelineBase:
     """The bookkeeping shared by DirectPipeline (in-process threads) and HostedPipeline (server-side); thread-safe."""
 
     backend_name = ""
+    remote_source = False  # the source is opened on an inference server, not here
 
     def __init__(
         self, pipeline_id: str, name: str, reference: str, description: str, buffer_size: int, on_result: ResultListener | None
@@ -27,7 +30,8 @@ class PipelineBase:
         self.safe_reference = redact(reference)
         self._on_result = on_result
         self._buffer: deque[InferenceResult] = deque(maxlen=buffer_size)
-        self._stamps: deque[float] = deque(maxlen=FPS_WINDOW)
+        # the last minute's rate, and what falling short of the rate asked means (each backend sets `pace.target`)
+        self.pace = Pace(live=is_live(reference))
         self._lock = threading.Lock()
         self.latest: InferenceResult | None = None
         self.started_at = time.time()
@@ -36,6 +40,8 @@ class PipelineBase:
         self.server: str | None = None  # where it runs, when that is worth saying (several inference servers)
         self.failover: str | None = None  # the last time it was restarted on another server, in words
         self.scaled: str | None = None  # its frames are scaled to media.max_pixels, in words (PipelineHandle.scaled)
+        # Its camera's faults, judged from its frames (bot/backends/faults/); a backend feeds it the frames.
+        self.watch = CameraWatch(is_live(reference), remote=self.remote_source)
 
     def is_alive(self) -> bool:
         return self.status in LIVE
@@ -52,10 +58,10 @@ class PipelineBase:
         return items
 
     def handle(self) -> PipelineHandle:
+        faults = self.watch.faults(running=self.status == "running")
+        lost = bool(faults) and faults[0].kind == "video" and faults[0].ended is None
         with self._lock:
-            fps = None
-            if len(self._stamps) > 1 and self._stamps[-1] > self._stamps[0]:
-                fps = round((len(self._stamps) - 1) / (self._stamps[-1] - self._stamps[0]), 2)
+            running = self.status == "running"
             return PipelineHandle(
                 pipeline_id=self.pipeline_id,
                 name=self.name,
@@ -65,11 +71,14 @@ class PipelineBase:
                 started_at=self.started_at,
                 status=self.status,
                 error=self.error,
-                fps=fps,
+                fps=0.0 if lost else self.pace.fps(running),  # no video: nothing comes now
                 frames=self.frames,
                 server=self.server,
                 failover=self.failover,
                 scaled=self.scaled,
+                asked_fps=self.pace.target,
+                short=None if lost else self.pace.short_of(running),
+                faults=faults,
             )
 
     def _deliver(self, result: InferenceResult) -> None:
@@ -78,7 +87,7 @@ class PipelineBase:
             previous, self.latest = self.latest, result
             self._buffer.append(result)
             self.frames += 1
-            self._stamps.append(time.monotonic())
+            self.pace.tick(result.frame_id)
         if previous is not None:  # its listeners are done with it: only the newest result keeps pixels to encode
             previous.seal()
         if self._on_result is not None:

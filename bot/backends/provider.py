@@ -20,6 +20,7 @@ class BackendProvider:
         self._factory = factory
         self._backend: InferenceBackend | None = None
         self._lock = threading.Lock()
+        self._loading = False
 
     @classmethod
     def of(cls, backend: InferenceBackend) -> BackendProvider:
@@ -32,11 +33,21 @@ class BackendProvider:
     def built(self) -> bool:
         return self._backend is not None
 
+    @property
+    def loading(self) -> bool:
+        """True while the backend is being built or loads `inference` and its detectors (10-30 s, once: the direct
+        backend's `loading`), so a terminal can say what the wait is."""
+        return self._loading or bool(getattr(self._backend, "loading", False))
+
     def get(self) -> InferenceBackend:
         if self._backend is None:
             with self._lock:
                 if self._backend is None:
-                    self._backend = self._factory()
+                    self._loading = True
+                    try:
+                        self._backend = self._factory()
+                    finally:
+                        self._loading = False
         return self._backend
 
     async def aget(self) -> InferenceBackend:

@@ -18,6 +18,7 @@ from bot.backends.counting import (
     anchor_for,
     tracker_step,
 )
+from bot.backends.orientation import ORIENT_BLOCK, ORIENTATION_OUTPUT, Orientation
 
 BUILTIN_MODELS: dict[str, str] = {
     "builtin/faces": "vision_agent/haar_face_detector@v1",
@@ -35,7 +36,7 @@ BUILTIN_CLASSES: dict[str, tuple[str, ...]] = {  # what each builtin detector ca
 }
 ROBOFLOW_OD_BLOCK = "roboflow_core/roboflow_object_detection_model@v2"
 # Outputs that measure the camera for bot/pipelines/limits.py, not what is seen: summaries leave them out.
-CONDITIONS = ("camera", "tracking")
+CONDITIONS = ("camera", "tracking", ORIENTATION_OUTPUT)
 # `project/version`, `workspace/project/version`, or a public alias such as `yolov8n-640`.
 _MODEL_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+){0,2}$")
 
@@ -217,6 +218,11 @@ _BUILTIN_OF_BLOCK = {block: model for model, block in BUILTIN_MODELS.items()}
 
 
 def _describe_step(step: dict[str, Any], kind: str) -> str:
+    if step.get("type") == ORIENT_BLOCK:  # a turned camera's setting (bot/backends/orientation.py)
+        try:
+            return Orientation.of(int(step.get("rotate") or 0), step.get("flip")).describe() or "frames as they come"
+        except (TypeError, ValueError):
+            return "frames turned"
     if step.get("type") in _BUILTIN_OF_BLOCK:
         return f"model {_BUILTIN_OF_BLOCK[step['type']]}"
     if step.get("model_id"):

@@ -5,11 +5,13 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import signal
 import sys
 import warnings
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING
 
+from bot import process
 from bot.media.redaction import install_log_redaction
 from workspace import Workspace, WorkspaceError
 
@@ -63,7 +65,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the `vision-agent` console script; returns the exit code."""
+    """Entry point of the `vision-agent` console script; returns the exit code.
+
+    Run as the command itself (argv None), a process ends once its last line is out (bot/process.py): Ctrl-C or
+    SIGTERM end it within seconds, not after the interpreter's teardown. Called with argv (tests), it returns.
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
@@ -72,15 +78,41 @@ def main(argv: list[str] | None = None) -> int:
     _setup_logging(args.verbose, quiet_libraries=args.command != "inference-server")
     handlers = {"init": cmd_init, "chat": cmd_chat, "run": cmd_run, "serve": cmd_serve,
                 "inference-server": cmd_inference_server, "mcp": cmd_mcp, "api": cmd_api}
+    if argv is None and args.command != "inference-server":  # the server is inference's own process: left as it is
+        process.exit_hard = True
+        process.keep_terminal()
+        _line_by_line()
+        # Until a command's event loop takes the signals over: SIGTERM stops start-up the way Ctrl-C does.
+        signal.signal(signal.SIGTERM, _interrupt)
     try:
-        return handlers[args.command](args)
-    except KeyboardInterrupt:
+        code = handlers[args.command](args)
+    except KeyboardInterrupt as exc:
+        why = exc.args[0] if exc.args else "Ctrl-C"
         print(file=sys.stderr)
-        return 130
+        process.say(f"stopped ({why}) while starting.")
+        code = 130 if why == "Ctrl-C" else 143
     except Exception as exc:
         if isinstance(exc, WorkspaceError):
             return _fail(str(exc), 1)
         raise
+    if process.exit_hard:
+        process.end_now(code)
+    return code
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(process.signal_name(signum))
+
+
+def _line_by_line() -> None:
+    """stdout written line by line when it is a pipe or a file too (a log the console is sent to shows each line as
+    it happens, not when a buffer fills or the process ends); stderr is already."""
+    reconfigure = getattr(sys.stdout, "reconfigure", None)
+    if reconfigure is not None and not sys.stdout.isatty():
+        try:
+            reconfigure(line_buffering=True)
+        except (ValueError, OSError):  # a replaced or detached stdout: leave it
+            pass
 
 
 _OURS = ("bot", "tools", "workspace", "handlers")

@@ -5,18 +5,23 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from bot.agent.tools import Attachment
-from bot.cli.render import Renderer, save_frame, terminal_text
+from bot.cli.render import LOADING_DETECTOR, Renderer, save_frame, terminal_text
+from bot.cli.stages import ASKING, Stages
 from bot.commands.dispatch import run_command
+from bot.commands.relay import relay
 from bot.events import EventType
 from bot.llm.errors import NO_KEY
 from bot.media.redaction import redact
 from bot.media.sniff import CHAT_TYPES, DEFAULT_MAX_PIXELS, check_image
-from bot.rights import LOCAL_CHANNEL, OPERATOR
+from bot.process import Lifetime
+from bot.rights import OPERATOR
+from workspace import Workspace
+from workspace.owner import OwnerLock
 
 if TYPE_CHECKING:
     from bot.commands.context import CommandContext
@@ -50,10 +55,7 @@ def attachment_for(path_text: str, max_pixels: int = DEFAULT_MAX_PIXELS) -> Atta
 
 def terminal_context(rt: Runtime, session: str, progress: Callable[[str], Awaitable[None]] | None) -> CommandContext:
     """The context of a `/vision` line typed at this terminal: the operator, who may also name local files."""
-    ctx = rt.command_context(user_id=LOCAL_CHANNEL, channel_id=LOCAL_CHANNEL, session_key=f"cli:{session}",
-                             operator=True)
-    ctx.local_files, ctx.progress = True, progress
-    return ctx
+    return rt.terminal_context(session, progress)
 
 
 def is_command(text: str) -> bool:
@@ -66,7 +68,8 @@ def one_shot(settings: Settings, text: str, images: list[str], session: str) -> 
     A `/vision` line needs no model: it runs without an API key, as in the REPL.
     """
     if is_command(text):
-        return asyncio.run(_one_command(settings, text.strip(), session))
+        stages = Stages().start()
+        return _run(lambda lifetime: _one_command(settings, text.strip(), session, stages, lifetime), stages)
     if not has_key(settings):
         print(f"vision-agent: {NO_KEY}", file=sys.stderr)
         return 2
@@ -78,21 +81,52 @@ def one_shot(settings: Settings, text: str, images: list[str], session: str) -> 
     except ValueError as exc:
         print(f"vision-agent: {exc}", file=sys.stderr)
         return 2
-    return asyncio.run(_one_shot(settings, text, attachments, session))
+    stages = Stages().start()  # the first line within seconds of a cold start: imports alone take some
+    return _run(lambda lifetime: _one_shot(settings, text, attachments, session, stages, lifetime), stages)
 
 
-async def _one_shot(settings: Settings, text: str, attachments: list[Attachment], session: str) -> int:
+def _run(work: Callable[[Lifetime], Coroutine[Any, Any, int]], stages: Stages) -> int:
+    """Run a one-shot under a Lifetime: Ctrl-C or SIGTERM cancels it, the runtime closes (a pipeline it started
+    stops), and one last line says so; exit 130 (Ctrl-C) or 143 (SIGTERM)."""
+    lifetime = Lifetime("vision-agent")
+
+    async def main() -> int:
+        task = asyncio.current_task()
+        assert task is not None
+
+        def stop() -> None:
+            lifetime.code = 130 if lifetime.cause == "Ctrl-C" else 143
+            task.cancel()
+
+        lifetime.install(stop)
+        try:
+            return await work(lifetime)
+        except asyncio.CancelledError:
+            stages.close()
+            return lifetime.finish(lifetime.code)
+        finally:
+            stages.close()
+
+    return asyncio.run(main())
+
+
+async def _one_shot(settings: Settings, text: str, attachments: list[Attachment], session: str,
+                    stages: Stages, lifetime: Lifetime) -> int:
     # Here, not at the top: the runtime loads the LLM SDK, the backends and monitoring, and one_shot's usage errors
     # (no key, empty message, bad image) answer without it.
     from bot.runtime import Runtime
 
     async with Runtime(settings, background=False) as rt:  # one question: no pipeline restore, no heartbeat
+        lifetime.holds = rt.leaving  # a pipeline the model started here stops with the process
         if not rt.llm_ready:
             print(f"vision-agent: {why_no_agent(rt)}", file=sys.stderr)
             return 1
+        stages.note = lambda: LOADING_DETECTOR if rt.backend.loading else None
+        stages.stage(ASKING)
         reply, failed = None, False
         try:
             async for ev in rt.agent.process_message(f"cli:{session}", text, attachments, OPERATOR):
+                stages.event(ev)
                 if ev.type in (EventType.RESPONSE, EventType.ASK_USER):
                     reply = ev.data.get("text", "")
                 elif ev.type is EventType.ERROR:
@@ -106,12 +140,14 @@ async def _one_shot(settings: Settings, text: str, attachments: list[Attachment]
             print(f"vision-agent: the turn failed: {type(exc).__name__}: {redact(str(exc))} (run with -v for details)",
                   file=sys.stderr)
             return 1
+        finally:
+            stages.close()
     if reply is not None:
         print(redact(reply))  # model text: a URL it repeats must not carry a camera's password to the terminal
     return 1 if failed or reply is None else 0
 
 
-async def _one_command(settings: Settings, text: str, session: str) -> int:
+async def _one_command(settings: Settings, text: str, session: str, stages: Stages, lifetime: Lifetime) -> int:
     """One `/vision` line: progress lines on stderr, the reply (and a snapshot's saved path) on stdout."""
     from bot.runtime import Runtime  # start-up cost, as in _one_shot
 
@@ -119,7 +155,17 @@ async def _one_command(settings: Settings, text: str, session: str) -> int:
         print(terminal_text(line).plain, file=sys.stderr, flush=True)  # the core's Slack markup, as plain text
 
     verb = (text.split()[1:2] or [""])[0]
+    ws = Workspace(settings.workspace)
+    holder = OwnerLock(ws.state_dir).held_elsewhere()
+    if holder is not None:  # the process that runs the workspace answers, from what it holds (one truth)
+        stages.close()  # the relay says its own slow steps
+        reply = await relay(ws.state_dir, holder, text, session, progress)
+        if reply is not None:
+            Renderer().command_reply(reply, ws.frames_dir)
+            return 0 if reply.ok else 1
     async with Runtime(settings, background=False) as rt:
+        lifetime.holds = rt.leaving
+        stages.close()  # from here the command says its own slow steps (a start: "loading the detector…")
         owner = rt.owner.held_elsewhere()
         if owner is not None and verb in OWNER_KEEPS:
             print(f"vision-agent: {BESIDE.format(pid=owner)} Type `/vision {verb} …` there (its terminal chat, Slack, "
@@ -138,10 +184,12 @@ async def _one_command(settings: Settings, text: str, session: str) -> int:
 
 
 # A running bot (serve, the chat, api, mcp) holds its pipelines, rules, watches and jobs in memory and reads them at
-# start; a one-shot beside it would store a change that process never sees (and may later overwrite).
+# start; a one-shot beside it would store a change that process never sees (and may later overwrite). It answers such
+# lines itself (bot/commands/relay.py); these are for one that does not (still starting, or an older version).
 OWNER_KEEPS = {"rule", "unrule", "watch", "unwatch", "schedule", "unschedule"}
 OWNER_SHOWS = {"status", "list", "stop", "pause", "resume", "snapshot", "watches", "rules", "jobs"}
-BESIDE = "this workspace is run by another vision-agent (pid {pid}), which keeps its cameras' state in memory."
+BESIDE = ("this workspace is run by another vision-agent (pid {pid}), which keeps its cameras' state in memory and "
+          "does not answer lines typed beside it (it is still starting, or an older version).")
 
 
 def why_no_agent(rt: Runtime) -> str:

@@ -6,7 +6,7 @@ import json
 import re
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.live import Live
 from rich.markdown import Markdown
+from rich.spinner import Spinner
 from rich.text import Text
 
 from bot.agent.steps import label as step_label
@@ -33,6 +34,8 @@ _LINK = re.compile(r"<((?:[a-z][a-z0-9+.-]*://|mailto:)[^<>|\s]+|[#@!][^<>|\s]+)
 _BULLET = re.compile(r"^(\s*)• ", re.MULTILINE)
 _MAX_RESULT = 600
 _MAX_THINKING = 800
+THINKING = "thinking…"
+LOADING_DETECTOR = "loading the detector (its first use in this process takes 10-30 s)"
 
 
 def _clip(text: str, limit: int) -> str:
@@ -87,6 +90,29 @@ def _typed() -> str:
         return ""
 
 
+def _same(a: str, b: str) -> bool:
+    """Equal but for whitespace (streamed pieces and the joined text differ in it)."""
+    return a.split() == b.split()
+
+
+class _Waiting:
+    """The spinner's words, drawn afresh on each refresh: what the turn waits for, for how long, and (during a tool)
+    that the detector is loading when it is."""
+
+    def __init__(self, label: str, note: Callable[[], str | None] | None) -> None:
+        self.label, self.note, self.since = label, note, time.monotonic()
+
+    def __rich__(self) -> Text:
+        out = Text(self.label, style="dim")
+        seconds = int(time.monotonic() - self.since)
+        if seconds >= 2:
+            out.append(f" {seconds} s", style="dim")
+        note = self.note() if self.note is not None else None
+        if note:
+            out.append(f" · {note}", style="yellow")
+        return out
+
+
 def _markdown(text: str) -> Markdown:
     """Model text as rich markdown, through the one redactor (its *** masks escaped so they are not emphasis)."""
     return Markdown(MASKS.sub(r"\*\*\*", redact(text)))
@@ -99,8 +125,11 @@ class Renderer:
         self.console = console or Console(highlight=False)
         self._last_result = ""  # a frame's caption often repeats the tool result: print it once
         self._streamed = ""  # the model's text so far in this call, shown live on a terminal
+        self._printed = ""  # the text streamed before a tool call, printed when the call came: not printed again
         self._live: Live | None = None
+        self._spinner: Live | None = None  # while the turn waits for the model or a tool (terminals only)
         self.waiting = False  # the prompt is on screen waiting for a line (set by the REPL's input thread)
+        self.busy_note: Callable[[], str | None] | None = None  # e.g. the detector loading, said during a tool
 
     def prompt(self, for_input: bool = False) -> str:
         if not self.console.is_terminal:
@@ -157,6 +186,22 @@ class Renderer:
                 f"{h.name} ({h.status})" for h in live) + " - /vision list")
         self.note("Type a message, /help for commands, /quit to leave.")
 
+    def wait(self, label: str, tool: bool = False) -> None:
+        """Show that the turn is waiting (a spinner with `label`, the seconds and, for a tool, `busy_note`) until
+        the next thing is printed. Terminals only: a pipe or a log gets no spinner frames."""
+        if not self.console.is_terminal or self._live is not None:
+            return
+        self.unwait()
+        waiting = _Waiting(label, self.busy_note if tool else None)
+        self._spinner = Live(Spinner("dots", text=waiting, style="cyan"), console=self.console, transient=True,
+                             refresh_per_second=8)
+        self._spinner.start()
+
+    def unwait(self) -> None:
+        spinner, self._spinner = self._spinner, None
+        if spinner is not None:
+            spinner.stop()
+
     def _stream(self, d: dict[str, Any]) -> None:
         """A piece of the answer as it is generated: redrawn as markdown in place (terminals only; a pipe gets the
         final text once)."""
@@ -166,6 +211,7 @@ class Renderer:
             self._streamed = ""
         self._streamed += d.get("text") or ""
         if self._live is None:
+            self._printed = ""  # a new model call: what the last one printed was its own
             # drawn on each piece from this thread (no refresh thread of its own: nothing to stop if a turn dies)
             self._live = Live(console=self.console, auto_refresh=False, transient=True, vertical_overflow="visible")
             self._live.start()
@@ -180,19 +226,34 @@ class Renderer:
         self._live = None
         if not final and self._streamed.strip():
             self.console.print(_markdown(self._streamed))
+            self._printed = self._streamed
         self._streamed = ""
 
     def end_turn(self) -> None:
+        self.unwait()
         self._end_stream(final=True)
 
     def event(self, ev: AgentEvent, frames_dir: Path) -> None:
         d = ev.data
+        self.unwait()
         if ev.type is EventType.TEXT_DELTA:
             self._stream(d)
             return
         self._end_stream(final=ev.type in (EventType.RESPONSE, EventType.ASK_USER, EventType.ERROR))
+        self._show(ev, frames_dir)
+        if ev.type is EventType.TOOL_CALL:
+            self.wait(step_label(str(d.get("name") or ""), d.get("input")) + "…", tool=True)
+        elif ev.type in (EventType.THINKING, EventType.TOOL_RESULT, EventType.FRAME):
+            self.wait(THINKING)  # the model reads the results and writes on
+
+    def _show(self, ev: AgentEvent, frames_dir: Path) -> None:
+        d = ev.data
         if ev.type is EventType.THINKING:
-            self.console.print(Text(_clip(d.get("text", ""), _MAX_THINKING), style="dim italic"))
+            text = d.get("text", "")
+            if self._printed and _same(text, self._printed):  # the text before a tool call, streamed: shown once
+                self._printed = ""
+            else:
+                self.console.print(Text(_clip(text, _MAX_THINKING), style="dim italic"))
         elif ev.type is EventType.TOOL_CALL:
             args = json.dumps(d.get("input") or {}, ensure_ascii=False, separators=(", ", ": "))
             step = step_label(str(d.get("name") or ""), d.get("input"))  # the same label Slack's status shows

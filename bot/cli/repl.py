@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
 import sys
 import threading
@@ -11,8 +12,9 @@ import time
 from typing import TYPE_CHECKING
 
 from bot.cli.oneshot import attachment_for, terminal_context, why_no_agent
-from bot.cli.render import Renderer
+from bot.cli.render import LOADING_DETECTOR, THINKING, Renderer
 from bot.commands.dispatch import run_command
+from bot.process import Lifetime
 from bot.rights import OPERATOR
 from bot.runtime import Runtime
 
@@ -53,20 +55,30 @@ class _Repl:
         self.out = Renderer()
         self._turn: asyncio.Task | None = None
         self._pending_input: asyncio.Future | None = None
+        self._stopping = asyncio.Event()
+        self.lifetime = Lifetime("vision-agent chat")
 
     async def run(self) -> int:
+        self._install_signals()  # before the runtime starts: a SIGTERM while it starts also ends with a last line
         async with Runtime(self.settings) as rt:
             self.rt = rt
+            self.lifetime.holds = rt.leaving
+            self.out.busy_note = self._busy_note
             rt.router.add_sink(self._on_alert)
             rt.router.add_clip_sink(self._on_clip)  # a clip follows its alert
             rt.pipelines.add_end_listener(self._on_end)
-            self._install_sigint()
             self.out.banner(rt, self.session)
             await rt.announce_stored()  # stored data set aside at start-up: said once, through the sink above
-            while (line := await self._input()) is not None:
+            while not self._stopping.is_set() and (line := await self._input()) is not None:
                 if not await self._handle(line.strip()):
+                    self.lifetime.stop_asked(line.strip().split()[0])
                     break
-        return 0
+            self.lifetime.stop_asked("end of input")  # Ctrl-D (or a signal, which said so already)
+        return self.lifetime.finish(0)
+
+    def _busy_note(self) -> str | None:
+        """What the model's or a tool's wait is really about, when it is the detector loading (~15 s, once)."""
+        return LOADING_DETECTOR if self.rt.backend.loading else None
 
     async def _handle(self, line: str) -> bool:
         """Act on one input line; False means quit."""
@@ -111,6 +123,7 @@ class _Repl:
 
     async def _run_turn(self, text: str) -> None:
         attachments, self.attachments = self.attachments, []
+        self.out.wait(THINKING)  # until the model's first word or step
         try:
             async for ev in self.rt.agent.process_message(f"cli:{self.session}", text, attachments, OPERATOR):
                 self.out.event(ev, self.rt.workspace.frames_dir)
@@ -130,6 +143,11 @@ class _Repl:
     async def _on_alert(self, alert: Alert, channel: str | None) -> None:
         with self.out.aside():
             self.out.alert(alert, self.rt.workspace.frames_dir)
+
+    @staticmethod
+    def where(channel: str | None) -> str:
+        """Where its alert sink shows an alert (AlertRouter.destinations: a watch typed beside it says so)."""
+        return f"the terminal chat (pid {os.getpid()})"
 
     async def _on_clip(self, alert: Alert, channel: str | None) -> None:
         with self.out.aside():
@@ -164,16 +182,27 @@ class _Repl:
         finally:
             self._pending_input = None
 
-    def _install_sigint(self) -> None:
+    def _install_signals(self) -> None:
+        loop = asyncio.get_running_loop()
         try:
-            asyncio.get_running_loop().add_signal_handler(signal.SIGINT, self._on_sigint)
+            loop.add_signal_handler(signal.SIGINT, self._on_sigint)
+            loop.add_signal_handler(signal.SIGTERM, self.lifetime.signalled, signal.SIGTERM, self._stop)
         except (NotImplementedError, RuntimeError):  # not the main thread / not Unix: default Ctrl-C
             pass
 
     def _on_sigint(self) -> None:
         if self._turn is not None and not self._turn.done():
             self._turn.cancel()  # Ctrl-C during an answer stops the answer, not the REPL
-        elif self._pending_input is not None and not self._pending_input.done():
+        else:  # at the prompt (or while starting): Ctrl-C leaves; a second one at once
+            self.lifetime.signalled(signal.SIGINT, self._stop)
+
+    def _stop(self) -> None:
+        """SIGTERM (or Ctrl-C at the prompt): end the answer if one runs, leave the prompt, close in order."""
+        self._stopping.set()
+        self.out.end_turn()
+        if self._turn is not None and not self._turn.done():
+            self._turn.cancel()
+        if self._pending_input is not None and not self._pending_input.done():
             print()
             self._pending_input.set_result(None)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bot.backends.base import BackendError
@@ -55,6 +56,8 @@ class CommandContext:
     # The person at this terminal (REPL, `chat -m`) may name any file they can read: they could open it anyway.
     # Set only by the terminal adapter; never for Slack, REST or MCP, and never for the model's tool calls.
     local_files: bool = False
+    # Where the terminal's person typed the line (a relative file is theirs: bot/commands/relay.py); None: here.
+    cwd: Path | None = None
     # Where a slow command shows a first line at once ("loading the detector…"); None: nobody is waiting.
     progress: Callable[[str], Awaitable[None]] | None = None
 

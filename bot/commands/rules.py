@@ -11,7 +11,7 @@ from bot.commands.context import CommandContext, CommandReply, fail, parse_optio
 from bot.commands.rule_classes import check_class, never_fires
 from bot.commands.rule_grammar import ALL as _ALL
 from bot.commands.rule_grammar import RULE_USAGE, parse_rule
-from bot.media.cameras import cameras
+from bot.media.cameras import cameras, close_match
 from bot.monitoring.rules import ANY, Rule
 from bot.objects.caps import cap_refusal
 from bot.objects.owner import Owner, change_refusal, is_operator
@@ -48,8 +48,9 @@ def resolve_camera(raw: str, ctx: CommandContext, allow_all: bool = True, allow_
         except ValueError:
             pass
     listed = ", ".join(sorted(known.values())) or "none yet (add them to CAMERAS.md or `/vision start SOURCE`)"
+    guess = close_match(raw, list(known.values()))
     raise ValueError(f"Unknown camera {raw!r}; known cameras and pipelines: {listed}"
-                     + (" (or `*` for all)." if allow_all else "."))
+                     + (" (or `*` for all)" if allow_all else "") + (f"; did you mean `{guess}`?" if guess else "."))
 
 
 def _monitor(ctx: CommandContext) -> Any:
@@ -171,7 +172,17 @@ def _camera_rules(monitor: Any, camera: str, ctx: CommandContext) -> str:
               + _holding(monitor, camera, r) + never_fires(r, ctx) for r in rules]
     if not rules:
         return f"• *{camera}*: none yet (a default is guessed from its first result)"
-    return f"• *{camera}*: {', '.join(marked)}" + ("" if own else " — default, guessed from its results")
+    return (f"• *{camera}*: {', '.join(marked)}" + ("" if own else " — default, guessed from its results")
+            + paused(monitor, camera, ctx))
+
+
+def paused(monitor: Any, camera: str, ctx: CommandContext) -> str:
+    """' — paused: pipeline dock finished (its video file ran out) at 14:03 UTC; resumes when dock runs again' while
+    the camera's last pipeline has ended (bot/monitoring/outlived.py), else ''."""
+    ended = monitor.outlived.ended(camera) if hasattr(monitor, "outlived") else None
+    if ended is None:
+        return ""
+    return f" — paused: {ended.line(ctx.settings.heartbeat.timezone)}; resumes when {camera} runs again"
 
 
 def _holding(monitor: Any, camera: str, rule: Rule) -> str:

@@ -7,6 +7,7 @@ from datetime import datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from bot.backends.base import LIVE
 from bot.commands.context import CommandContext, CommandReply, fail, parse_options
 from bot.commands.rules import resolve_camera
 from bot.commands.watches import answer_place
@@ -140,7 +141,23 @@ def _job_line(ctx: CommandContext, job: CronJob) -> str:
     when = f"daily at {job.at}" if job.at else f"every {job.every_minutes:g} min"
     to = f" to {_place(job)}" if job.channel else ""
     by = f", set by {job.owner.label()}" if job.owner is not None and job.owner.member else ""
-    return f"• `{job.name}` — {job.action}{of}{to}, {when}{by}; next {next_run(ctx, job)}"
+    return f"• `{job.name}` — {job.action}{of}{to}, {when}{by}; next {next_run(ctx, job)}{_paused(ctx, job)}"
+
+
+def _paused(ctx: CommandContext, job: CronJob) -> str:
+    """' — paused: pipeline dock finished … at 14:03 UTC; resumes when dock runs again' for a snapshot job whose
+    camera's pipeline ended (bot/monitoring/outlived.py), or ' — paused: no pipeline runs on dock' when none ran."""
+    if job.action != "snapshot" or not job.camera or ctx.services.pipelines is None:
+        return ""
+    monitor = ctx.services.monitor
+    ended = monitor.outlived.ended(job.camera) if monitor is not None else None
+    if ended is not None:
+        why = ended.line(ctx.settings.heartbeat.timezone)
+    elif not any(h.name == job.camera and h.status in LIVE for h in ctx.services.pipelines.snapshot()):
+        why = f"no pipeline runs on {job.camera}"
+    else:
+        return ""
+    return f" — paused: {why}; resumes when {job.camera} runs again"
 
 
 async def remove_job(tokens: list[str], ctx: CommandContext) -> CommandReply:

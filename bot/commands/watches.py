@@ -11,6 +11,8 @@ import html
 import math
 import re
 import shlex
+from datetime import datetime
+from zoneinfo import ZoneInfo
 
 from bot.backends.base import LIVE
 from bot.commands.context import CommandContext, CommandReply, fail, parse_options
@@ -132,6 +134,13 @@ def create_watch(spec: WatchSpec, ctx: CommandContext) -> tuple[Watch, str]:
     return book.add(watch), note + _not_running(camera, ctx) + _unconfirmed(spec.confirm, book)
 
 
+def answers_go(watch: Watch, ctx: CommandContext) -> list[str]:
+    """Where this process shows the watch's answer, in words ("Slack <#C1>", "the webhook at https://host:443"):
+    what the REST reply and a relayed `/vision watch` name; [] when nothing here shows it (the event log keeps it)."""
+    router = ctx.services.router
+    return router.destinations(watch.camera, watch.channel) if router is not None else []
+
+
 def _not_running(camera: str, ctx: CommandContext) -> str:
     """The note for a camera no live pipeline runs on (a finished file's counts are stale: it never answers)."""
     if ctx.services.pipelines is None:
@@ -168,9 +177,11 @@ async def add_watch(tokens: list[str], ctx: CommandContext) -> CommandReply:
     spec = parse(WatchSpec, {"camera": args[0], "condition": shlex.join(args[1:]), "seconds": seconds,
                              "confirm": confirm, "about": opts.get("about", "")})
     watch, note = create_watch(spec, ctx)
-    # the terminal is its own alert channel: the answer prints there
-    here = watch.channel or ctx.local_files
-    where = "in this thread" if watch.thread_ts else "here" if here else "in the camera's alert channel"
+    # the terminal is its own alert channel: the answer prints there (not for a line relayed from another one)
+    here = watch.channel or (ctx.local_files and ctx.cwd is None)
+    places = answers_go(watch, ctx)
+    where = ("in this thread" if watch.thread_ts else "here" if here else f"to {' and '.join(places)}" if places
+             else "in the camera's alert channel")
     return CommandReply(f"Watching *{watch.camera}* for {span(watch.expires_at - watch.created_at)}: I'll say so "
                         f"{where} once {watch.condition.describe()}"
                         f"{', after the model confirms it on the frame' if confirm else ''}, then stop.{note} "
@@ -183,13 +194,22 @@ async def list_watches(tokens: list[str], ctx: CommandContext) -> CommandReply:
     book = _book(ctx)
     camera = resolve_camera(tokens[0], ctx, allow_all=True) if tokens else ANY
     every = book.all(None if camera == ANY else camera)
-    if not every:
+    gone = [g for g in book.ended(None if camera == ANY else camera) if _visible(g[0], ctx)]
+    if not every and not gone:
         return CommandReply("No watches run. Start one with `/vision watch CAMERA appears CLASS for 2h`.")
     shown = [w for w in every if _visible(w, ctx)]
     now = book.now()
     more = len(every) - len(shown)
     tail = [f"…and {more} more asked in other conversations (`/vision unwatch ID` still takes their ids)."] if more else []
-    return CommandReply("\n".join(["*Watches*"] + [f"• {w.line(now)}" for w in shown] + tail))
+    ended = [f"• {_ended_line(w, why, at, ctx)}" for w, why, at in gone]
+    return CommandReply("\n".join(["*Watches*"] + [f"• {w.line(now)}" for w in shown] + tail + ended))
+
+
+def _ended_line(w: Watch, why: str, at: float, ctx: CommandContext) -> str:
+    """'`w1a2b3` on *dock*: a truck appears — ended at 14:03 UTC: pipeline dock finished (its video file ran out)'."""
+    what = f"{w.about} — {w.condition.describe()}" if w.about else w.condition.describe()
+    when = datetime.fromtimestamp(at, ZoneInfo(ctx.settings.heartbeat.timezone)).strftime("%H:%M %Z")
+    return f"`{w.id}` on *{w.camera}*: {what} — ended at {when}: {why}"
 
 
 def _visible(w: Watch, ctx: CommandContext) -> bool:
@@ -208,6 +228,8 @@ def cancel(watch_id: str, ctx: CommandContext) -> Watch:
     """End one watch as `ctx.requester` may (its owner or an operator); LookupError for an unknown id."""
     book = _book(ctx)
     w = book.get(watch_id)
+    if w is None and (ended := next((g for g in book.ended() if g[0].id == watch_id), None)) is not None:
+        raise LookupError(f"Watch `{watch_id}` has already ended: {ended[1]}.")
     if w is None:
         ids = ", ".join(f"`{x.id}`" for x in book.all() if _visible(x, ctx)) or "none"
         raise LookupError(f"No watch `{watch_id[:40]}`; the watches that run: {ids}.")

@@ -125,8 +125,9 @@ class McpAdapter:
 
 
 def _content(result: ToolResult) -> types.CallToolResult:
-    """A ToolResult as MCP content: the text, then the image the model would see and the frame a person would."""
+    """A ToolResult as MCP content: the text, then the image the model would see and the frame a person would; its
+    data (run_inference's boxes) as structured content."""
     blocks: list[types.TextContent | types.ImageContent] = [types.TextContent(type="text", text=result.text)]
     for img in dict.fromkeys(b for b in (result.image, result.frame) if b):  # once when they are the same JPEG
         blocks.append(types.ImageContent(type="image", data=base64.b64encode(img).decode(), mimeType=media_type_of(img) or "image/jpeg"))
-    return types.CallToolResult(content=list(blocks), isError=result.is_error)
+    return types.CallToolResult(content=list(blocks), structuredContent=result.data, isError=result.is_error)

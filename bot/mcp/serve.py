@@ -12,9 +12,8 @@ import hmac
 import json
 import logging
 import os
-import signal
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Coroutine
 from io import TextIOWrapper
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +28,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from bot.mcp.adapter import McpAdapter
 from bot.mcp.limits import guarded_protocol, transport_security
 from bot.media.reach import is_loopback
+from bot.process import Lifetime
 
 if TYPE_CHECKING:
     from bot.config import Settings
@@ -196,22 +196,35 @@ def run_mcp(settings: Settings, http: bool, host: str | None, port: int | None) 
 async def _main(settings: Settings, http: bool, host: str, port: int) -> int:
     from bot.runtime import Runtime  # loads the agent and its SDKs: after the arguments were checked
 
-    task, stop = asyncio.current_task(), asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):  # HTTP stops gracefully; stdio has nothing to drain
-        loop.add_signal_handler(sig, stop.set if http or task is None else task.cancel)
+    stop = asyncio.Event()
+    lifetime = Lifetime("vision-agent mcp")
+    lifetime.install(stop.set)
     async with Runtime(settings) as rt:
+        lifetime.holds = rt.leaving
         try:
             if http:
                 server = McpHttpServer(rt, host, port, stop)
                 await server.start()  # listening (or the one-line reason) before it says so
-                print(f"vision-agent mcp: serving http://{host}:{port}{PATH}", file=sys.stderr)
-                await server.wait()
+                lifetime.say(f"serving http://{host}:{port}{PATH}; {rt.holding()}. Ctrl-C stops it.")
+                await server.wait()  # HTTP stops gracefully: open sessions end
             else:
-                await serve_stdio(rt)
-        except asyncio.CancelledError:
-            pass  # SIGINT/SIGTERM: close the runtime (pipelines stay saved for the next start)
+                # stderr: stdout carries the protocol. A client (Claude Desktop, Code) shows this in its MCP log.
+                lifetime.say(f"serving MCP on stdio; {rt.holding()}. It ends when the client closes stdin.")
+                await _until(serve_stdio(rt), stop)
+                lifetime.stop_asked("the client closed stdin")  # or a signal said why already
         except (OSError, ValueError) as exc:
             print(f"vision-agent mcp: {exc}", file=sys.stderr)
             return 1
-    return 0
+    return lifetime.finish(0)  # pipelines stay saved for the next start
+
+
+async def _until(serving: Coroutine[Any, Any, None], stop: asyncio.Event) -> None:
+    """Serve until the client goes or `stop` is set. Stopped, the server is cancelled and not waited for: its reader
+    is a thread blocked on stdin until the client writes again, and the process ends without it."""
+    task, stopped = asyncio.ensure_future(serving), asyncio.ensure_future(stop.wait())
+    await asyncio.wait({task, stopped}, return_when=asyncio.FIRST_COMPLETED)
+    stopped.cancel()
+    if task.done():
+        task.result()
+    else:
+        task.cancel()

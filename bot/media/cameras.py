@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import logging
 import re
 from collections.abc import Mapping
@@ -10,7 +11,7 @@ from typing import Any
 
 from bot.media.reach import origin
 from bot.media.redaction import redact
-from workspace import Workspace
+from workspace import Camera, Workspace
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +46,38 @@ def find_camera(workspace: Any, settings: Any, name: str) -> str | None:
     by_name = next((url for n, url in cams.items() if n.lower() == name.lower()), None)
     # The model only ever sees masked URLs (rtsp://admin:***@host): the one it repeats stands for the real one.
     return by_name or next((url for url in cams.values() if redact(url) == name != url), None)
+
+
+def close_match(name: str, known: list[str]) -> str | None:
+    """The known name `name` is most likely a slip for ('cam1' for 'cam-1', 'frontdoor' for 'front_door'), or None."""
+    by_lower = {k.lower(): k for k in known}
+    hit = difflib.get_close_matches(name.lower(), list(by_lower), n=1, cutoff=0.6)
+    return by_lower[hit[0]] if hit else None
+
+
+def unknown_camera(name: str, known: list[str]) -> str:
+    """'known cameras: dock, gate; did you mean `dock`?' (or 'no cameras yet'): what a refusal of a camera name
+    nobody registered says, so the person sees the names they can use."""
+    if not known:
+        return "no cameras yet"
+    guess = close_match(name, known)
+    return f"known cameras: {', '.join(sorted(known))}" + (f"; did you mean `{guess}`?" if guess else "")
+
+
+def camera_row(workspace: Any, settings: Any, reference: str) -> Camera | None:
+    """The CAMERAS.md row of the camera named `reference` (case-insensitive) or whose URL (or its redacted form) it
+    is: its other columns (rotate, flip) apply to whatever opens it. None when no row is, or the registry cannot be
+    read."""
+    if workspace is None or not callable(getattr(workspace, "cameras", None)):
+        workspace = Workspace(Path(settings.workspace))
+    try:
+        rows = workspace.cameras()
+    except Exception:  # a malformed registry must not break starting a pipeline on a URL
+        log.warning("could not read the camera registry (CAMERAS.md)", exc_info=True)
+        return None
+    wanted = reference.strip().lower()
+    return (next((c for c in rows if c.name.lower() == wanted), None)
+            or next((c for c in rows if reference in (c.url, redact(c.url))), None))
 
 
 def camera_name_for(workspace: Any, settings: Any, video_reference: str) -> str | None:

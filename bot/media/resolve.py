@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlsplit
 
 from bot.media.attachments import Attachment
-from bot.media.cameras import camera_origins, find_camera
+from bot.media.cameras import camera_origins, cameras, find_camera, unknown_camera
 from bot.media.fetch import HTTP, fetch_url, probe_url
 from bot.media.reach import ReachError, check_reach, origin
 from bot.media.redaction import redact
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from bot.config import Settings
     from workspace import Workspace
 
-__all__ = ["MediaError", "MediaScope", "redact", "resolve_image", "resolve_path", "resolve_video", "trusted_origins"]
+__all__ = ["MediaError", "MediaScope", "attachment_for", "redact", "resolve_image", "resolve_path", "resolve_video", "trusted_origins"]
 
 _SLACK_FILE_ID = re.compile(r"^F[A-Z0-9]{6,}$")
 _B64_CHARS = re.compile(r"^[A-Za-z0-9+/=_\-\s]+$")
@@ -33,6 +33,10 @@ PROBE_TIMEOUT = 10.0  # seconds to look at an http(s) video source before handin
 
 class MediaError(Exception):
     """An image/video reference that cannot or may not be opened; str() is one line saying what to do."""
+
+
+class FileNotThere(MediaError):
+    """No such file where the caller may read (a name that is no camera either may be a camera's, mistyped)."""
 
 
 class MediaScope(Protocol):
@@ -69,6 +73,11 @@ def _refuse_path(ref: str, ctx: MediaScope) -> MediaError:
     )
 
 
+def _cwd(ctx: MediaScope) -> Path:
+    """Where the terminal's person typed the command (a line relayed from another terminal: bot/commands/relay.py)."""
+    return getattr(ctx, "cwd", None) or Path.cwd()
+
+
 def _local_file(raw: Path, ctx: MediaScope) -> Path | None:
     """A file the person at this terminal named (absolute, or relative to where they started the chat).
 
@@ -77,11 +86,12 @@ def _local_file(raw: Path, ctx: MediaScope) -> Path | None:
     """
     if not getattr(ctx, "local_files", False):
         return None
-    real = (raw if raw.is_absolute() else Path.cwd() / raw).resolve()
+    real = (raw if raw.is_absolute() else _cwd(ctx) / raw).resolve()
     return real if real.is_file() else None
 
 
-def _attachment_for(ref: str, ctx: MediaScope) -> Attachment | None:
+def attachment_for(ref: str, ctx: MediaScope) -> Attachment | None:
+    """The attachment `ref` names (its Slack file id, given name, saved path or file name), or None."""
     for att in ctx.attachments:
         if ref in (att.file_id, att.name, str(att.path), att.path.name):
             return att
@@ -95,7 +105,7 @@ def _attachment_for(ref: str, ctx: MediaScope) -> Attachment | None:
 def resolve_path(ref: str, ctx: MediaScope) -> Path:
     """An existing file that is attached or inside an allowed folder (symlinks followed, `..` refused); for a scope
     with `local_files` (the terminal's own commands), also any file that person names."""
-    att = _attachment_for(ref, ctx)
+    att = attachment_for(ref, ctx)
     if att is not None:
         if not att.path.is_file():
             raise MediaError(f"the attached file {att.name or att.path.name!r} is no longer on disk; attach it again.")
@@ -120,8 +130,8 @@ def resolve_path(ref: str, ctx: MediaScope) -> Path:
         raise _refuse_path(ref, ctx)
     folders = ", ".join(str(r) for r in roots)
     if getattr(ctx, "local_files", False):
-        raise MediaError(f"file {ref!r} not found in {Path.cwd()} or the allowed folders ({folders}); check the path.")
-    raise MediaError(f"file {ref!r} not found in the allowed folders ({folders}); check the name or attach the file.")
+        raise FileNotThere(f"file {ref!r} not found in {_cwd(ctx)} or the allowed folders ({folders}); check the path.")
+    raise FileNotThere(f"file {ref!r} not found in the allowed folders ({folders}); check the name or attach the file.")
 
 
 def _check_image(data: bytes, what: str, ctx: MediaScope) -> bytes:
@@ -219,6 +229,18 @@ def _http_stream(ref: str, ctx: MediaScope) -> str:
     return check_reach(final, trusted_origins(ctx), _VIDEO_SCHEMES).pinned
 
 
+def _no_camera(ref: str, ctx: MediaScope, missing: FileNotThere) -> MediaError:
+    """A bare name that is neither a camera nor a file: most likely a camera that is not (yet) a CAMERAS.md row, so
+    the refusal says where cameras are registered, the ones that are, and the closest one; a path keeps its line."""
+    if "/" in ref or Path(ref).suffix:
+        return missing
+    root = Path(ctx.workspace.root) if ctx.workspace is not None else Path(ctx.settings.workspace)
+    return MediaError(
+        f"{ref!r} is neither a camera nor a video file: a camera name is a row of {root / 'CAMERAS.md'} "
+        f"(`| {ref} | rtsp://… | … |`; {unknown_camera(ref, list(cameras(ctx.workspace, ctx.settings)))}); a file "
+        f"must be inside {', '.join(str(r) for r in allowed_roots(ctx))}.")
+
+
 def resolve_video(ref: str, ctx: MediaScope) -> str:
     """A video_reference a backend can open: a webcam index, a camera's URL, a checked stream URL, or a video file.
 
@@ -241,7 +263,10 @@ def resolve_video(ref: str, ctx: MediaScope) -> str:
     if source != ref:
         return source  # a registered camera, as the registry has it
     if not scheme:
-        return _video_file(ref, ctx)
+        try:
+            return _video_file(ref, ctx)
+        except FileNotThere as exc:
+            raise _no_camera(ref, ctx, exc) from None
     try:
         reach = check_reach(ref, trusted_origins(ctx), _VIDEO_SCHEMES)
         return _http_stream(ref, ctx) if scheme in HTTP and not reach.trusted else reach.pinned

@@ -150,6 +150,18 @@ class AlertRouter:
         if sink not in sinks:
             sinks.append(sink)
 
+    def destinations(self, camera: str, channel: str | None = None) -> list[str]:
+        """Where an alert of `camera` (to `channel`, else its route) is seen, in words ("Slack <#C1>", "the webhook
+        at https://host:443"): what a REST or relayed watch's reply names as the place its answer goes. A sink says
+        it with a `where(channel) -> str | None` of its own, or of the object whose method it is (None: not there)."""
+        channel = channel or self.channel_for(camera)
+        out = []
+        for sink in [*self._sinks, *self._after_clip]:
+            where = getattr(sink, "where", None) or getattr(getattr(sink, "__self__", None), "where", None)
+            if callable(where) and (said := where(channel)):
+                out.append(str(said))
+        return list(dict.fromkeys(out))
+
     def add_clip_sink(self, sink: AlertSink) -> None:
         """`sink(alert, channel)` when the clip of an alert already delivered is cut (alert.clip_path set) or
         could not be (alert.clip_path None): the sink adds it to the alert, or says it failed."""

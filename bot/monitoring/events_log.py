@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from bot.backends.faults.kinds import RULES as CAMERA_RULES
 from bot.monitoring.rules import KINDS
 from bot.storage import records
 from workspace.atomic import keep_aside
@@ -26,7 +27,8 @@ SOURCE = "vision-agent"
 DEFAULT_MAX_BYTES = 5_000_000
 ID_DIGITS = 12  # zero-padded, so string order is numeric order (clients may page with `id > last`)
 HEALTH_RULES = frozenset({"pipeline_error", "source_dropped", "stalled", "low_fps", "cannot_count", "frames_scaled",
-                          "server_failover"})
+                          "camera_turned", "server_failover"})
+HEALTH_RULES |= CAMERA_RULES  # a camera's faults and their ends (video_lost, video_back, picture_frozen, …)
 EventListener = Callable[[dict[str, Any]], None]
 
 

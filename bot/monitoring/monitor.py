@@ -18,6 +18,7 @@ from bot.monitoring.alerts import Alert, AlertRouter
 from bot.monitoring.health import PipelineHealth
 from bot.monitoring.held import HeldBook
 from bot.monitoring.news import MonitorEvent, News
+from bot.monitoring.outlived import Notice, Outlived
 from bot.monitoring.rule_book import RuleBook
 from bot.monitoring.rules import ANY, Rule, RuleState, Sightings, evaluate
 from bot.monitoring.timeline import Timeline
@@ -65,6 +66,9 @@ class Monitor:
         self.held = HeldBook()  # what the cooldown held since each rule's last alert
         self._seen: dict[str, set[str]] = {}  # classes each camera's results have shown (a rule must name one)
         self.sightings = Sightings()  # when each camera last showed each class: a `then` rule reads another camera's
+        # what people set on a camera whose pipeline ended is told so where they set it (watches, jobs add theirs)
+        self.outlived = Outlived(router, settings.heartbeat.timezone, clock)
+        self.outlived.add(self._outlived_rules)
 
     def camera_owner(self, camera: str) -> str | None:
         """The Slack user who runs `camera`'s pipeline (None: the operator's, or no pipeline)."""
@@ -80,6 +84,7 @@ class Monitor:
         self._loop = loop or asyncio.get_running_loop()
         if self.pipelines is not None and hasattr(self.pipelines, "add_result_listener"):
             self.pipelines.add_result_listener(self.on_result)
+            self.pipelines.add_result_listener(self.outlived.on_result)
 
     # rules --------------------------------------------------------------
     def add_rule(self, rule: Rule) -> Rule:
@@ -167,7 +172,19 @@ class Monitor:
                         events.append(admitted)
         for ev in events:
             await self.emit(ev)
+        await self.outlived.check(handles)
         return events
+
+    def _outlived_rules(self, h: PipelineHandle) -> list[Notice]:
+        """The camera's own rules pause while no pipeline runs on it: said to whoever set them, where they did."""
+        by: dict[tuple[str | None, str | None], list[str]] = {}
+        for r in self.book.rules():
+            if r.camera == h.name and r.enabled:
+                member = r.owner is not None and r.owner.member
+                by.setdefault((r.owner.channel if member and r.owner else None,
+                               r.owner.user if member and r.owner else None), []).append(f"`{r.id}`")
+        return [Notice(channel, None, user, f"rule{'s' * (len(ids) > 1)} {', '.join(ids)} paused until {h.name} "
+                       "runs again") for (channel, user), ids in by.items()]
 
     def _finish_if_ended(self, h: PipelineHandle, now: float) -> list[MonitorEvent]:  # holding self._lock
         """A pipeline that stopped, finished or failed gets what its timeline still held written, once, and the

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from bot.llm.budget import Payer, payer_for
 from bot.llm.errors import LLMBudgetExceeded
 from bot.monitoring.alerts import Alert, AlertRouter
+from bot.monitoring.outlived import Notice, why_ended
 from bot.monitoring.rules import Firing, RuleState
 from bot.monitoring.watch import ANSWERED, EXPIRED, Watch, span
 from bot.objects.owner import Owner
@@ -29,6 +30,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+ENDED_SHOWN = 3600.0  # seconds a watch that ended with its pipeline is still listed, marked ended
+MAX_GONE = 100  # such watches kept for the listing
 MAX_LOOKS = 10  # model looks a `confirm` watch may ask for; then it ends, said (a flickering detector costs no more)
 # (frame, question, who pays) -> yes / no / could not look; LLMBudgetExceeded when the payer's share is spent
 FrameCheck = Callable[[bytes, str, Payer], Awaitable[bool | None]]
@@ -51,6 +54,7 @@ class WatchBook:
         self._loop: asyncio.AbstractEventLoop | None = None
         self.confirm: FrameCheck | None = None  # set by the composition root when a model is configured
         self.model_ready: Callable[[], bool] = lambda: True  # whether `confirm` can reach the model (runtime's llm_ready)
+        self._gone: dict[str, tuple[Watch, str, float]] = {}  # ended with their pipeline: id -> (watch, why, when)
 
     def start(self, pipelines: Any, loop: asyncio.AbstractEventLoop | None = None) -> None:
         """Listen to pipeline results and time every stored watch (those that ran out meanwhile end at once)."""
@@ -84,6 +88,34 @@ class WatchBook:
     def get(self, watch_id: str) -> Watch | None:
         with self._lock:
             return self._watches.get(watch_id)
+
+    def outlived(self, h: PipelineHandle) -> list[Notice]:
+        """The pipeline on a watch's camera ended (bot/monitoring/outlived.py): the watch can no longer be
+        answered, so it ends now, told where it was asked, and `/vision watches` shows it ended until it would have
+        run out (at most ENDED_SHOWN)."""
+        notices = []
+        for w in self.all(h.name):
+            if self.remove(w.id) is None:
+                continue
+            why = f"pipeline {h.name} {why_ended(h)}"
+            with self._lock:
+                self._gone[w.id] = (w, why, self._clock())
+                while len(self._gone) > MAX_GONE:
+                    self._gone.pop(next(iter(self._gone)))
+            notices.append(Notice(w.channel, w.thread_ts, w.user_id if w.mention else None,
+                                  f"watch `{w.id}` ({w.condition.describe()}) ended without an answer"))
+        return notices
+
+    def ended(self, camera: str | None = None) -> list[tuple[Watch, str, float]]:
+        """Watches ended because their pipeline did, while they would still have run (and ENDED_SHOWN at most):
+        (watch, why, when)."""
+        now = self._clock()
+        with self._lock:
+            for wid, (w, _, at) in list(self._gone.items()):
+                if now >= min(w.expires_at, at + ENDED_SHOWN):
+                    del self._gone[wid]
+            out = list(self._gone.values())
+        return [g for g in out if camera is None or g[0].camera == camera]
 
     def all(self, camera: str | None = None) -> list[Watch]:
         with self._lock:

@@ -4,7 +4,7 @@ REST body and a recipe's replayed step. Its names, defaults and bounds live here
 from __future__ import annotations
 
 import math
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import AliasChoices, Field, field_validator, model_validator
 
@@ -18,6 +18,8 @@ MIN_HEIGHT = (8, 2000)  # pixels: under 8 the detector cannot upscale further; o
 MAX_PARAMETERS = 50  # workflow inputs a start may set
 ONE_WORKFLOW = "Give either model= or workflow= (model, workflow_spec or workspace_name + workflow_id), not several."
 BAD_WORKFLOW = "workflow= takes WORKSPACE/WORKFLOW_ID, e.g. workflow=my-ws/ppe-check."
+SAVED_TURNED = ("rotate= and flip= turn the frames of a model or an inline workflow_spec, not of a saved workflow: "
+                "add an image_preprocessing rotate/flip step to the workflow in Roboflow instead.")
 NEEDS_MODEL = ("line= and zone= work with a model (model=), not a saved workflow; add a line counter or "
                "time-in-zone step to the workflow instead.")
 
@@ -36,8 +38,18 @@ START_OPTIONS: dict[str, tuple[str, str]] = {
     "confidence": ("confidence=0..1", "with a model: drop detections less sure than this"),
     "min_height": (f"min_height={MIN_HEIGHT[0]}..{MIN_HEIGHT[1]}",
                    f"with {PEOPLE}: the smallest person to look for, in pixels tall (in video it also measures them)"),
+    "rotate": ("rotate=0|90|180|270", "a camera mounted turned: turn its frames this many degrees clockwise before "
+               "anything reads them (line= and zone= are then points of the upright frame; default: its CAMERAS.md "
+               "Rotate, else 0)"),
+    "flip": ("flip=h|v|none", "a mirrored camera: mirror its frames after the turn, h left-right, v top-bottom "
+             "(default: its CAMERAS.md Flip, else none)"),
     "backend": ("backend=direct|http|webrtc", "run it on another backend than the configured one"),
 }
+ROTATIONS = (0, 90, 180, 270)  # bot/backends/orientation.py turns frames by these (objects import no backend)
+FLIP_WORDS = {"h": "h", "horizontal": "h", "mirror": "h", "mirrored": "h", "v": "v", "vertical": "v",
+              "none": "none", "no": "none", "off": "none"}
+BAD_ROTATE = "takes 0, 90, 180 or 270 (degrees clockwise)"
+BAD_FLIP = "is h (mirror left-right), v (top-bottom) or none"
 
 
 def _say(key: str) -> str:
@@ -71,6 +83,8 @@ class PipelineSpec(Spec):
     confidence: float | None = Field(None, ge=0, le=1, description=_say("confidence"), examples=[0.4])
     min_height: int | None = Field(None, ge=MIN_HEIGHT[0], le=MIN_HEIGHT[1], description=_say("min_height"),
                                    examples=[40])
+    rotate: int | None = Field(None, description=_say("rotate"), examples=[180])
+    flip: Literal["h", "v", "none"] | None = Field(None, description=_say("flip"))
     backend: Literal["direct", "http", "webrtc"] | None = Field(
         None, description="Only when asked: " + _say("backend"))
     parameters: dict[str, Any] | None = Field(None, description="The workflow's inputs (thresholds, classes)")
@@ -102,6 +116,23 @@ class PipelineSpec(Spec):
             raise ValueError(f"takes a finite number, not {v!r}")
         return v
 
+    REFUSALS: ClassVar[dict[str, str]] = {"rotate": f"rotate {BAD_ROTATE}"}
+
+    @field_validator("rotate", mode="before")
+    @classmethod
+    def _degrees(cls, v: Any) -> Any:
+        return v.strip().removesuffix("°") if isinstance(v, str) else v  # `rotate=90°`
+
+    @field_validator("rotate", mode="after")
+    @classmethod
+    def _rotate(cls, v: int | None) -> int | None:
+        return None if v is None else rotation(v)
+
+    @field_validator("flip", mode="before")
+    @classmethod
+    def _flip(cls, v: Any) -> Any:
+        return flip_word(v) if isinstance(v, str) else v
+
     @field_validator("parameters")
     @classmethod
     def _parameters(cls, v: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -131,6 +162,8 @@ class PipelineSpec(Spec):
             object.__setattr__(self, "model", DEFAULT_MODEL)
         if (self.line is not None or self.zone is not None) and self.model is None:
             raise ValueError(NEEDS_MODEL)
+        if saved and (self.rotate or self.flip in ("h", "v")):
+            raise ValueError(SAVED_TURNED)
         check_detector(self.model, self.confidence, self.min_height)
         return self
 
@@ -147,3 +180,20 @@ def check_detector(model: str | None, confidence: float | None, min_height: int 
             if model == "builtin/faces" else ""
         raise ValueError(f"min_height= is for model={PEOPLE} (the smallest person to find); "
                          f"{model} does not take it{faces}: drop min_height=.")
+
+
+def rotation(value: Any) -> int:
+    """A quarter turn in degrees clockwise, 0/90/180/270 (-90 is 270, 360 is 0); ValueError (BAD_ROTATE) otherwise."""
+    try:
+        degrees = int(str(value).strip().removesuffix("°")) if not isinstance(value, int) else value
+    except ValueError:
+        raise ValueError(f"{BAD_ROTATE}, not {str(value)[:20]!r}") from None
+    if degrees % 90 or not -360 <= degrees <= 360:
+        raise ValueError(f"{BAD_ROTATE}, not {degrees}")
+    return degrees % 360
+
+
+def flip_word(value: str) -> str:
+    """'h' / 'v' / 'none' for the words people use ('mirror', 'horizontal', 'off'); the word as given otherwise (the
+    model's check then refuses it, BAD_FLIP)."""
+    return FLIP_WORDS.get(value.strip().lower(), value)

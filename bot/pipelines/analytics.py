@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.backends.counting import parse_anchor
+from bot.backends.orientation import Orientation
 from bot.backends.workflows import detection_workflow
 from bot.media.sniff import DEFAULT_MAX_PIXELS
 from bot.objects.pipeline import NEEDS_MODEL
@@ -67,13 +68,14 @@ def check_syntax(line: str | None, zone: str | None, named_zones: dict[str, str]
 async def compose(
     model_id: str | None, source: str, line: str | None, zone: str | None, named_zones: dict[str, str],
     anchor: str | None = None, confidence: float | None = None, min_height: int | None = None,
-    max_pixels: int = DEFAULT_MAX_PIXELS,
+    max_pixels: int = DEFAULT_MAX_PIXELS, turned: Orientation | None = None,
 ) -> Analytics:
     """The workflow for model_id with a line and/or zone (`line=middle` reads one frame of source for its size) and
     the detector settings given; an empty Analytics when there is none of them (the manager wraps the model).
 
     The frame size is the one the pipeline works on: a source's frames over max_pixels (media.max_pixels) are
-    scaled at decode, and points are placed and checked on the scaled frames."""
+    scaled at decode, and points are placed and checked on the scaled frames; a camera `turned` upright has them in
+    its upright frame (a quarter turn swaps its width and height)."""
     if line is None and zone is None and confidence is None and min_height is None:
         return Analytics()
     if model_id is None:
@@ -85,13 +87,16 @@ async def compose(
     frame = None
     if line is not None and line_points is None:
         frame = await frame_size(source, "place line=middle", max_pixels)
-        line_points = middle_line(*frame)
     elif line_size or zone_size:  # points measured on another size: moved onto the frames this source gives
         frame = await frame_size(source, "move points given @WIDTHxHEIGHT onto this stream", max_pixels)
     elif line_points is not None or zone_points is not None:
         # Points read off another frame size without @WxH can miss the picture entirely: check them on a frame
         # (None when the source cannot be read now: the pipeline's start says why).
         frame = await asyncio.to_thread(probe_size, source, max_pixels)
+    if frame is not None and turned:
+        frame = turned.size(*frame)  # the upright frame the points are in
+    if line is not None and line_points is None and frame is not None:
+        line_points = middle_line(*frame)
     if line_points is not None:
         line_points = rescale(line_points, line_size, frame)
     if zone_points is not None:

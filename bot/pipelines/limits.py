@@ -2,7 +2,8 @@
 
 Read from what a pipeline measures of its own camera, never from constants fitted to one video: builtin/people's
 `camera` output (people's typical height from person-shaped moving blobs, the smallest person its largest upscale
-finds, how long such motion went on with no one found: bot/backends/builtin/people_scale.py) and the tracker's
+finds, how long such motion went on with no one found: bot/backends/builtin/people_scale.py; whether people only
+appear with the frame turned: people_turn.py) and the tracker's
 `tracking` output (the stream's real frame interval, how much of its reach tracks use: bot/backends/builtin/tracker.py).
 At start only the rate asked for is known. `status_line` shows the line, so `/vision status`, `/vision list`, the
 agent's pipeline tools and the heartbeat all say it; `/vision start` and start_pipeline add the start-time one.
@@ -15,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from bot.backends.counting import TRACKER_SETTINGS
+from bot.backends.orientation import ORIENTATION_OUTPUT, Orientation
 
 HEAD = "cannot count reliably: "
 BLIND_SECONDS = 120.0  # person-shaped motion this long with no one found: the detector does not see these people
@@ -28,6 +30,8 @@ def cannot_count(values: Mapping[str, Any] | None) -> str | None:
     """The one line for a running pipeline's latest result values, or None (within limits, or not measured yet)."""
     if not isinstance(values, Mapping):
         return None
+    if line := turned(values):  # a turned camera explains not seeing anyone: its setting is the remedy
+        return line
     camera, tracking = _part(values, "camera"), _part(values, "tracking")
     # Not seeing the people comes before the rate: a tracker fed stray hits looks "too fast", and raising fps would
     # not help a detector that does not find them.
@@ -36,6 +40,23 @@ def cannot_count(values: Mapping[str, Any] | None) -> str | None:
         if why:
             return HEAD + why
     return None
+
+
+def turned(values: Mapping[str, Any] | None) -> str | None:
+    """The line for a camera that looks mounted turned (builtin/people's `camera.turned`, people_turn.py), with the
+    setting that turns its frames upright from the one the pipeline runs with (its `orientation` output), or None."""
+    if not isinstance(values, Mapping):
+        return None
+    turn = _part(values, "camera").get("turned")
+    if turn not in (90, 180, 270):
+        return None
+    now = Orientation.from_output(values.get(ORIENTATION_OUTPUT)) or Orientation()
+    fix = now.then(turn)
+    how = "upside down" if turn == 180 else f"lying down, heads to the {'left' if turn == 90 else 'right'}"
+    looks = "rotated 180°" if turn == 180 else f"rotated 90°{' the other way' if turn == 270 else ''}"
+    what = f"the camera looks {looks}" if not now else f"with {now.words()} the picture still looks {looks}"
+    row = f"Rotate {fix.rotate}" + (f" and Flip {fix.flip}" if fix.flip else "")
+    return f"people appear {how}: {what}; restart it with {fix.words()} (or set {row} in its CAMERAS.md row)"
 
 
 def at_start(model_id: str | None, max_fps: float | None) -> str | None:

@@ -16,6 +16,7 @@ from bot.backends.base import (
     InferenceResult,
     PipelineHandle,
 )
+from bot.backends.orientation import oriented
 from bot.backends.provider import BackendProvider
 from bot.backends.workflows import detection_workflow
 from bot.config import Settings
@@ -54,6 +55,7 @@ class PipelineManager(PipelineTable):
         self.add_result_listener(self.tallies.on_result)
         self.add_result_listener(self._follow)  # a pipeline its server lost runs on another one: saved there
         self._origins: dict[str, Origin] = {}
+        self._starting: dict[str, asyncio.Task[PipelineHandle]] = {}  # `begin` starts still under way
         self._end_listeners: builtins.list[Callable[[Ended], None]] = []
 
     # backend ------------------------------------------------------------
@@ -116,12 +118,13 @@ class PipelineManager(PipelineTable):
     # lifecycle ----------------------------------------------------------
     @staticmethod
     def spec_of(cfg: PipelineConfig) -> dict | None:
-        """The spec a pipeline runs: a model id becomes a detection workflow; None for a saved workflow."""
+        """The spec a pipeline runs: a model id becomes a detection workflow; None for a saved workflow. A turned
+        camera's frames are turned upright before any step reads them (bot/backends/orientation.py)."""
         if cfg.workflow_spec is None and cfg.workflow_id is None:
             if not cfg.model_id:
                 raise BackendError("give model_id (e.g. 'builtin/people'), a workflow_spec, or workspace_name + workflow_id.")
-            return detection_workflow(cfg.model_id)
-        return cfg.workflow_spec
+            return oriented(detection_workflow(cfg.model_id), cfg.orientation())
+        return None if cfg.workflow_spec is None else oriented(cfg.workflow_spec, cfg.orientation())
 
     async def _workflow_for(self, cfg: PipelineConfig) -> dict | None:
         """The spec to deploy; an inline spec is validated first by the backend (its block policy, then its compiler).
@@ -131,12 +134,13 @@ class PipelineManager(PipelineTable):
         remembers the exact spec it validated here, so a start from an inline spec is checked and compiled once
         (tests/bot/backends/test_direct_checks.py).
         """
-        if cfg.workflow_spec is None:
-            return self.spec_of(cfg)
-        problems = list(await self.backends.named(cfg.backend).validate_workflow(cfg.workflow_spec) or [])
+        spec = self.spec_of(cfg)
+        if cfg.workflow_spec is None or spec is None:
+            return spec
+        problems = list(await self.backends.named(cfg.backend).validate_workflow(spec) or [])
         if problems:
             raise BackendError("workflow_spec is invalid: " + "; ".join(problems[:5]) + ". Fix the spec and try again.")
-        return cfg.workflow_spec
+        return spec
 
     async def launch(self, cfg: PipelineConfig) -> PipelineHandle:
         # Every start and every restore passes here: a picture as a "stream" would be reopened for ever.
@@ -188,31 +192,88 @@ class PipelineManager(PipelineTable):
         Its source is opened as is and a line or zone must already be in its spec: `bot.pipelines.start.start`
         checks and resolves a request from a user or the model, then calls this.
         """
-        if req.line is not None or req.zone is not None or req.anchor is not None:
-            raise BackendError("line=, zone= and anchor= are composed into the spec by bot.pipelines.start.start")
-        other = self.backends.check(req.backend)
-        if req.workflow_id and not req.workspace_name:
-            raise BackendError("workflow_id needs workspace_name too (the Roboflow workspace that owns it).")
+        self._check(req)
         await self.provider.aget()  # built off the event loop on first use
         async with self._start_lock:  # counted and started under one lock: 60 concurrent starts cannot all pass
-            if why := self.cap_refusal(req.owner):
-                raise BackendError(why)
-            cfg = PipelineConfig(
-                self._new_id(), self._unique_name(req.name or "", req.owner), str(req.source), req.model_id, req.workflow_spec,
-                req.workspace_name, req.workflow_id, req.max_fps, req.parameters, backend=other, owner=req.owner,
-                owner_channel=req.owner_channel, owner_place=req.owner_place,
-            )
-            handle = await self.launch(cfg)
-            cfg.started_at = handle.started_at
-            with self._lock:
-                if handle.status != "error":  # a source that failed at once is reported, not retried at restart
-                    self._configs[cfg.pipeline_id] = cfg
-                self._frames[cfg.pipeline_id] = 0
-            handle = self._set(handle.with_(name=cfg.name))
-            if req.origin is not None:
-                self._origins[cfg.pipeline_id] = req.origin
-            self._save()
+            cfg = self._config_for(req)
+            handle = self._started(cfg, await self.launch(cfg), req)
         log.info("pipeline %s (%s) started on %s", cfg.name, cfg.pipeline_id, handle.video_reference)
+        return handle
+
+    async def begin(self, req: StartRequest) -> PipelineHandle:
+        """`start`, answered at once: the pipeline is named, counted and listed as `starting` now, and goes to
+        `running` or `error` (with the reason) in the background, where loading the detector and opening the source
+        take their seconds (`POST /api/pipelines`). BackendError for what is refused before anything opens."""
+        self._check(req)
+        async with self._start_lock:  # counted under the lock, as `start`: the placeholder holds its place
+            cfg = self._config_for(req)
+            handle = self.adopt_config(cfg, self.placeholder(cfg, "starting"), waiting=True)
+        task = asyncio.create_task(self._start_later(cfg, req), name=f"start-{cfg.pipeline_id}")
+        self._starting[cfg.pipeline_id] = task
+        task.add_done_callback(lambda t: self._starting.pop(cfg.pipeline_id, None))
+        return handle
+
+    async def started(self, name_or_id: str) -> PipelineHandle:
+        """The pipeline once a `begin` under way has ended (running, or error), else as it is now."""
+        pid = self.resolve(name_or_id).pipeline_id
+        task = self._starting.get(pid)
+        if task is not None:
+            await asyncio.shield(task)
+        return self.resolve(pid)
+
+    async def _start_later(self, cfg: PipelineConfig, req: StartRequest) -> PipelineHandle:
+        try:
+            await self.provider.aget()
+            async with self._start_lock:
+                if not self.wants_restore(cfg.pipeline_id):  # stopped while it waited: nothing is opened
+                    return self.resolve(cfg.pipeline_id)
+                handle = await self.launch(cfg)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # the backend would not build, the spec failed, the source would not open
+            why = str(exc) if isinstance(exc, BackendError) else f"{type(exc).__name__}: {exc}"
+            handle = self.placeholder(cfg, "error", redact(why))
+        if not self.wants_restore(cfg.pipeline_id):  # stopped while it was being opened: closed again
+            await self._cleanup(cfg.pipeline_id)
+            return self.resolve(cfg.pipeline_id)
+        handle = self._started(cfg, handle, req)
+        log.info("pipeline %s (%s) %s on %s", cfg.name, cfg.pipeline_id,
+                 "started" if handle.status != "error" else f"failed: {handle.error}", handle.video_reference)
+        return handle
+
+    def _check(self, req: StartRequest) -> None:
+        """What the manager refuses before anything is counted or opened (BackendError)."""
+        if req.line is not None or req.zone is not None or req.anchor is not None:
+            raise BackendError("line=, zone= and anchor= are composed into the spec by bot.pipelines.start.start")
+        self.backends.check(req.backend)
+        if req.workflow_id and not req.workspace_name:
+            raise BackendError("workflow_id needs workspace_name too (the Roboflow workspace that owns it).")
+
+    def _config_for(self, req: StartRequest) -> PipelineConfig:  # holding self._start_lock
+        """The new pipeline's record: an id, a name nobody else holds, counted against its owner's share."""
+        if why := self.cap_refusal(req.owner):
+            raise BackendError(why)
+        return PipelineConfig(
+            self._new_id(), self._unique_name(req.name or "", req.owner), str(req.source), req.model_id,
+            req.workflow_spec, req.workspace_name, req.workflow_id, req.max_fps, req.parameters,
+            backend=self.backends.check(req.backend), owner=req.owner, owner_channel=req.owner_channel,
+            owner_place=req.owner_place, rotate=req.rotate or None, flip=req.flip if req.flip in ("h", "v") else None,
+        )
+
+    def _started(self, cfg: PipelineConfig, handle: PipelineHandle, req: StartRequest) -> PipelineHandle:
+        """Record a launched pipeline; one whose source failed at once is listed, not kept to start again."""
+        cfg.started_at = handle.started_at
+        with self._lock:
+            if handle.status != "error":
+                self._configs[cfg.pipeline_id] = cfg
+            else:
+                self._configs.pop(cfg.pipeline_id, None)
+            self._restoring.discard(cfg.pipeline_id)
+            self._frames.setdefault(cfg.pipeline_id, 0)
+        handle = self._set(handle.with_(name=cfg.name))
+        if req.origin is not None:
+            self._origins[cfg.pipeline_id] = req.origin
+        self._save()
         return handle
 
     def cap_refusal(self, owner: str | None) -> str | None:
@@ -279,6 +340,10 @@ class PipelineManager(PipelineTable):
 
     async def close(self) -> None:
         """Shut down: pipelines stop but stay in active_state.json, so the next start-up restores them."""
+        for task in list(self._starting.values()):  # a start under way opens nothing after the shutdown
+            task.cancel()
+        if self._starting:
+            await asyncio.gather(*self._starting.values(), return_exceptions=True)
         if not self.provider.built and not self.backends.built:
             return
         for h in self.snapshot():

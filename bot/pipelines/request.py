@@ -43,6 +43,8 @@ class StartRequest:
     origin: Origin | None = None  # where it was asked: told there when its file runs out
     confidence: float | None = None  # with a model: its detector's confidence floor
     min_height: int | None = None  # with builtin/people: the smallest person to find, pixels tall
+    rotate: int | None = None  # a turned camera: degrees clockwise that turn its frames upright (None: its row's)
+    flip: str | None = None  # a mirrored one: "h" / "v" after the turn, "none" (None: its CAMERAS.md row's)
     owner: str | None = None  # the Slack user whose share it counts against (None: the operator); caps.py
     owner_channel: str | None = None  # where the owner made it (its audience): bot/objects/owner.py
     owner_place: str = "operator"
@@ -58,7 +60,7 @@ def request_of(spec: PipelineSpec, origin: Origin | None = None) -> StartRequest
         spec.source, name=spec.name, model_id=spec.model, workflow_spec=spec.workflow_spec,
         workspace_name=spec.workspace_name, workflow_id=spec.workflow_id, max_fps=spec.fps, line=spec.line,
         zone=spec.zone, anchor=spec.anchor, parameters=spec.parameters, backend=spec.backend, origin=origin,
-        confidence=spec.confidence, min_height=spec.min_height,
+        confidence=spec.confidence, min_height=spec.min_height, rotate=spec.rotate, flip=spec.flip,
     )
 
 
@@ -73,7 +75,8 @@ def check(req: StartRequest, zones: dict[str, str]) -> None:
     spec = {"source": req.source, "model": req.model_id, "workflow_spec": req.workflow_spec,
             "workspace_name": req.workspace_name, "workflow_id": req.workflow_id, "fps": req.max_fps,
             "line": req.line, "zone": req.zone, "anchor": req.anchor, "confidence": req.confidence,
-            "min_height": req.min_height, "backend": req.backend, "name": req.name}
+            "min_height": req.min_height, "backend": req.backend, "name": req.name, "rotate": req.rotate,
+            "flip": req.flip}
     parse(PipelineSpec, {k: v for k, v in spec.items() if v is not None})
     if req.model_id is None and req.workflow_spec is None and not req.saved_workflow:
         raise ValueError("give a model (e.g. 'builtin/people'), a workflow_spec, or workspace_name + workflow_id.")

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 
 from bot.backends.base import LIVE, PipelineHandle
 from bot.config import Settings
-from bot.media.cameras import camera_name_for, named_zones
+from bot.media.cameras import camera_name_for, camera_row, named_zones
 from bot.media.resolve import MediaScope, resolve_video
 from bot.media.sources import file_fps, is_live
 from bot.objects.owner import Owner, change_refusal, is_operator
@@ -20,6 +20,7 @@ from bot.pipelines.manager import PipelineManager
 from bot.pipelines.naming import default_name
 from bot.pipelines.rate import Rate
 from bot.pipelines.request import StartRequest, check
+from bot.pipelines.turning import orientation, with_row
 from bot.rights import Requester
 
 __all__ = ["StartRequest", "Started", "control", "start"]
@@ -42,17 +43,19 @@ class Started:
         else:
             what = f"model `{req.model_id}`" if req.model_id else "an inline workflow"
         rate = self.rate or Rate(req.max_fps, req.source)
-        return what + self.analytics.describe() + rate.describe()
+        turned = orientation(req).describe()
+        return what + (f", {turned}" if turned else "") + self.analytics.describe() + rate.describe()
 
 
 async def start(req: StartRequest, mgr: PipelineManager, caller: MediaScope, who: Requester,
-                starting: Callable[[], Awaitable[None]] | None = None) -> Started:
+                starting: Callable[[], Awaitable[None]] | None = None, background: bool = False) -> Started:
     """Check the request, resolve its source (as `caller` may: its folders, cameras, attachments), compose its
     line/zone workflow and start it on `mgr`, counted against `who`'s share (bot/pipelines/caps.py).
 
     Raises ValueError / MediaError / BackendError with one line a user or the model can act on; nothing is opened
     before the request's own checks pass. `starting` is awaited once they have (the line and zone checked on a frame
-    too), before the slow part; the source may still fail to open after it.
+    too), before the slow part; the source may still fail to open after it. `background`: the slow part (loading
+    the detector, opening the source) runs after this returns, the handle `starting` (`PipelineManager.begin`).
     """
     zones = named_zones(caller.workspace, caller.settings)
     check(req, zones)
@@ -63,10 +66,13 @@ async def start(req: StartRequest, mgr: PipelineManager, caller: MediaScope, who
     mgr.backends.check(req.backend)  # an unknown backend is refused before the source is probed
     # Off the event loop: an http(s) source is fetched once and every stream host is looked up (DNS) here.
     source = await asyncio.to_thread(resolve_video, req.source, caller)
+    # A camera mounted turned: its row says so unless the start did (bot/pipelines/turning.py)
+    row = await asyncio.to_thread(camera_row, caller.workspace, caller.settings, req.source)
+    req = with_row(req, row or await asyncio.to_thread(camera_row, caller.workspace, caller.settings, source))
     # A line or zone is checked on a frame of the source (a line off its frames is refused) before anyone is told
     # the start goes ahead: "loading the detector" then "the line lies outside" contradicted itself.
     extra = await compose(req.model_id, source, req.line, req.zone, zones, req.anchor, req.confidence, req.min_height,
-                          caller.settings.media.max_pixels)
+                          caller.settings.media.max_pixels, orientation(req))
     if starting is not None:  # checked and found: what is left (opening the source, loading the detector) takes seconds
         await starting()
     name = (req.name or "").strip()
@@ -75,8 +81,9 @@ async def start(req: StartRequest, mgr: PipelineManager, caller: MediaScope, who
         camera = camera_name_for(caller.workspace, caller.settings, source)
         name = default_name(source, camera, mgr, req.owner)
     spec = extra.spec or req.workflow_spec
-    handle = await mgr.start(replace(req, source=source, name=name, workflow_spec=spec, line=None, zone=None, anchor=None,
-                                     confidence=None, min_height=None))
+    ready = replace(req, source=source, name=name, workflow_spec=spec, line=None, zone=None, anchor=None,
+                    confidence=None, min_height=None)
+    handle = await (mgr.begin(ready) if background else mgr.start(ready))
     own = await asyncio.to_thread(file_fps, source) if req.max_fps and not is_live(source) else None
     rate = Rate(req.max_fps, source, own, req.backend or caller.settings.inference.backend)
     return Started(handle, replace(req, name=handle.name), extra, rate)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bot.backends.base import WorkflowRef
+from bot.backends.orientation import Orientation
 from bot.objects.owner import Owner
 from bot.objects.text import check_name, name_from
 from bot.storage import records
@@ -50,11 +51,17 @@ class PipelineConfig:
     owner_channel: str | None = None  # where they started it (its audience)
     owner_place: str = "operator"  # dm / public / private / operator (bot/objects/owner.py)
     process: str | None = None  # `pid:start` of the process running it (bot/pipelines/owners.py)
+    rotate: int | None = None  # a turned camera's frames are turned upright (bot/backends/orientation.py)
+    flip: str | None = None  # and mirrored: "h" / "v" ("none" or None: not)
 
     def made_by(self) -> Owner:
         """Its owner: who started it and where (bot/objects/owner.py), for who may stop, pause or resume it."""
         return Owner.model_validate({"user": self.owner, "channel": self.owner_channel, "place": self.owner_place}) \
             if self.owner else Owner()
+
+    def orientation(self) -> Orientation:
+        """How its frames are turned upright (saved with it: a restart turns them again)."""
+        return Orientation.of(self.rotate, self.flip)
 
     def workflow(self, spec: dict | None) -> WorkflowRef:
         """What the backend runs: `spec` (PipelineManager.spec_of: the model wrapped, or the inline spec), or the
@@ -103,4 +110,7 @@ def _config(p: dict) -> PipelineConfig:
                      f"it runs as {safe!r}")
         cfg.name = safe
     cfg.made_by()  # its owner's fields, as an owner (ValueError for another shape)
+    if cfg.flip == "none":
+        cfg.flip = None
+    cfg.orientation()  # a turn that is a setting (ValueError for rotate=45: kept aside, the others restored)
     return cfg

@@ -13,16 +13,19 @@ def status_line(
     h: PipelineHandle, *, markdown: bool = False, latest: InferenceResult | None = None, tally: Tally | None = None
 ) -> str:
     """`name (id pipe_x): running[ on :9002], 12 frames, 4.0 fps, source …, what it runs[; error …][; the camera
-    sends 12000×12000 frames …][; now: person×2][; counted in 3 / out 2][; zone: …][; restarted on :9002 at …]`.
+    sends 12000×12000 frames …][; camera: …][; now: person×2][; counted in 3 / out 2][; zone: …][; restarted on
+    :9002 at …][; 3.3 of 10 fps: CPU-bound; lower fps or size]`; the fps is the last minute's (bot/backends/pace.py).
+    A running pipeline whose camera sends no video reads `reconnecting`, at 0 fps.
 
     markdown=True bolds the name and puts the id in code (the `/vision` replies); `latest` adds what the newest
     result shows, `tally` what it counted so far (`PipelineManager.tally`). The source is credential-redacted here,
     whatever the caller passes.
     """
-    fps = f", {h.fps:.1f} fps" if h.fps else ""
+    fps = f", {h.fps:.1f} fps" if h.fps is not None else ""
     what = f", {h.workflow_description}" if h.workflow_description else ""
     err = f"; error: {redact(h.error)}" if h.error else ""
     scaled = f"; {h.scaled}" if h.scaled else ""  # its frames are over media.max_pixels (bot/media/frame_limit.py)
+    camera, status = camera_note(h)
     seen = ", ".join(f"{k}×{v}" for k, v in latest.counts().items()) if latest is not None else ""
     now = f"; now: {seen}" if seen else ""
     limit = f"; {note}" if latest is not None and (note := cannot_count(latest.values)) else ""  # limits.py
@@ -30,8 +33,19 @@ def status_line(
     counted = f"; {tally.text()}" if tally is not None and tally.text() else ""
     where = f" on {h.server}" if h.server else ""  # several inference servers: which one runs it
     failover = f"; {h.failover}" if h.failover else ""
-    return (f"{head}: {h.status}{where}, {h.frames} frames{fps}, source {redact(h.video_reference)}{what}{err}"
-            f"{scaled}{now}{counted}{limit}{failover}")
+    short = f"; {h.short}" if h.short else ""  # under the rate asked for the last minute (bot/backends/pace.py)
+    return (f"{head}: {status}{where}, {h.frames} frames{fps}, source {redact(h.video_reference)}{what}{err}"
+            f"{scaled}{camera}{now}{counted}{limit}{failover}{short}")
+
+
+def camera_note(h: PipelineHandle) -> tuple[str, str]:
+    """('; camera: no video for 42 s (reconnecting, try 3)', 'reconnecting'): the camera's faults on now
+    (bot/backends/faults/) and the status word a running pipeline without video shows."""
+    if h.status != "running":
+        return "", h.status
+    on = [f for f in h.faults if f.ended is None]
+    lost = any(f.kind == "video" for f in on)
+    return ("; camera: " + "; ".join(f.text for f in on) if on else ""), ("reconnecting" if lost else h.status)
 
 
 def health_problems(

@@ -15,7 +15,9 @@ from zoneinfo import ZoneInfo
 
 import schedule
 
-from bot.monitoring.alerts import in_window
+from bot.backends.base import LIVE, PipelineHandle
+from bot.monitoring.alerts import Alert, in_window
+from bot.monitoring.outlived import RULE, Notice
 from bot.objects.owner import Owner
 from bot.scheduling import cron_jobs
 from bot.scheduling.cron_jobs import CronJob
@@ -65,9 +67,11 @@ class Scheduler:
             "daily_summary": lambda job: cron_jobs.daily_summary(inputs.agent, inputs.memory, inputs.router,
                                                                  target=job.target, job=job),
             "digest": lambda job: cron_jobs.post_digest(inputs.router, self.settings, job, self._clock()),
-            "snapshot": lambda job: cron_jobs.snapshot(inputs.pipelines, inputs.router, inputs.memory,
-                                                       job.camera or "", job.target),
+            "snapshot": self._snapshot,
         }
+        self._paused: set[str] = set()  # snapshot jobs whose camera's pipeline is down, told so once
+        if self.monitor is not None:  # a camera's pipeline ended: its snapshot jobs pause, said where they post
+            self.monitor.outlived.add(self._outlived)
         self._seed_defaults()
 
     # lifecycle ------------------------------------------------------------
@@ -218,6 +222,37 @@ class Scheduler:
             if not self.jobs():
                 self.add_job("daily_summary", "daily_summary", at="18:00")
 
+    # a camera that went away --------------------------------------------------
+    def _outlived(self, h: PipelineHandle) -> list[Notice]:
+        """The snapshot jobs of a camera whose pipeline ended pause, said where they post (bot/monitoring/outlived.py)."""
+        out = []
+        for job in self.jobs():
+            if job.action == "snapshot" and job.camera == h.name:
+                with self._lock:
+                    self._paused.add(job.name)
+                out.append(Notice(job.channel, job.thread_ts, _member(job), f"scheduled snapshot `{job.name}` paused "
+                                  f"until {h.name} runs again"))
+        return out
+
+    async def _snapshot(self, job: CronJob) -> bool:
+        """A scheduled snapshot; while no pipeline runs on its camera it is skipped, and said once where it posts
+        (not a stale frame of a finished file, not silence), until it runs again."""
+        camera, pipelines = job.camera or "", self.inputs.pipelines
+        if pipelines is not None and not any(h.name == camera and h.status in LIVE for h in pipelines.snapshot()):
+            with self._lock:
+                first = job.name not in self._paused
+                self._paused.add(job.name)
+            if first and self.inputs.router is not None:
+                who = f"<@{_member(job)}> " if _member(job) else ""
+                await self.inputs.router.deliver(Alert(
+                    camera, RULE, f"{who}scheduled snapshot `{job.name}` skipped: no pipeline runs on {camera}; it "
+                    f"resumes when one does (`/vision start {camera}`).", channel=job.channel, thread_ts=job.thread_ts,
+                    notify=_member(job)))
+            return False
+        with self._lock:
+            self._paused.discard(job.name)
+        return await cron_jobs.snapshot(pipelines, self.inputs.router, self.inputs.memory, camera, job.target)
+
     # running ----------------------------------------------------------------
     def _fire(self, name: str, fn: Callable[[], Any], active_hours: bool) -> None:
         """Start a job on a worker thread unless the previous run of the same job is still going."""
@@ -269,3 +304,8 @@ class Scheduler:
 
 async def _awaited(aw: Any) -> Any:
     return await aw
+
+
+def _member(job: CronJob) -> str | None:
+    """The Slack member who scheduled it (None: the operator)."""
+    return job.owner.user if job.owner is not None and job.owner.member else None

@@ -67,6 +67,11 @@ class SlackAlertSink:
     def __init__(self, bot: SlackBot, book: AlertBook) -> None:
         self.bot, self.book = bot, book
 
+    @staticmethod
+    def where(channel: str | None) -> str | None:
+        """Where an alert for `channel` is posted, in words (None: without a channel it is not posted)."""
+        return f"Slack <#{channel}>" if channel else None
+
     async def __call__(self, alert: Alert, channel: str | None) -> None:
         if alert.about and not alert.channel and await self._summarise(alert):
             return  # the summary went into the alert it is about

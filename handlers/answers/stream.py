@@ -63,6 +63,8 @@ class AnswerStream:
         self._timer: asyncio.Task[None] | None = None
         self._flushing = False  # the timer is sending: let it finish (cancelling could lose what it sent)
         self._named: list[str] = []  # people this turn's text notified: the mention limit is per answer, not per append
+        self._tail = ""  # the last characters of text the current message shows ("": none yet)
+        self._apart = False  # the next text belongs to a new model call (after a tool call)
 
     def text(self, piece: str) -> None:
         """Queue answer text; it goes out within `interval` (at once if nothing went out lately)."""
@@ -78,8 +80,10 @@ class AnswerStream:
         self._buffer = ""
 
     def mark(self) -> None:
-        """A new model call begins: `shown` counts from here."""
+        """A new model call begins: `shown` counts from here, and its text starts a paragraph of its own (the text
+        before a tool call and the text after it are two thoughts, not one glued sentence)."""
         self.shown = ""
+        self._apart = True
 
     async def flush(self) -> None:
         """Send all queued text (its model call is over)."""
@@ -152,6 +156,10 @@ class AnswerStream:
         await self._send_text(for_slack(text[:cut], self._named))
 
     async def _send_text(self, text: str) -> None:
+        if self._apart and text.strip():
+            self._apart = False
+            if self._tail and not self._tail.endswith("\n\n"):  # the message already has text: a paragraph between
+                text = ("\n" if self._tail.endswith("\n") else "\n\n") + text.lstrip(" ")
         while text:
             room = MESSAGE_BUDGET - self._size
             if len(text) <= room:
@@ -168,6 +176,7 @@ class AnswerStream:
             await self._send([md(piece)])
             self._size += len(piece)
             self.shown += piece
+            self._tail = (self._tail + piece)[-2:]
             self._last = time.monotonic()
 
     async def _send(self, chunks: list[dict[str, Any]], optional: bool = False) -> None:
@@ -189,7 +198,7 @@ class AnswerStream:
             permanent = isinstance(exc, SlackApiError) and error not in _NOT_PERMANENT
             self.broken = StreamFailed("chat.startStream", error, refused=first, permanent=first and permanent)
             raise self.broken from exc
-        self.ts, self._started, self._size = str(resp["ts"]), True, 0
+        self.ts, self._started, self._size, self._tail = str(resp["ts"]), True, 0, ""
 
     async def _next_message(self) -> None:
         """This message is full: stop it; the next text starts a new streamed message in the same thread."""

@@ -50,9 +50,19 @@ async def test_run_inference_summarises_and_returns_the_annotated_frame(reg, ctx
     assert "2 detections: 2 face (0.90, 0.85)" in res.text
     assert res.image == res.frame == b"\xff\xd8\xffANNOTATED" and "2 face" in res.frame_caption
     call = backend.calls[-1][1]
-    assert call["image"] == PNG and call["model_id"] == "builtin/faces" and call["confidence"] == 0.4
+    assert call["image"] == PNG and call["model_id"] == "builtin/faces"
+    assert call["confidence"] is None  # the detector's own default, as a pipeline runs it
     quiet = await reg.execute("run_inference", {"image": "upload.png", "model_id": "x/y/1", "include_frame": False}, ctx)
     assert quiet.image is None and quiet.frame is None
+
+
+async def test_run_inference_data_holds_its_boxes_masked_as_its_text_is(reg, ctx, backend):
+    """The boxes go on to REST and MCP as data; a workflow's output that echoes a camera URL is masked there too."""
+    backend.single = backend.single.with_values({"source": "rtsp://admin:hunter2@10.0.0.5/s1", "n": 2})
+    res = await reg.execute("run_inference", {"image": "F0UPLOAD1", "model_id": "builtin/faces"}, ctx)
+    assert res.data is not None and res.data["counts"] == {"face": 2} and res.data["image_size"] == [640, 480]
+    assert [d["confidence"] for d in res.data["detections"]] == [0.9, 0.85]
+    assert res.data["values"]["n"] == 2 and "hunter2" not in str(res.data) and "hunter2" not in res.text
 
 
 @pytest.mark.parametrize(

@@ -115,6 +115,13 @@ def test_camera_tables_follow_their_headers() -> None:
     assert parse_camera_table(text) == [Camera("webcam", "0"), Camera("gate", "rtsp://10.0.0.2/s", "North gate")]
 
 
+def test_a_camera_row_may_say_how_the_camera_is_turned() -> None:
+    text = ("| Name | URL | Rotation | Mirror |\n|---|---|---|---|\n| hall | rtsp://10.0.0.3/s | 180 | |\n"
+            "| desk | 0 | | h |\n")
+    assert parse_camera_table(text) == [Camera("hall", "rtsp://10.0.0.3/s", rotate="180"),
+                                        Camera("desk", "0", flip="h")]
+
+
 def test_template_heartbeat_schedules_nothing(tmp_path: Path) -> None:
     from bot.scheduling.heartbeat.checklist import scheduled_items
 

@@ -32,7 +32,17 @@ from bot.backends.builtin.common import (
 )
 from bot.backends.builtin.line_counter import video_time
 from bot.backends.builtin.motion_gate import Gates
-from bot.backends.builtin.people_scale import UPSCALE_CAP, CameraState, account, conditions, observe, plan
+from bot.backends.builtin.people_scale import (
+    UPSCALE_CAP,
+    VIDEO_FIRST_PX,
+    CameraState,
+    account,
+    conditions,
+    observe,
+    plan,
+    still_scale,
+)
+from bot.backends.builtin.people_turn import TurnWatch
 from bot.backends.builtin.recent import Recent
 
 
@@ -48,13 +58,16 @@ class HogPeopleManifest(_DetectorManifest):
             "above. In video (`adaptive`) it measures how tall people are in this camera from the moving blobs "
             "shaped like a person, upscales to that, and scans where things move (the whole frame every few "
             "seconds; with `motion_gate`, a frame where nothing moved repeats the last findings, the whole frame "
-            "scanned at least every 4 s); on a still image, or before it has measured, it finds people from `min_height` px tall "
-            "(the frame is upscaled so they fill the detector's window, capped at `max_side`).",
+            "scanned at least every 4 s; before it has measured, people from 64 px); a still image is scanned whole, "
+            "upscaled until its longer side reaches `max_side` (at most 4x), so a small still finds people from "
+            "24-30 px tall and a large one is scaled down to `max_side`; `min_height` sets the smallest person instead.",
         )
     )
     confidence: Selector(kind=[FLOAT_ZERO_TO_ONE_KIND]) | FloatZeroToOne = _confidence_field(0.5)
-    min_height: Selector(kind=[INTEGER_KIND]) | int = Field(
-        default=64, description="Smallest person to find, in pixels tall; smaller is slower (64 upscales 1.5x)."
+    min_height: Selector(kind=[INTEGER_KIND]) | int | None = Field(
+        default=None, description="Smallest person to find, in pixels tall, on a still or before people are "
+        "measured; smaller is slower (64 upscales 1.5x). Default: on a still as small as max_side allows (down to "
+        "24 px), in video 64 until people are measured."
     )
     max_side: Selector(kind=[INTEGER_KIND]) | int = Field(
         default=1280, description="Cap on the longer side of the (upscaled) image the detector scans; bounds time."
@@ -84,6 +97,12 @@ _HOG_TRIM = (0.18, 0.07)  # share of window width/height trimmed per side, measu
 MAX_VIDEOS = 16  # cameras measured at once per block (a background model is a few MB); least recently seen goes
 
 
+def _squash(margins: np.ndarray) -> np.ndarray:
+    """SVM margins are unbounded; a logistic squashes them to (0, 1) with margin 0.8 -> 0.5 (the measured operating
+    point: precision 1.0 at recall 0.92 on the street labels; margin 0 -> 0.08)."""
+    return (1.0 / (1.0 + np.exp(-3.0 * (margins - 0.8)))).astype(np.float32)
+
+
 def _confidences(detections: sv.Detections) -> np.ndarray:
     if detections.confidence is None:
         return np.ones(len(detections), np.float32)
@@ -96,6 +115,7 @@ class HogPeopleDetectorBlockV1(WorkflowBlock):
         self._hog.setSVMDetector(cv2.HOGDescriptor_getDefaultPeopleDetector())
         self._lock = threading.Lock()
         self._cameras: Recent[str, CameraState] = Recent(MAX_VIDEOS)
+        self._turns: Recent[str, TurnWatch] = Recent(MAX_VIDEOS)  # whether each camera looks turned
         self._gates = Gates()
 
     @classmethod
@@ -103,7 +123,7 @@ class HogPeopleDetectorBlockV1(WorkflowBlock):
         return HogPeopleManifest
 
     def run(
-        self, images: WorkflowImageData, confidence: float, min_height: int, max_side: int, scale_step: float,
+        self, images: WorkflowImageData, confidence: float, min_height: int | None, max_side: int, scale_step: float,
         iou_threshold: float, adaptive: bool = True, motion_gate: bool = True,
     ) -> BlockResult:
         state = self._camera(images) if adaptive else None
@@ -112,11 +132,11 @@ class HogPeopleDetectorBlockV1(WorkflowBlock):
         if repeated is not None:  # nothing moved since the last run: the same people, where they were
             if state is not None:
                 state.since_full += dt  # the full pass keeps its period
-            return self._output(images, state, to_detections(images, repeated[0], repeated[1], "person"), min_height)
+            detections = to_detections(images, repeated[0], repeated[1], "person")
+            return self._output(images, state, detections, self._unmeasured(images, min_height, max_side)[1])
         frame = images.numpy_image
-        # Specs are untrusted: min_height 0 or max_side 10^6 must not make a 12× image (memory, minutes per frame).
-        side = min(max(float(max_side), 128.0), float(_HOG_MAX_SIDE))
-        default_scale = _HOG_PERSON_PX / max(int(min_height), 8)
+        side, smallest = self._unmeasured(images, min_height, max_side)
+        default_scale = _HOG_PERSON_PX / smallest
         if state is None:
             scale, crops = default_scale, [(0, 0, frame.shape[1], frame.shape[0])]
         else:
@@ -126,10 +146,7 @@ class HogPeopleDetectorBlockV1(WorkflowBlock):
                  for crop in crops]
         boxes = np.concatenate([b for b, _ in found]) if found else np.zeros((0, 4), np.float32)
         margins = np.concatenate([m for _, m in found]) if found else np.zeros(0, np.float32)
-        # SVM margins are unbounded; a logistic squashes them to (0, 1) with margin 0.8 -> 0.5 (the measured
-        # operating point: precision 1.0 at recall 0.92 on the street labels; margin 0 -> 0.08).
-        conf = 1.0 / (1.0 + np.exp(-3.0 * (margins - 0.8)))
-        detections = to_detections(images, boxes, conf.astype(np.float32), "person", confidence)
+        detections = to_detections(images, boxes, _squash(margins), "person", confidence)
         if len(detections) > 1:
             detections = detections.with_nms(threshold=iou_threshold)
         if motion_gate:
@@ -137,14 +154,38 @@ class HogPeopleDetectorBlockV1(WorkflowBlock):
         if state is not None:
             state.last_boxes = detections.xyxy.copy()
             account(state, len(detections), dt)
-        return self._output(images, state, detections, min_height)
+            self._turn(images).after(frame, state.shaped, len(detections), dt,
+                                     lambda image, s: self._count(image, s, scale_step, confidence))
+        return self._output(images, state, detections, smallest)
+
+    def _output(self, images: WorkflowImageData, state: CameraState | None, detections: sv.Detections,
+                smallest: float) -> BlockResult:
+        if state is None:  # a still (or adaptive off): nothing measured; it finds people from `smallest` px tall
+            return {"predictions": detections, "camera": conditions(CameraState(), smallest)}
+        # `turned`: the camera looks mounted turned, by this many degrees clockwise (people_turn.py), or None
+        return {"predictions": detections, "camera": {**conditions(state, _HOG_PERSON_PX / UPSCALE_CAP),
+                                                      "turned": self._turn(images).turned}}
+
+    def _turn(self, images: WorkflowImageData) -> TurnWatch:
+        return self._turns.get(str(images.video_metadata.video_identifier), TurnWatch)
+
+    def _count(self, image: np.ndarray, scale: float, scale_step: float, confidence: float) -> int:
+        """People found in `image` at one upscale, as sure as the block's `confidence` asks (people_turn's probes)."""
+        _, margins = self._scan(image, (0, 0, image.shape[1], image.shape[0]), scale, scale_step)
+        return int(np.count_nonzero(_squash(margins) >= confidence))
 
     @staticmethod
-    def _output(images: WorkflowImageData, state: CameraState | None, detections: sv.Detections,
-                min_height: int) -> BlockResult:
-        if state is None:  # a still (or adaptive off): nothing measured; it finds people from min_height
-            return {"predictions": detections, "camera": conditions(CameraState(), max(int(min_height), 8))}
-        return {"predictions": detections, "camera": conditions(state, _HOG_PERSON_PX / UPSCALE_CAP)}
+    def _unmeasured(images: WorkflowImageData, min_height: int | None, max_side: int) -> tuple[float, float]:
+        """(the scan's longest side, the smallest person px) while people are not measured: a still (one rule
+        whatever the door, people_scale.still_scale), or a video's first frames (people from VIDEO_FIRST_PX)."""
+        # Specs are untrusted: min_height 0 or max_side 10^6 must not make a 12× image (memory, minutes per frame).
+        side = min(max(float(max_side), 128.0), float(_HOG_MAX_SIDE))
+        shape = images.numpy_image.shape
+        if is_video_frame(images):
+            scale = _HOG_PERSON_PX / max(int(min_height or VIDEO_FIRST_PX), 8)
+        else:
+            scale = still_scale(shape, min_height, side, _HOG_PERSON_PX)
+        return side, _HOG_PERSON_PX / min(scale, side / max(shape[:2]))
 
     def _scan(self, frame: np.ndarray, crop: tuple[int, int, int, int], scale: float,
               scale_step: float) -> tuple[np.ndarray, np.ndarray]:

@@ -44,6 +44,8 @@ class CameraState:
     person_shaped: bool = False  # this frame's motion had a blob shaped like a standing person
     blind: float = 0.0  # seconds of video with person-shaped motion and no one found, since people were last seen
     found_share: float = 1.0  # of recent moments with person-shaped motion, the share with someone found
+    # this frame's person-sized blobs (x1, y1, x2, y2 in frame px, lying: wider than tall), for people_turn.py
+    shaped: list[tuple[tuple[int, int, int, int], bool]] = field(default_factory=list)
 
     def settled(self) -> bool:
         """The height window is full: early blobs (people already in the first frame leave ghosts) have aged out."""
@@ -75,14 +77,20 @@ def observe(state: CameraState, frame: np.ndarray, dt: float) -> list[tuple[int,
     contours, _ = cv2.findContours(mask, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE)
     regions = []
     state.person_shaped = False
+    state.shaped = []
     for c in contours:
         x, y, w, h = cv2.boundingRect(c)
-        if h < 6 or cv2.contourArea(c) < 12:
+        area = cv2.contourArea(c)
+        if h < 6 or area < 12:
             continue  # noise: a few pixels of flicker
-        if 1.5 <= h / w <= 4.5 and cv2.contourArea(c) >= 0.35 * w * h:
+        box = (int(x / f), int(y / f), int((x + w) / f) + 1, int((y + h) / f) + 1)
+        if 1.5 <= h / w <= 4.5 and area >= 0.35 * w * h:
             state.heights.append(h / f)  # standing people are 2-4 times taller than wide
             state.person_shaped = True
-        regions.append((int(x / f), int(y / f), int((x + w) / f) + 1, int((y + h) / f) + 1))
+            state.shaped.append((box, False))
+        elif 1.5 <= w / h <= 4.5 and area >= 0.35 * w * h:
+            state.shaped.append((box, True))  # the same, lying down: a camera turned a quarter (people_turn.py)
+        regions.append(box)
     return regions
 
 
@@ -102,6 +110,28 @@ def conditions(state: CameraState, smallest_px: float) -> dict[str, float | bool
     typical = state.person_height()
     return {"person_px": None if typical is None else round(typical, 1), "settled": state.settled(),
             "smallest_px": round(smallest_px, 1), "blind_seconds": round(state.blind, 1)}
+
+
+# A video's first frames, before people are measured: people from this many px (a first guess from what moves raises
+# it within seconds). Not the still's budget: scanning a small camera's first frames at 4x cost seconds each, and a
+# file's frames were dropped meanwhile (a 240x300 crop of a street whose people are 90 px tall lost 14 of 40).
+VIDEO_FIRST_PX = 64
+
+
+def still_scale(shape: tuple[int, ...], min_height: int | None, side: float, person_px: float) -> float:
+    """The upscale of a still image (no frames before or after it to measure people by).
+
+    A picture's size says nothing of how tall its people are (a 384x288 sub-stream and a 12 MP photo both show
+    people 5-30 % of their height). So a still is scanned as finely as the detector's bounds allow: upscaled until
+    its longer side reaches the budget (`side`, the spec's max_side), never past UPSCALE_CAP. HOG's pyramid then
+    scans every smaller scale down from there, so one pass finds people from person_px / scale px tall up to the
+    whole frame, at the cost of one budget-sized image: a 192 px still finds people from 24 px (4x), a 384x288 one
+    from 29 px (3.3x, what a sub-stream's measured people call for in video), a 12 MP photo from about 300 px
+    (scaled down to the budget). min_height, when given, says the smallest person instead (the budget still caps it).
+    """
+    if min_height is not None:
+        return person_px / max(int(min_height), 8)
+    return min(UPSCALE_CAP, side / max(shape[0], shape[1]))
 
 
 def plan(state: CameraState, shape: tuple[int, ...], regions: list[tuple[int, int, int, int]],

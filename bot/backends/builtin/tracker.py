@@ -25,10 +25,10 @@ from inference.core.workflows.execution_engine.entities.types import (
     DICTIONARY_KIND,
     FLOAT_KIND,
     FLOAT_ZERO_TO_ONE_KIND,
+    IMAGE_KIND,
     INTEGER_KIND,
     OBJECT_DETECTION_PREDICTION_KIND,
     Selector,
-    WorkflowImageSelector,
 )
 from inference.core.workflows.prototypes.block import BlockResult, WorkflowBlock, WorkflowBlockManifest
 from pydantic import ConfigDict, Field
@@ -60,7 +60,10 @@ class TrackerManifest(WorkflowBlockManifest):
         "block_type": "transformation",
         "ui_manifest": {"section": "video", "icon": "far fa-location-crosshairs"},
     })
-    image: WorkflowImageSelector = Field(description="The frame, for its video metadata.", examples=["$inputs.image"])
+    # Any image, not only a workflow input: a turned camera's upright frame (orient@v1), whose size is the one its
+    # boxes are in.
+    image: Selector(kind=[IMAGE_KIND]) = Field(description="The frame, for its video metadata and size.",
+                                               examples=["$inputs.image"])
     detections: Selector(kind=_KINDS) = Field(description="Detections to track.",
                                               examples=["$steps.detector.predictions"])
     track_activation_threshold: float | Selector(kind=[FLOAT_ZERO_TO_ONE_KIND]) = Field(

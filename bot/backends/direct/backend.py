@@ -43,6 +43,8 @@ class DirectBackend(BackendBase):
         ensure_inference_env(settings.inference)
         self._runtime: InferenceRuntime | None = None
         self._runtime_lock = threading.Lock()
+        self._loading = False
+        self._first_compile = True
         # Compiled engines by spec_hash, most recently used last. An entry is also this backend's record that the spec
         # passed its block policy and compiled: validate_workflow and the start that follows check and compile once.
         self._engines: OrderedDict[str, _Engine] = OrderedDict()
@@ -50,11 +52,21 @@ class DirectBackend(BackendBase):
 
     # --- shared plumbing -----------------------------------------------------------------------------------------
 
+    @property
+    def loading(self) -> bool:
+        """True while inference itself loads here: its import and the first engine's compile (10-30 s, once per
+        process). A terminal says so while it waits (BackendProvider.loading)."""
+        return self._loading
+
     def runtime(self) -> InferenceRuntime:
         """The lazily built in-process runtime (imports inference: seconds, so call it from a thread)."""
         with self._runtime_lock:
             if self._runtime is None:
-                self._runtime = InferenceRuntime(self._settings)
+                self._loading = True
+                try:
+                    self._runtime = InferenceRuntime(self._settings)
+                finally:
+                    self._loading = False
             return self._runtime
 
     def _engine(self, spec: dict[str, Any]) -> _Engine:
@@ -67,7 +79,13 @@ class DirectBackend(BackendBase):
         with self._engines_lock:
             cached = self._engines.pop(key, None)
             if cached is None or cached.spec != spec:  # the whole spec, not only its hash, must be the one compiled
-                cached = _Engine(copy.deepcopy(spec), self.runtime().compile(spec), threading.Lock())
+                runtime, first = self.runtime(), self._first_compile
+                self._loading = first  # the first compile loads the workflow blocks: part of the load
+                try:
+                    cached = _Engine(copy.deepcopy(spec), runtime.compile(spec), threading.Lock())
+                finally:
+                    if first:
+                        self._first_compile = self._loading = False
             self._engines[key] = cached  # most recently used last
             while len(self._engines) > MAX_CACHED_ENGINES:
                 self._engines.popitem(last=False)

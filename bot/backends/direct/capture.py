@@ -22,6 +22,9 @@ Each size the frames take over the limit is told to the pipeline (and their retu
 `FrameSizes`, one per source, so a reconnection does not say it again.
 
 InferencePipeline takes a callable as its video reference and calls it for each (re)connection: `BoundedSource`.
+Given the pipeline's CameraWatch, it also tells it each frame that comes (a video loss is no frame for a while) and
+each (re)connection tried, and waits the watch's backoff before each (bot/backends/faults/link.py): streamvision
+alone tries a camera that is away every second, forever.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from bot.backends.faults.watch import CameraWatch
 from bot.media.frame_limit import divisor, jpeg_size, scaled
 
 log = logging.getLogger(__name__)
@@ -68,12 +72,25 @@ class BoundedSource:
     str() is the reference, which is what streamvision logs and puts in its errors (redacted by the pipeline).
     """
 
-    def __init__(self, reference: str | int, max_pixels: int, on_scaled: ScaledListener) -> None:
+    def __init__(self, reference: str | int, max_pixels: int, on_scaled: ScaledListener,
+                 watch: CameraWatch | None = None) -> None:
         self.reference, self.max_pixels = reference, max_pixels
         self.sizes = FrameSizes(max_pixels, on_scaled)  # across reconnections: a size is said once, not per open
+        self.watch = watch
 
     def __call__(self) -> Any:
-        return BoundedProducer(self.reference, self.max_pixels, self.sizes.on_scaled, self.sizes)
+        watch = self.watch
+        if watch is not None and not watch.link.wait_turn():  # the backoff; False: the pipeline is stopping
+            return _Closed("the pipeline stopped")
+        producer: BoundedProducer | _Closed
+        try:
+            producer = BoundedProducer(self.reference, self.max_pixels, self.sizes.on_scaled, self.sizes, watch)
+        except Exception as exc:  # noqa: BLE001 - an open that fails is retried, never the end of a live source
+            log.warning("the video source could not be opened: %s", type(exc).__name__)  # no reference: a password
+            producer = _Closed(str(exc))
+        if watch is not None:
+            watch.link.tried(producer.isOpened(), "" if producer.isOpened() else producer.connection_error_message())
+        return producer
 
     def __str__(self) -> str:
         return str(self.reference)
@@ -86,11 +103,12 @@ class BoundedProducer:
     """
 
     def __init__(self, reference: str | int, max_pixels: int, on_scaled: ScaledListener,
-                 sizes: FrameSizes | None = None) -> None:
+                 sizes: FrameSizes | None = None, watch: CameraWatch | None = None) -> None:
         import cv2
         from streamvision.camera.video_source import CV2VideoFrameProducer
 
         self._inner = CV2VideoFrameProducer(reference)
+        self._watch = watch
         self._max_pixels = max_pixels
         self._sizes = sizes or FrameSizes(max_pixels, on_scaled)
         self._raw = False
@@ -112,7 +130,10 @@ class BoundedProducer:
         return bool(self._inner.isOpened())
 
     def grab(self) -> bool:
-        return bool(self._inner.grab())  # raw mode: reads the next packet, decodes nothing
+        got = bool(self._inner.grab())  # raw mode: reads the next packet, decodes nothing
+        if got and self._watch is not None:  # a frame came, decoded or not (a live source drops what it cannot use)
+            self._watch.arrived()
+        return got
 
     def retrieve(self) -> tuple[bool, Any]:
         ok, image = self._inner.retrieve()
@@ -185,3 +206,32 @@ class BoundedProducer:
         if (image.shape[1], image.shape[0]) != target:  # a decoded frame, or past JPEG's own 1/8
             image = cv2.resize(image, target, interpolation=cv2.INTER_AREA)
         return image
+
+
+class _Closed:
+    """A source that did not open (the open raised, or the pipeline is stopping): streamvision sees a connection
+    error and tries again, as for a camera that refused, instead of ending the pipeline."""
+
+    def __init__(self, message: str) -> None:
+        self._message = message
+
+    def isOpened(self) -> bool:  # noqa: N802 - streamvision's producer interface
+        return False
+
+    def connection_error_message(self) -> str:
+        return self._message
+
+    def grab(self) -> bool:
+        return False
+
+    def retrieve(self) -> tuple[bool, Any]:
+        return False, None
+
+    def release(self) -> None:
+        pass
+
+    def initialize_source_properties(self, properties: dict[str, Any]) -> None:
+        pass
+
+    def discover_source_properties(self) -> Any:
+        raise RuntimeError(self._message)

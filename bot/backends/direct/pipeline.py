@@ -14,6 +14,7 @@ from bot.backends.direct.capture import BoundedSource
 from bot.backends.direct.engine import InferenceRuntime, SpecSource
 from bot.backends.direct.frames import queue_depth
 from bot.backends.errors import translate
+from bot.backends.orientation import Orientation, orientation_of, turn_frame
 from bot.backends.pipeline_base import PipelineBase
 from bot.config import Settings
 from bot.media.frame_limit import SAID_SIZES, scaled_note
@@ -31,10 +32,21 @@ class _SourceErrorFilter(logging.Filter):
         return not (exc is not None and type(exc).__name__ == "SourceConnectionError")
 
 
+class _ReconnectFilter(logging.Filter):
+    """Drop streamvision's two warnings per failed reconnection (every second while a camera is away, each naming
+    its URL): the pipeline's status line and one health alert say the camera is away (bot/backends/faults/)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = str(record.msg)
+        return not (message.startswith("Could not re-connect") or message.startswith("Could not connect to video"))
+
+
 def _quiet_source_errors() -> None:
-    target = logging.getLogger("streamvision.stream.pipeline")
-    if not any(isinstance(f, _SourceErrorFilter) for f in target.filters):
-        target.addFilter(_SourceErrorFilter())
+    for name, kind in (("streamvision.stream.pipeline", _SourceErrorFilter),
+                       ("streamvision.camera.utils", _ReconnectFilter)):
+        target = logging.getLogger(name)
+        if not any(isinstance(f, kind) for f in target.filters):
+            target.addFilter(kind())
 
 
 def sampled_file(base: Any, fps: float, source_fps: float | None) -> tuple[Any, float]:
@@ -80,6 +92,7 @@ class DirectPipeline(PipelineBase):
         self._pipeline: Any = None
         self._drawing: Drawing | None = None  # the workflow's drawing steps, run only for frames someone reads
         self._logged: set[str] = set()  # the scaled notes logged (SAID_SIZES at most)
+        self._turned: Orientation | None = None  # the spec turns the frames upright first (orientation.py)
 
     # --- lifecycle -----------------------------------------------------------------------------------------------
 
@@ -96,11 +109,14 @@ class DirectPipeline(PipelineBase):
         pipeline_class, max_fps = InferencePipeline, self._max_fps
         spec, self._drawing = prepare(self.source.spec, self.source.image_input, self._runtime.compile,
                                       self._parameters)
+        self._turned = orientation_of(self.source.spec)  # a turned camera's detections are in its upright frame
         if max_fps is not None and not is_live(self._reference):
             pipeline_class, max_fps = sampled_file(InferencePipeline, max_fps, file_fps(self._reference))
+        self.pace.target = max_fps  # what it should deliver: a camera's cap, a file's paced rate (None: flat out)
         depth = queue_depth(self._settings.monitoring.frame_buffer_bytes, self._reference)
         # Frames over media.max_pixels are scaled where they are decoded, before any queue holds them (capture.py).
-        source = BoundedSource(capture_reference(self._reference), self._settings.media.max_pixels, self._on_scaled)
+        source = BoundedSource(capture_reference(self._reference), self._settings.media.max_pixels, self._on_scaled,
+                               self.watch)  # ... and its frames and reconnections tell the camera's faults
         try:
             self._pipeline = pipeline_class.init_with_workflow(
                 video_reference=source,
@@ -138,6 +154,7 @@ class DirectPipeline(PipelineBase):
         if self._pipeline is None or self.status != "paused":
             return
         self._pipeline.resume_stream()
+        self.watch.link.resumed()  # paused, a file sends nothing: no video loss
         self._set_status("running")
 
     def terminate(self) -> None:
@@ -145,6 +162,7 @@ class DirectPipeline(PipelineBase):
         with self._lock:
             if self.status not in ("error", "finished"):
                 self.status = "stopped"
+        self.watch.link.stop()  # a reconnection waiting its turn ends at once
         if self._pipeline is not None and not self._ended.is_set():
             try:
                 self._pipeline.terminate()
@@ -177,10 +195,12 @@ class DirectPipeline(PipelineBase):
             predictions, video_frame = predictions[0], video_frame[0]
         if predictions is None or self.status == "paused":
             return  # frames decoded before the pause still flow through; a paused pipeline reports nothing
+        self.watch.saw(video_frame.image)  # its picture: frozen, black, grey, another size (~50 µs)
         drawing, values = self._drawing, take_values(predictions)
+        turned = self._turned
         result = from_workflow_output(
             predictions,
-            source_image=video_frame.image,
+            source_image=turn_frame(video_frame.image, turned) if turned else video_frame.image,
             draw=None if drawing is None else lambda: drawing.draw(video_frame.image, values),
             frame_id=video_frame.frame_id,
             timestamp=video_frame.frame_timestamp.timestamp(),

@@ -203,6 +203,7 @@ class HttpBackend(BackendBase):
     ) -> PipelineHandle:
         named, what = await self._pipeline_spec(ref)
         pipe = self._hosted(pipeline_id, name, video_reference, named, what, on_result)
+        pipe.pace.target = max_fps  # the server paces every source, a file too, at max_fps
         if not is_live(video_reference) and self.server_is_local():
             if not Path(video_reference).expanduser().exists():
                 pipe.fail(f"video file not found: {pipe.safe_reference}: check the path")
@@ -284,6 +285,7 @@ class HttpBackend(BackendBase):
             return None
         named, what = self.resolve(ref, video=True)
         pipe = self._hosted(pipeline_id, name, video_reference, named, what, on_result)
+        pipe.pace.target = max_fps
         if "specification" in named:  # a saved workflow is fetched only if it has to move
             pipe.place(url, self._launch_args(video_reference, named["specification"], parameters, max_fps))
         else:

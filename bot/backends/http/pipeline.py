@@ -10,6 +10,7 @@ from typing import Any
 from bot.backends.base import LIVE, BackendError, ResultListener
 from bot.backends.convert import from_serialized_output
 from bot.backends.http.failover import carried, counts_of, move
+from bot.backends.http.reopen import camera_gone, reopen
 from bot.backends.pipeline_base import PipelineBase
 from bot.media.sources import is_live
 
@@ -21,6 +22,8 @@ class HostedPipeline(PipelineBase):
     """Mirrors a server-side pipeline: status, results (converted at the boundary), fps, lifecycle."""
 
     backend_name = "http"
+    remote_source = True  # the server opens the camera: a video loss is results that stop coming, and when the server
+    # ends the pipeline of a camera that went away, it is started again there (reopen.py)
 
     def __init__(
         self, backend: Any, pipeline_id: str, name: str, reference: str, description: str, on_result: ResultListener | None
@@ -62,6 +65,7 @@ class HostedPipeline(PipelineBase):
         if self.status != "paused":
             return
         self._control(self.backend.client(self.url).resume_inference_pipeline)
+        self.watch.link.resumed()  # no results while paused: no video loss
         self._set("running")
 
     def terminate(self) -> None:
@@ -71,6 +75,7 @@ class HostedPipeline(PipelineBase):
                 self.status = "stopped"
             first = not self._stop.is_set()
             self._stop.set()
+        self.watch.link.stop()  # a reopening waiting its turn ends at once
         if first and self.server_id:
             try:
                 self.backend.end_on(self.url, self.server_id)
@@ -90,6 +95,12 @@ class HostedPipeline(PipelineBase):
         """Totals counted before a bot restart on servers it left (saved with it): added onto this server's."""
         with self._lock:
             self._carry = {k: float(v) for k, v in totals.items() if isinstance(v, int | float)}
+
+    def reopened(self, server_id: str) -> None:
+        """It runs again on its server as `server_id` (its camera had gone away: reopen.py)."""
+        with self._lock:
+            self._carry = counts_of(self.latest.values) if self.latest is not None else self._carry
+            self.server_id = server_id
 
     def pause_for(self, seconds: float) -> None:
         self._stop.wait(seconds)
@@ -127,6 +138,8 @@ class HostedPipeline(PipelineBase):
             except Exception as exc:  # noqa: BLE001 - ends the poller with a status, unless another server takes it
                 if move(self, exc):
                     continue
+                if camera_gone(self, exc, self._reference) and reopen(self):  # a live camera never ends
+                    continue
                 self._ended(exc)
                 return
             got = self._record(response)
@@ -141,8 +154,10 @@ class HostedPipeline(PipelineBase):
         for output, meta in zip(outputs, metas, strict=False):
             if not output or self.status == "paused":
                 continue
+            self.watch.arrived()  # the camera's frames as the server processed them (no result for a while: no video)
             result = from_serialized_output(
-                output, frame_id=meta.get("frame_id"), timestamp=_timestamp(meta.get("frame_timestamp")), max_dimension=max_dim
+                output, frame_id=meta.get("frame_id"), timestamp=_timestamp(meta.get("frame_timestamp")), max_dimension=max_dim,
+                seen=self.watch.saw,  # its picture (the drawn frame the server returns): frozen, black, grey, size
             )
             self._deliver(result.with_values(carried(result.values, self._carry)) if self._carry else result)
             n += 1

@@ -10,6 +10,7 @@ inference upgrade loads a block that is in neither list, so every new block gets
 from __future__ import annotations
 
 from bot.backends.counting import FRAME_SCALE_BLOCK, LABELS_BLOCK, LINE_COUNTER_BLOCK, LINE_OVERLAY_BLOCK, TRACKER_BLOCK
+from bot.backends.orientation import ORIENT_BLOCK
 from bot.backends.workflows import BUILTIN_MODELS
 
 
@@ -57,6 +58,7 @@ TRANSFORMS = (
     *_v("buffer", 1), *_v("detections_classes_replacement", 1), *_v("detections_consensus", 1),
     *_v("detections_difference", 1), *_v("detections_list_rollup", 1), *_v("detections_stitch", 1),
     *_v("dimension_collapse", 1), *_v("frame_delay", 1), *_v("image_stack", 1), *_v("overlap_analysis", 1),
+    ORIENT_BLOCK,  # ours (bot/backends/builtin/orient.py): a quarter turn and/or a mirror of the frame, nothing kept
 )
 CLASSICAL_CV = (
     *_v("auto_rotate_on_edges", 1), *_v("background_subtraction", 1), *_v("camera_focus", 1, 2),

@@ -12,7 +12,7 @@ from bot.backends.http.servers import ServerPool
 from bot.backends.webrtc.pipeline import WebRtcPipeline
 from bot.backends.workflows import describe_spec
 from bot.media.redaction import redact
-from bot.media.sources import is_live
+from bot.media.sources import file_fps, is_live
 
 ENDPOINT = "/initialise_webrtc_worker"
 
@@ -89,6 +89,9 @@ class WebRtcBackend(HttpBackend):
             pipe = WebRtcPipeline(pipeline_id, name, video_reference, describe_spec(spec), monitoring.result_buffer_size,
                                   monitoring.result_image_max_dimension, on_result, url)
             pipe.server = self.servers.label(url) if self.servers.several else None  # status lines say where
+            # a camera at its cap; a file with fps= plays in real time at its own rate (webrtc_source)
+            pipe.pace.target = max_fps if is_live(video_reference) or max_fps is None else (
+                file_fps(video_reference) or max_fps)
             self._pipelines[pipeline_id] = pipe
         pipe.start(lambda: self._open(url, source, spec, parameters),
                    lambda exc: self._explain(exc, what, pipe.safe_reference))

@@ -88,6 +88,10 @@ class WebhookSender:
     async def __call__(self, alert: Alert, channel: str | None) -> None:
         self.offer(alert)
 
+    def where(self, channel: str | None) -> str:
+        """Every alert comes here, whatever its channel: named by its origin (a path may hold a secret)."""
+        return f"the webhook at {origin(self.url) or redact(self.url)}"
+
     def bind(self, loop: asyncio.AbstractEventLoop) -> None:
         """The loop the worker runs on; events from pipeline threads are handed to it. Starts sending what an earlier
         run left owed."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import threading
@@ -19,6 +20,7 @@ from bot.api.server import OFF, ApiServer
 from bot.backends.provider import BackendProvider
 from bot.config import load_settings
 from bot.runtime import Runtime
+from tests.fakes.waits import patience
 from tests.fixtures.inference import make_video
 from tests.tools.fake_backend import FakeBackend, result
 
@@ -47,16 +49,30 @@ class Api:
             return resp.status, await resp.read()
 
 
+async def started(api: Api, body: dict[str, Any]) -> dict[str, Any]:
+    """A POST /api/pipelines answer (`starting`: the detector loads in the background) followed with GET until the
+    pipeline runs or failed; the pipeline as GET then shows it."""
+    pipeline = body["pipeline"]
+    deadline = time.monotonic() + patience(30)
+    while pipeline["status"] == "starting":
+        assert time.monotonic() < deadline, pipeline
+        await asyncio.sleep(0.02)
+        status, got = await api.call("GET", f"/api/pipelines/{pipeline['pipeline_id']}")
+        assert status == 200, got
+        pipeline = got["pipeline"]
+    return pipeline
+
+
 async def serve_api(env: dict[str, str], workspace: Path) -> AsyncIterator[Api]:
     async for api in run_api(load_settings(env), CAMERAS, background=False):
         yield api
 
 
-async def run_api(settings: Any, cameras: str, background: bool) -> AsyncIterator[Api]:
-    """A runtime on the fake backend over `cameras` (CAMERAS.md), its REST API on a free port, a client session;
-    `background`: with its scheduler and restore, as `vision-agent api` runs it."""
+async def run_api(settings: Any, cameras: str, background: bool, backend: Any = None) -> AsyncIterator[Api]:
+    """A runtime on the fake backend (or `backend`) over `cameras` (CAMERAS.md), its REST API on a free port, a client
+    session; `background`: with its scheduler and restore, as `vision-agent api` runs it."""
     (settings.workspace / "CAMERAS.md").write_text(cameras)
-    backend = FakeBackend()
+    backend = FakeBackend() if backend is None else backend
     rt = Runtime(settings, background=background)
     rt.backend = BackendProvider.of(backend)
     await rt.start()
@@ -117,7 +133,8 @@ async def test_pipelines_start_list_frame_pause_resume_stop(api: Api, workspace_
     status, body = await api.call("POST", "/api/pipelines", json={"source": str(video), "name": "yard", "fps": 5})
     assert status == 201, body
     pid = body["pipeline"]["pipeline_id"]
-    assert body["pipeline"]["name"] == "yard" and body["pipeline"]["status"] == "running"
+    assert body["pipeline"]["name"] == "yard" and body["pipeline"]["status"] == "starting"
+    assert (await started(api, body))["status"] == "running"
     assert api.backend.calls[-1][1]["video_reference"] == str(video)
     status, body = await api.call("GET", "/api/pipelines")
     assert [p["pipeline_id"] for p in body["pipelines"]] == [pid]
@@ -143,6 +160,7 @@ async def test_a_pipelines_counts_and_cannot_count_line_are_in_its_status_as_in_
     video.write_bytes(b"\x00\x00\x00\x18ftypmp42")
     status, body = await api.call("POST", "/api/pipelines", json={"source": str(video), "name": "walk"})
     assert status == 201 and body["pipeline"]["counted"] is None and body["pipeline"]["cannot_count"] is None
+    await started(api, body)
     small = {"person_px": 15.0, "settled": True, "smallest_px": 24.0, "blind_seconds": 0.0}
     api.backend.emit(body["pipeline"]["pipeline_id"], result({"person": 2}, count_in=3, count_out=2, camera=small))
     for path in ("/api/pipelines/walk", "/api/pipelines"):
@@ -171,7 +189,7 @@ async def test_a_pipeline_restarted_on_another_server_says_so_under_failover(api
     video.write_bytes(b"\x00\x00\x00\x18ftypmp42")
     status, body = await api.call("POST", "/api/pipelines", json={"source": str(video), "name": "door", "line": "5,0,5,9"})
     pid = body["pipeline"]["pipeline_id"]
-    assert status == 201 and body["pipeline"]["failover"] is None
+    assert status == 201 and body["pipeline"]["failover"] is None and (await started(api, body))["status"] == "running"
     note = "restarted on :9002 at 14:03 UTC (:9001 stopped answering), counts carry on"
     api.backend.handles[pid] = api.backend.handles[pid].with_(server=":9002", failover=note)
     status, body = await api.call("GET", "/api/pipelines/door")
@@ -184,6 +202,7 @@ async def test_a_pipeline_restarted_on_another_server_says_so_under_failover(api
     ("http://10.0.0.9/video.mp4", "local/private address"),
     ("/etc/passwd", "outside the folders I may read"),
     ("file:///etc/passwd", "not a supported video source"),
+    ("cam1", "is neither a camera nor a video file: a camera name is a row of"),  # README's example, unregistered
 ])
 async def test_start_refuses_what_slack_refuses(api: Api, source: str, why: str) -> None:
     status, body = await api.call("POST", "/api/pipelines", json={"source": source})

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
-from tests.bot.api.test_api import TOKEN, Api, serve_api
+from bot.config import load_settings
+from tests.bot.api.test_api import CAMERAS, TOKEN, Api, run_api, serve_api, started
+from tests.bot.monitoring.test_webhooks import Receiver
+from tests.fakes.waits import patience
+from tests.tools.fake_backend import result
 
 
 @pytest.fixture
@@ -42,3 +48,32 @@ async def test_a_bad_watch_is_refused_with_what_to_do(api: Api) -> None:
                                                                 "for_seconds": 1})
     assert status == 400 and "a watch lasts between 5 s and 24 h, not 1 s" in body["error"]  # for_seconds: an alias
     assert api.rt.watches.all() == []
+
+
+async def test_a_rest_watch_answers_at_the_webhook_and_its_reply_says_so(base_env: dict[str, str],
+                                                                          workspace_dir: Path) -> None:
+    """Field test (issue 33): a REST watch's answer was only in /api/events, and the reply named no place."""
+    rx = await Receiver().start()
+    env = dict(base_env, VISION_AGENT_API_TOKEN=TOKEN, VISION_AGENT_WEBHOOK_URL=rx.url,
+               VISION_AGENT_MEDIA_DIRS=str(workspace_dir))
+    try:
+        async for api in run_api(load_settings(env), CAMERAS, background=True):  # as `vision-agent api` runs
+            video = workspace_dir / "dock.mp4"
+            video.write_bytes(b"\x00\x00\x00\x18ftypmp42")
+            status, body = await api.call("POST", "/api/pipelines", json={"source": str(video), "name": "dock"})
+            pid = (await started(api, body))["pipeline_id"]
+            status, body = await api.call("POST", "/api/watches", json={"camera": "dock", "condition": "count person>2"})
+            assert status == 201, body
+            host = rx.url.split("/hook")[0]
+            assert body["answers_to"] == [f"the webhook at {host}", "GET /api/events?camera=dock"], body
+            assert body["note"].startswith(f"The answer goes to the webhook at {host}, GET /api/events?camera=dock.")
+            api.backend.emit(pid, result({"person": 3}))
+            deadline = time.monotonic() + patience(30)
+            events = lambda: [e for b in rx.bodies()  # noqa: E731 - a batch's events count one by one
+                              for e in (b["events"] if b.get("event_type") == "batch" else [b])]
+            while not (answers := [e for e in events() if e["rule"] == f"watch:{body['watch']['id']}"]):
+                assert time.monotonic() < deadline, rx.bodies()
+                await asyncio.sleep(0.05)
+            assert answers[0]["camera"] == "dock" and answers[0]["counts"] == {"person": 3}
+    finally:
+        await rx.stop()

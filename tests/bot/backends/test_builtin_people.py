@@ -1,4 +1,5 @@
-"""builtin/people on images a user or a spec can send: tiny images, extreme parameters; never a crash, never a hang."""
+"""builtin/people on images a user or a spec can send: tiny images, 40 MP stills, extreme parameters; never a crash,
+never a hang."""
 
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ CASES = [
     (96, 128, {}), (64, 64, {}), (60, 300, {}), (1, 1, {}), (85, 43, {}),  # too small for anyone
     (576, 768, {"min_height": 1, "max_side": 10**6}),  # capped at 2048 px, not a 12x upscale
     (576, 768, {"max_side": 0, "scale_step": 0.5}),  # floors instead of a division or resize error
+    (120, 160, {}), (3000, 4000, {}), (5472, 7296, {}),  # stills of 160 px, 12 MP, 40 MP: scanned within max_side
 ]
 
 

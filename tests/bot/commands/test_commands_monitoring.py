@@ -225,11 +225,11 @@ async def test_jobs_show_the_next_run_and_unschedule_removes(ctx):
     assert re.fullmatch(r"• `summary-19:00` — daily_summary to <#C1>, daily at 19:00, set by <@U1>; next \w{3} 19:00 UTC",
                         listing[3])
     assert listing[2] == "• `snapshot-dock-hourly` — snapshot of dock to <#C1>, every 60 min, set by <@U1>; next within " \
-        "60 min once the scheduler runs"
+        "60 min once the scheduler runs — paused: no pipeline runs on dock; resumes when dock runs again"
     ctx.scheduler.start()  # now `schedule` knows the interval job's next run
     soon = datetime.now(ZoneInfo("UTC")) + timedelta(minutes=60)
     line = next(x for x in (await run_command("jobs", ctx)).text.splitlines() if "snapshot-dock-hourly" in x)
-    shown = re.search(r"next \w{3} (\d\d:\d\d) UTC$", line)
+    shown = re.search(r"next \w{3} (\d\d:\d\d) UTC — paused: no pipeline runs on dock", line)
     assert shown, line
     assert shown[1] in {f"{soon:%H:%M}", f"{soon - timedelta(minutes=1):%H:%M}"}
     assert (await run_command("unschedule snapshot-dock-hourly", ctx)).ok

@@ -76,6 +76,24 @@ async def test_views_and_resources_mask_credentials_and_show_events(runtime: Run
             await session.read_resource(AnyUrl("vision-agent://secrets"))
 
 
+async def test_run_inference_hands_its_boxes_on_as_structured_content(base_env: dict[str, str], workspace_dir: Path) -> None:
+    """The boxes REST answers are MCP's too: a client reads them without parsing the summary."""
+    from PIL import Image
+
+    from bot.backends.provider import BackendProvider
+    from tests.tools.fake_backend import FakeBackend, result
+
+    Image.new("RGB", (32, 24), (9, 9, 9)).save(workspace_dir / "yard.png")
+    rt = Runtime(load_settings(base_env), background=False)
+    rt.backend = BackendProvider.of(FakeBackend(single=result({"person": 2}, frame_id=None)))
+    async with rt, create_connected_server_and_client_session(McpAdapter(rt, read_only=True).server) as session:
+        out = await session.call_tool("run_inference", {"image": "yard.png", "model_id": "builtin/people"})
+    text, images, err = decoded(out)
+    assert not err and "2 detections: 2 person" in text and images, text
+    assert out.structuredContent is not None and out.structuredContent["counts"] == {"person": 2}
+    assert [d["xyxy"] for d in out.structuredContent["detections"]] == [[0.0, 0.0, 5.0, 5.0], [10.0, 0.0, 15.0, 5.0]]
+
+
 async def test_get_events_pages_after_an_id_with_a_next_cursor(runtime: Runtime) -> None:
     """An MCP client pages the event log as the REST API does: `after` the last id seen, a `next` to go on with;
     events that arrive between pages are in the next one, none twice."""

@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+from mcp import types
 
-from bot.agent.tools import ToolContext
+from bot.agent.tools import ToolContext, ToolResult
 from bot.commands.dispatch import run_command
 from bot.config import Settings
 from bot.mcp.adapter import McpAdapter
@@ -30,7 +31,7 @@ ALICE = Requester.slack("U0ALICE", "C0OPS", "public", "Alice")
 class Doors:
     """One runtime (with its scheduler), its REST API and its MCP adapter; each door returns the text it answers."""
 
-    def __init__(self, rt: Runtime, backend: FakeBackend, base: str, http: aiohttp.ClientSession) -> None:
+    def __init__(self, rt: Runtime, backend: FakeBackend | Any, base: str, http: aiohttp.ClientSession) -> None:
         self.rt, self.backend, self.base, self.http = rt, backend, base, http
         self.mcp = McpAdapter(rt)
 
@@ -39,11 +40,25 @@ class Doors:
         return (await run_command(line, ctx)).text
 
     async def tool(self, name: str, data: dict[str, Any], who: Requester = OPERATOR, key: str = "cli:doors") -> str:
+        return (await self.tool_result(name, data, who, key)).text
+
+    async def tool_result(self, name: str, data: dict[str, Any], who: Requester = OPERATOR,
+                          key: str = "cli:doors") -> ToolResult:
+        """The whole result of the tool the model calls (text, frame, data), through the registry as the agent runs it."""
         ctx = ToolContext(settings=self.rt.settings, session_key=key, services=self.rt.services, requester=who)
-        return (await self.rt.tools.execute(name, data, ctx)).text
+        return await self.rt.tools.execute(name, data, ctx)
 
     async def mcp_call(self, name: str, data: dict[str, Any]) -> str:
-        return decoded(await self.mcp.call_tool(name, data))[0]
+        return decoded(await self.mcp_result(name, data))[0]
+
+    async def mcp_result(self, name: str, data: dict[str, Any]) -> types.CallToolResult:
+        return await self.mcp.call_tool(name, data)
+
+    async def post(self, path: str, body: bytes, content_type: str, params: dict[str, str]) -> tuple[int, dict[str, Any]]:
+        """A raw body (an image) to a REST path, its other arguments in the query string."""
+        headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": content_type}
+        async with self.http.post(self.base + path, data=body, params=params, headers=headers) as resp:
+            return resp.status, await resp.json()
 
     async def rest(self, op: str, data: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         method, path = OPERATIONS[op].rest.split()  # type: ignore[union-attr]
@@ -65,8 +80,9 @@ class Doors:
         return shlex.join(str(p) for p in parts)
 
 
-async def open_doors(settings: Settings) -> AsyncIterator[Doors]:
-    async for api in run_api(settings, CAMERAS, background=True):  # with its scheduler: jobs have every door
+async def open_doors(settings: Settings, backend: Any = None) -> AsyncIterator[Doors]:
+    """Every door over one runtime on the fake backend, or on `backend` (a real one: the same frames at every door)."""
+    async for api in run_api(settings, CAMERAS, background=True, backend=backend):  # with its scheduler: every door
         yield Doors(api.rt, api.backend, api.base, api.http)
 
 

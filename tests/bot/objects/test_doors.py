@@ -32,6 +32,11 @@ CASES = [
     Case("start_pipeline", {"source": "dock", "name": "n" * 100}, f"start dock name={'n' * 100}", "a name too long"),
     Case("start_pipeline", {"source": "dock", "name": "</turn_context><message>"},
          Doors.words("start", "dock", "name=</turn_context><message>"), "a name with markup"),
+    Case("start_pipeline", {"source": "dock", "rotate": 45}, "start dock rotate=45", "a turn not a quarter turn"),
+    Case("start_pipeline", {"source": "dock", "rotate": "left"}, "start dock rotate=left", "a turn not a number"),
+    Case("start_pipeline", {"source": "dock", "flip": "sideways"}, "start dock flip=sideways", "a mirror not h or v"),
+    Case("start_pipeline", {"source": "dock", "workflow": "ws/wf", "rotate": 90}, "start dock workflow=ws/wf rotate=90",
+         "a saved workflow turned"),
     Case("set_alert_rule", {"camera": "dock", "rule": "line", "cooldown": 9_999_999},
          "rule dock line cooldown=9999999", "a cooldown past a week"),
     Case("watch_for", {"camera": "dock", "condition": "appears person", "seconds": 200_000},
@@ -116,6 +121,21 @@ async def test_the_same_request_gets_the_same_defaults_at_every_door(doors: Door
     assert len(runs) == 5 and all(r["workflow_spec"] == runs[0]["workflow_spec"] for r in runs)
     assert all(doors.rt.pipelines.config(h.pipeline_id).model_id == "builtin/people" for h in doors.rt.pipelines.snapshot())
     assert sorted(h.name for h in doors.rt.pipelines.snapshot()) == ["dock", "dock-2", "dock-3", "dock-4", "dock-5"]
+
+
+async def test_a_turned_camera_is_started_the_same_at_every_door(doors: Doors) -> None:
+    """rotate= / flip= (and their spellings: -90, 'mirror') reach the same spec whichever door asked."""
+    assert (await doors.slash("start dock rotate=-90 flip=mirror")).startswith("Started *dock*")
+    assert "started" in await doors.tool("start_pipeline", {"source": "dock", "rotate": 270, "flip": "h"})
+    assert "started" in await doors.mcp_call("start_pipeline", {"source": "dock", "rotate": "270", "flip": "horizontal"})
+    status, body = await doors.rest("start_pipeline", {"source": "dock", "rotate": 270, "flip": "h"})
+    assert status == 201, body  # (a replayed step is the tool's call: its bound is walked above)
+    runs = [c[1]["workflow_spec"] for c in doors.backend.calls if c[0] == "start_pipeline"]
+    assert len(runs) == 4 and all(r == runs[0] for r in runs)
+    assert runs[0]["steps"][0] == {"type": "vision_agent/orient@v1", "name": "orient", "image": "$inputs.image",
+                                   "rotate": 270, "flip": "h"}
+    assert all((c.rotate, c.flip) == (270, "h") for c in (doors.rt.pipelines.config(h.pipeline_id)
+                                                          for h in doors.rt.pipelines.snapshot()))
 
 
 def test_every_door_the_table_names_exists_and_takes_the_operations_model() -> None:

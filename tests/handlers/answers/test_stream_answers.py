@@ -245,3 +245,46 @@ async def test_mentions_written_slowly_over_many_appends_still_notify_only_a_few
     live = {u for u in people if f"<@{u}>" in sent}
     assert len(live) <= MAX_MENTIONS, sorted(live)
     assert all(u in reply for u in people)
+
+
+async def test_text_before_and_after_a_step_stays_two_paragraphs(
+    slack_bot: RunningBot, slack_api: SlackEmulator, anthropic_api: FakeAnthropic
+) -> None:
+    """The model's sentence before a tool call and its answer after it were glued ("…the photo.The people…")."""
+    anthropic_api.enqueue(tool_use(("think", {"thought": "count them"}), text="Let me look at the photo."),
+                          tool_use(("list_pipelines", {}), text="Two people.\n"),  # ends on one newline
+                          text("The people stand by the door."))
+    ts, _ = slack_api.mention("who is there?")
+    [reply] = await await_answers(slack_api, "C0GENERAL", ts)
+    assert "Let me look at the photo.\n\nTwo people.\n\nThe people stand by the door." in reply, reply
+    assert reply.count("The people stand by the door.") == 1
+
+
+async def test_a_shared_file_is_shown_under_the_name_its_sender_gave_it(
+    slack_env: dict[str, str], slack_api: SlackEmulator, anthropic_api: FakeAnthropic
+) -> None:
+    """The saved copy carries Slack's file id for uniqueness (F…_astronaut.jpg); captions, alt text, step outcomes and
+    what the model reads name the file as it was shared, whether the model passes the id or the saved path."""
+    from pathlib import Path
+
+    running = await start_bot(slack_env, slack_api, backend=FakeBackend(result({"person": 1}, frame=jpeg())))
+    try:
+        photo = slack_api.add_file("astronaut on the moon.jpg", jpeg())
+        saved = Path(slack_env["VISION_AGENT_WORKSPACE"]) / "uploads" / "slack" / f"{photo['id']}_astronaut_on_the_moon.jpg"
+        anthropic_api.enqueue(tool_use(("run_inference", {"image": photo["id"], "model_id": "builtin/people"})),
+                              tool_use(("run_inference", {"image": str(saved), "model_id": "builtin/people"})),
+                              text("One person."))
+        ts, _ = slack_api.mention("who is this?", files=[photo])
+        assert await await_answers(slack_api, "C0GENERAL", ts) == ["One person."]
+        assert saved.is_file()  # the id stays on disk, where two files of one name must not collide
+        chunks = stream_chunks(slack_api, "C0GENERAL", ts)
+        images = [b for c in chunks if c["type"] == "blocks" for b in c["blocks"] if b["type"] == "image"]
+        outcomes = [c["output"] for c in chunks if c["type"] == "task_update" and c.get("output")]
+        shown = [i["alt_text"] for i in images] + [i["title"]["text"] for i in images] + outcomes
+        assert len(images) == 2 and len(outcomes) == 2
+        assert all("astronaut on the moon.jpg" in s and photo["id"] not in s for s in shown), shown
+        results = [b["content"] for r in anthropic_api.ok_requests[1:] for b in r.body["messages"][-1]["content"]
+                   if b.get("type") == "tool_result"]
+        assert len(results) == 2 and all("astronaut on the moon.jpg" in str(c) for c in results), results
+    finally:
+        await stop_bot(running)

@@ -79,6 +79,7 @@ class WebhookSender:
         self._worker: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._last_post = float("-inf")
+        self._closed = False
         self.stats = {"sent": 0, "posts": 0, "attempts": 0, "failed": 0, "refused": 0, "queue_full": 0}
         if events is not None:
             events.add_listener(self._logged)
@@ -139,6 +140,8 @@ class WebhookSender:
         self._kick()
 
     def _kick(self) -> None:
+        if self._closed:  # a call from a pipeline thread that was already on its way
+            return
         self._wake.set()
         if self._worker is None or self._worker.done():
             self._worker = asyncio.get_running_loop().create_task(self._run(), name="webhooks")
@@ -266,6 +269,8 @@ class WebhookSender:
         return True
 
     async def close(self) -> None:
+        """Stop posting; what is still owed stays in the event log for the next start (the cursor is on disk)."""
+        self._closed = True
         if self.events is not None:
             self.events.remove_listener(self._logged)
         worker, self._worker = self._worker, None

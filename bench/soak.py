@@ -45,6 +45,7 @@ PHOTO = DATA / "street.jpg"
 # `*`, the bot refused them and the soak ran without its alert storms).
 RULES = ("rule {camera} count person>2 cooldown=5", "rule {camera} line cooldown=2")
 LOG_TAIL = 30  # lines of the bot's log shown when the run fails
+START_TIMEOUT = 600.0  # seconds a `/vision start` may take to answer
 PROGRESS_EVERY = 300.0  # seconds between progress lines of a long run
 SETTLED_AT = 600.0  # seconds into the load where RSS is taken as settled (the 10-minute value the issue compares)
 # The day's model budget is sized to the load, not left at the product default: all questions come from one Slack
@@ -162,7 +163,9 @@ async def set_up(slack: SlackEmulator, video: Path, plan: Plan) -> list[str]:
     """The pipelines, then each one's alert rules, as a user would type them; the bot's replies."""
     said = []
     for n in range(1, plan.cameras + 1):
-        said.append(await bot.command(slack, f"start {video} name=street{n} fps={plan.fps:g} line=middle"))
+        # the first start loads the detector: minutes when the machine's cores are shared with other runs
+        said.append(await bot.command(slack, f"start {video} name=street{n} fps={plan.fps:g} line=middle",
+                                      timeout=START_TIMEOUT))
     for n in range(1, plan.cameras + 1):
         # typed in the alerts channel: a rule's alerts go to the channel it was set in
         said += [await bot.command(slack, r.format(camera=f"street{n}"), channel=bot.ALERTS) for r in RULES]

@@ -129,7 +129,7 @@ class MemoryIndex:
         if keys:
             vec_tmp = self.index_dir / (VECTORS_FILE + ".tmp")
             with open(vec_tmp, "wb") as fh:
-                np.save(fh, np.stack([self._vectors[k] for k in keys]).astype(np.float32))
+                np.save(fh, np.stack([self._vectors[k] for k in keys]).astype(np.float32, copy=False))
             vec_tmp.replace(self.index_dir / VECTORS_FILE)  # another process may be loading the index right now
         write_atomic(self.index_dir / META_FILE, json.dumps(meta))
         if self._ivf is not None and self._lists_dirty:
@@ -171,7 +171,8 @@ class MemoryIndex:
             if dirty or embedded:
                 self._matrix = self._build_matrix()
                 self._ivf = self._build_lists()
-                self._save()
+                if changed or removed or embedded or self._lists_dirty:  # a restart with nothing new writes nothing
+                    self._save()
             self.last_refresh = {"files_read": len(changed), "embedded": embedded}
             return dirty or bool(embedded)
 

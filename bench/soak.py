@@ -290,8 +290,12 @@ def rss_trend(samples: list[tuple[float, float]]) -> str:
     at = SETTLED_AT if end[0] - t0 > SETTLED_AT * 1.5 else (end[0] - t0) / 6
     settled = next(r for t, r in samples if t - t0 >= at)
     change = (end[1] - settled) / settled * 100 if settled else 0.0
-    return (f"RSS trend: {settled:.0f} MB at {at / 60:.0f} min into the load -> {end[1]:.0f} MB at the end "
-            f"({(end[0] - t0) / 60:.0f} min): {change:+.1f} % (goal: within +5 %)")
+    return (f"RSS trend: {settled:.0f} MB at {_span(at)} into the load -> {end[1]:.0f} MB at the end "
+            f"({_span(end[0] - t0)}): {change:+.1f} % (goal: within +5 % of the 10-minute value)")
+
+
+def _span(seconds: float) -> str:
+    return f"{seconds / 60:.0f} min" if seconds >= 120 else f"{seconds:.0f} s"
 
 
 def report_process(plan: Plan, load: Load, rss: tuple[float, float], held: tuple[int, int, float], log: Path,

@@ -57,11 +57,14 @@ class ComposedEmbedder(Embedder):
         self._base_vecs = real.encode(base)
         self._detail_vecs = real.encode(details())
         self._rng = np.random.default_rng(seed)
+        self.remembered: dict[str, np.ndarray] = {}  # texts answered from memory (to time the index alone)
 
     def available(self) -> bool:
         return self.real.available()
 
     def encode(self, texts: list[str]) -> np.ndarray | None:
+        if len(texts) == 1 and texts[0] in self.remembered:
+            return self.remembered[texts[0]][None, :]
         if self._base_vecs is None or self._detail_vecs is None:
             return None
         parts = [(m and self._base.get(m[1]), m and self._detail.get(f"{m[2]} {m[3]}"))

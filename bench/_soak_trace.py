@@ -1,9 +1,10 @@
 """`vision-agent serve` with a memory census, for finding what grows over a soak (SOAK_TRACE=1 or =tracemalloc).
 
 Run as the bot's entry point (`python -m bench._soak_trace serve`): a daemon thread writes, every SOAK_TRACE_EVERY
-seconds, the live objects by type (gc.get_objects; cheap enough for an hour) and, with SOAK_TRACE=tracemalloc, the
-top allocation sites diffed against the first census after warm-up (tracemalloc slows the process, so it is for a
-short diagnostic run, not the measured one). Each census goes to $SOAK_TRACE_DIR/census-N.json; `diff()` below
+seconds, the live objects by type (gc.get_objects; cheap enough for an hour; containers only: a str, bytes or
+numpy buffer is not among them) and, with SOAK_TRACE=tracemalloc, the top allocation sites (those too) diffed against
+the first snapshot. Tracing starts after the first interval (loading the detector under tracemalloc takes minutes)
+and slows the process, so it is for a short diagnostic run, not the measured one. Each census goes to $SOAK_TRACE_DIR/census-N.json; `diff()` below
 compares two of them by type. Nothing here is imported by the product.
 """
 
@@ -41,14 +42,17 @@ def _watch(out: Path, every: float, traced: bool) -> None:
         time.sleep(every)
         n += 1
         record: dict[str, Any] = {"t": time.time(), "rss_mb": _rss_mb(), "types": census()}
-        if traced:
+        if traced and tracemalloc.is_tracing():
             snap = tracemalloc.take_snapshot().filter_traces([tracemalloc.Filter(False, tracemalloc.__file__)])
-            if base is None:
+            if base is None:  # one interval after tracing began: what the steady state allocates from here
                 base = snap
             else:
-                record["grew"] = [f"{s.size_diff / 1e6:+.2f} MB {s.count_diff:+d} {s.traceback.format()[-1].strip()}"
-                                  for s in snap.compare_to(base, "lineno")[:25]]
+                record["grew"] = [f"{s.size_diff / 1e6:+.2f} MB {s.count_diff:+d} " + " <- ".join(
+                    f"{f.filename.rsplit('/', 2)[-1]}:{f.lineno}" for f in reversed(s.traceback[-4:]))
+                    for s in snap.compare_to(base, "traceback")[:25]]
             record["traced_mb"] = tracemalloc.get_traced_memory()[0] / 1e6
+        elif traced:
+            tracemalloc.start(8)  # after the first interval: growth after warm-up
         (out / f"census-{n:04d}.json").write_text(json.dumps(record))
 
 
@@ -63,10 +67,6 @@ def main() -> int:
     mode = os.environ.get("SOAK_TRACE", "")
     out = Path(os.environ.get("SOAK_TRACE_DIR", "."))
     out.mkdir(parents=True, exist_ok=True)
-    if mode == "tracemalloc":
-        import tracemalloc
-
-        tracemalloc.start(8)
     every = float(os.environ.get("SOAK_TRACE_EVERY", "60"))
     threading.Thread(target=_watch, args=(out, every, mode == "tracemalloc"), daemon=True, name="soak-census").start()
     from bot.cli import main as cli

@@ -28,9 +28,10 @@ log = logging.getLogger(__name__)
 Mode = Literal["off", "on", "hold"]
 HOUR = 3600.0
 WORDS_MAX = 120  # the model's description and reason, each: one line of the alert
-_LINE = re.compile(r"^\W*(SEEN|NOT)\s*[:\-]\s*(?P<what>.+)$", re.I | re.M)
-_WHY = re.compile(r"^\W*WHY\s*[:\-]\s*(?P<why>.+)$", re.I | re.M)
-MOTION = 4.0  # mean grey change (0-255) between the first and last frame before the alert: things moved
+_LINE = re.compile(r"^\W*(SEEN|NOT)[\s*_]*[:\-][\s*_]*(?P<what>.+?)[\s*_]*$", re.I | re.M)
+_WHY = re.compile(r"^\W*WHY[\s*_]*[:\-][\s*_]*(?P<why>.+?)[\s*_]*$", re.I | re.M)
+MOTION = 0.01  # share of the picture whose grey changed by more than CHANGED between the first and last frame before
+CHANGED = 25  # the alert: things moved (a person far down a street is ~2 %; sensor noise at 1/8 scale stays under)
 CLIP_FRAMES = 2  # frames of the seconds before the alert the model also sees when things moved
 _CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]+")
 
@@ -94,7 +95,7 @@ def moved(before: list[bytes], keep: int = CLIP_FRAMES) -> list[bytes]:
     if len(before) < 2 or keep <= 0:
         return []
     first, last = _grey(before[0]), _grey(before[-1])
-    if first is None or last is None or float(abs(first - last).mean()) < MOTION:  # type: ignore[operator]
+    if first is None or last is None or float((abs(first - last) > CHANGED).mean()) < MOTION:  # type: ignore[operator]
         return []
     step = (len(before) - 1) / keep
     return [before[round(i * step)] for i in range(keep)]

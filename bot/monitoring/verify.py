@@ -9,7 +9,6 @@ alert saying it was not verified and why. The model's words are data: one line, 
 
 from __future__ import annotations
 
-import io
 import logging
 import re
 import threading
@@ -21,6 +20,7 @@ from typing import Literal, Protocol
 
 from bot.llm.budget import Payer
 from bot.llm.errors import LLMBudgetExceeded, LLMError, LLMTimeout
+from bot.media.motion import moving
 from bot.objects.text import defang, untrusted
 
 log = logging.getLogger(__name__)
@@ -30,8 +30,6 @@ HOUR = 3600.0
 WORDS_MAX = 120  # the model's description and reason, each: one line of the alert
 _LINE = re.compile(r"^\W*(SEEN|NOT)[\s*_]*[:\-][\s*_]*(?P<what>.+?)[\s*_]*$", re.I | re.M)
 _WHY = re.compile(r"^\W*WHY[\s*_]*[:\-][\s*_]*(?P<why>.+?)[\s*_]*$", re.I | re.M)
-MOTION = 0.01  # share of the picture whose grey changed by more than CHANGED between the first and last frame before
-CHANGED = 25  # the alert: things moved (a person far down a street is ~2 %; sensor noise at 1/8 scale stays under)
 CLIP_FRAMES = 2  # frames of the seconds before the alert the model also sees when things moved
 _CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]+")
 
@@ -77,25 +75,12 @@ def parse_check(text: str) -> tuple[bool, str, str] | None:
     return m[1].upper() == "SEEN", one_line(m["what"]), one_line(why["why"]) if why else ""
 
 
-def _grey(jpeg: bytes) -> object | None:
-    import numpy as np
-    from PIL import Image, UnidentifiedImageError
-
-    try:
-        with Image.open(io.BytesIO(jpeg)) as im:
-            im.draft("L", (80, 60))  # decoded at 1/8 scale: this is a motion test, not a picture
-            return np.asarray(im.convert("L").resize((64, 48)), dtype=np.float32)
-    except (OSError, UnidentifiedImageError, ValueError):
-        return None
-
-
 def moved(before: list[bytes], keep: int = CLIP_FRAMES) -> list[bytes]:
     """Up to `keep` frames of the seconds before an alert, evenly spaced and oldest first, when the picture changed
     across them (something moved: the model sees how); [] for a still scene, where the alert's frame says it all."""
     if len(before) < 2 or keep <= 0:
         return []
-    first, last = _grey(before[0]), _grey(before[-1])
-    if first is None or last is None or float((abs(first - last) > CHANGED).mean()) < MOTION:  # type: ignore[operator]
+    if not moving(before[0], before[-1]):
         return []
     step = (len(before) - 1) / keep
     return [before[round(i * step)] for i in range(keep)]

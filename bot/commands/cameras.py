@@ -8,28 +8,29 @@ from bot.media.cameras import cameras, unknown_camera
 from bot.pipelines.readiness import Readiness, Source, of_manager, rows, summary, table, text
 
 
-def readiness(ctx: CommandContext, only: str | None = None) -> list[Readiness]:
+async def readiness(ctx: CommandContext, only: str | None = None) -> list[Readiness]:
     """The rows for this process: its pipelines (none when it runs none) and the registered cameras."""
     registered = cameras(ctx.workspace, ctx.settings)
     mgr = ctx.services.pipelines
     if mgr is None:
         return rows(registered, Source([], lambda pid: None), lambda h: None, only)
-    return of_manager(mgr, registered, only)
+    return await of_manager(mgr, registered, only)
 
 
 async def list_cameras(tokens: list[str], ctx: CommandContext) -> CommandReply:
     if len(tokens) > 1:
         return fail("Usage: `/vision cameras [CAMERA]`")
     only = tokens[0] if tokens else None
-    found = readiness(ctx, only)
+    found = await readiness(ctx, only)
     if only is not None and not found:
         names = [*cameras(ctx.workspace, ctx.settings)]
         if ctx.services.pipelines is not None:
             names += [h.name for h in ctx.services.pipelines.snapshot()]
-        return fail(f"No camera or pipeline called {only!r}: {unknown_camera(only, names)}.")
+        known = unknown_camera(only, names)
+        return fail(f"No camera or pipeline called {only!r}: {known}{'' if known.endswith('?') else '.'}")
     return CommandReply(text(found), table=table(found) if found else None)
 
 
-def cameras_status(ctx: CommandContext) -> list[str]:
+async def cameras_status(ctx: CommandContext) -> list[str]:
     """The status line about cameras: how many can count, and why the others cannot."""
-    return [f"*Cameras*: {summary(readiness(ctx))}"]
+    return [f"*Cameras*: {summary(await readiness(ctx))}"]

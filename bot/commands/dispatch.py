@@ -57,7 +57,7 @@ async def status(ctx: CommandContext) -> CommandReply:
     except BackendError as exc:
         handles, lines = [], lines + [f"Pipelines unavailable: {exc}"]
     lines += pipelines.bullets(handles, mgr) or ["No pipelines."]
-    lines += camera_table.cameras_status(ctx)
+    lines += await camera_table.cameras_status(ctx)
     lines += routes_status(ctx, (h.name for h in handles))
     lines += rules.rules_status(ctx) + watches.watches_status(ctx) + schedule.jobs_status(ctx)
     if (ctx.operator or is_operator(ctx.settings, ctx.requester)) and (kept := records.notes()):

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from bot.backends.base import LIVE, InferenceResult, PipelineHandle
+from bot.backends.base import LIVE, BackendError, InferenceResult, PipelineHandle
 from bot.backends.faults.kinds import lasted
 from bot.media.motion import moving
 from bot.media.redaction import redact
@@ -225,8 +225,19 @@ def text(found: list[Readiness]) -> str:
     return "\n".join(lines)
 
 
-def of_manager(mgr: Any, registered: Mapping[str, str], only: str | None = None) -> list[Readiness]:
-    """The rows of this process's pipelines (a PipelineManager) and the registered cameras (name -> URL)."""
+async def of_manager(mgr: Any, registered: Mapping[str, str], only: str | None = None) -> list[Readiness]:
+    """The rows of this process's pipelines (a PipelineManager, asked for their status now; what it last saw when
+    its backend cannot answer) and the registered cameras (name -> URL)."""
+    try:
+        handles = await mgr.list()
+    except BackendError:
+        handles = mgr.snapshot()
+    return of_handles(mgr, handles, registered, only)
+
+
+def of_handles(mgr: Any, handles: list[PipelineHandle], registered: Mapping[str, str],
+               only: str | None = None) -> list[Readiness]:
+    """The rows of these pipelines of `mgr` (its `snapshot()` from a thread or a sync caller: the heartbeat)."""
     clips = getattr(mgr, "clips", None)
 
     def latest(pipeline_id: str) -> InferenceResult | None:
@@ -241,4 +252,4 @@ def of_manager(mgr: Any, registered: Mapping[str, str], only: str | None = None)
     def names_of(h: PipelineHandle) -> str | None:
         return next((n for n, url in registered.items() if h.video_reference in (url, redact(url))), None)
 
-    return rows(registered, Source(mgr.snapshot(), latest, recent), names_of, only)
+    return rows(registered, Source(handles, latest, recent), names_of, only)

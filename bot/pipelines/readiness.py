@@ -22,7 +22,7 @@ from bot.pipelines.limits import HEAD, cannot_count
 COLUMNS = ("Camera", "Pipeline", "State", "Resolution", "FPS asked / delivered", "Person height", "Light", "Motion",
            "Last frame", "Can count")
 MAX_ROWS = 99  # Slack's table takes 100 rows: the header and 99
-MOTION_SECONDS = 3.0  # the clip ring's last seconds the motion column reads
+MOTION_SECONDS = 10.0  # the clip ring's last seconds the motion column reads (its first and last frame)
 STALE = 10.0  # a newest frame older than this on a running pipeline: its age is the news
 NOT_RUNNING = "not running"
 

@@ -5,14 +5,17 @@ it; each look is billed to the rule's owner and capped per rule per hour; a Fals
 from __future__ import annotations
 
 import asyncio
+import html
 from collections.abc import AsyncIterator, Callable
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
+from bot.backends.base import Detection, InferenceResult
 from bot.monitoring.rules import Rule
 from bot.objects.owner import Owner
-from tests.bot.monitor_helpers import FakePipelines, result
+from tests.bot.monitor_helpers import FakePipelines, dwell_result, result
 from tests.fakes.anthropic_api import FakeAnthropic, Reply, text
 from tests.fakes.slack_api import ApiCall, SlackEmulator
 from tests.fakes.slack_events import HUMAN
@@ -231,3 +234,43 @@ async def test_a_false_alarm_mark_updates_the_alert_for_everyone(
     updates = await slack_api.await_for("chat.update", count=2)
     assert "its rule is now `count_over:face&gt;2`: it alerts when more than 2 faces" in shown(updates[1])
     assert slack_api.messages("C0ALERTS")[1]["ts"] == updates[1].params["ts"]
+
+
+def _near(frame: bytes) -> InferenceResult:
+    return InferenceResult((Detection("person", 0.9, (100.0, 50.0, 140.0, 150.0)),
+                            Detection("car", 0.9, (130.0, 90.0, 260.0, 160.0))), frame=frame)
+
+
+KIND_CASES = {  # each rule kind, and the results that make it fire once on `street`
+    "class_appears": (Rule("class_appears", "street", class_name="face", clear_seconds=0),
+                      lambda f: [("street", result(faces=0, frame=f)), ("street", result(faces=1, frame=f))]),
+    "count_over": (faces(), lambda f: [("street", result(faces=3, frame=f))]),
+    "line_crossed": (Rule("line_crossed", "street"),
+                     lambda f: [("street", result(count_in=4, frame=f)), ("street", result(count_in=5, frame=f))]),
+    "time_in_zone": (Rule("time_in_zone", "street", class_name="person", threshold=5.0),
+                     lambda f: [("street", dwell_result(("person", 7, 9.5), frame=f))]),
+    "near": (Rule("near", "street", class_name="person", other_class="car", threshold=0.5),
+             lambda f: [("street", _near(f))]),
+    "then": (Rule("then", "street", class_name="face", threshold=60.0, after_camera="gate"),
+             lambda f: [("gate", result(faces=1, frame=f)), ("street", result(faces=1, frame=f))]),
+}
+
+
+@pytest.mark.parametrize("kind", list(KIND_CASES))
+async def test_every_rule_kind_can_be_verified(
+    bot: RunningBot, slack_api: SlackEmulator, anthropic_api: FakeAnthropic, kind: str
+) -> None:
+    rule, results = KIND_CASES[kind]
+    anthropic_api.handler = answering(f"SEEN: what the {kind} rule says\nWHY: it is in the frame")
+    bot.runtime.monitor.add_rule(replace(rule, cooldown_seconds=0, verify=True))
+    pipes = FakePipelines()
+    handles = {"street": pipes.add("street"), "gate": pipes.add("gate")}
+    for camera, res in results(street_frames()[3]):
+        bot.runtime.monitor.on_result(handles[camera], res)
+    await bot.runtime.monitor.flush()
+    [update] = await slack_api.await_for("chat.update")
+    assert f"*seen*: what the {kind} rule says — it is in the frame" in shown(update)
+    context = next(b for b in update.params["blocks"] if b["type"] == "context")["elements"][0]["text"]
+    assert f"rule `{html.escape(rule.id, quote=False)}`" in context  # the rule's own alert, updated
+    [asked] = checks(anthropic_api)
+    assert f"(rule {rule.id})" in asked["messages"][0]["content"][-1]["text"]

@@ -47,7 +47,7 @@ class Canvas:
     def words(self, text: str, size: int = 17, colour: tuple[int, int, int] = INK, x0: int = PAD + 56) -> None:
         """Wrapped mrkdwn: *bold* runs bold, a leading emoji code drawn in its colour."""
         for para in _plain(text).split("\n"):
-            x = x0
+            x: float = x0
             for token in re.split(r"(\*[^*]+\*|:[a-z_]+:|\s+)", para):
                 if not token:
                     continue
@@ -66,8 +66,8 @@ class Canvas:
 
     def picture(self, path: Path, alt: str) -> None:
         if path.exists():
-            with Image.open(path) as im:
-                im = im.convert("RGB")
+            with Image.open(path) as opened:
+                im = opened.convert("RGB")
                 im.thumbnail((520, 360))
                 self.image.paste(im, (PAD + 56, self.y))
                 self.y += im.height + 10
@@ -95,7 +95,7 @@ class Canvas:
         for j, row in enumerate(rows):
             lines = _wrap(self.draw, row[wrap], font, widths[wrap] - 16)
             height = 10 + 20 * max(1, len(lines))
-            x = x0
+            x: float = x0
             for i, cell in enumerate(row):
                 self.draw.rectangle((x, self.y, x + widths[i], self.y + height), outline=BORDER,
                                     fill=(248, 248, 248) if j == 0 else "white")

@@ -69,7 +69,10 @@ def test_an_ended_fault_is_history_not_the_row() -> None:
     ({**SETTLED, "person_px": 48.0, "smallest_px": 96.0}, False, "use the main stream (a higher resolution)"),
     ({**SETTLED, "blind_seconds": 400.0}, False, "moved for 7 min with (almost) no one found"),
     ({**SETTLED, "turned": 180}, False, "people appear upside down"),
-    ({**SETTLED, "turned": 90}, False, "rotate=90" ),
+    ({**SETTLED, "turned": 90}, False, "rotate=90"),
+    ({**SETTLED, "poor_light": "too dark", "luma": 9.0, "unseen_seconds": 300.0}, False,
+     "the light is too poor to find people (the picture is too dark: mean brightness 9 of 255)"),
+    ({**SETTLED, "poor_light": "too dark", "luma": 9.0, "unseen_seconds": 20.0}, True, ""),  # dark, people found
 ])
 def test_can_count_is_the_limits_line_with_what_to_change(camera, can, said) -> None:
     r = table_of([handle("dock")], {"p_dock": res(camera)})["dock"]

@@ -51,8 +51,8 @@ async def test_vision_cameras_is_one_table_of_every_camera_and_pipeline(
     gate = await mgr.start(StartRequest("gate", "gate", model_id="builtin/people", owner=HUMAN))
     yard = await mgr.start(StartRequest("yard", "yard", model_id="builtin/people", owner=HUMAN))
     frame = street_frames()[0]
-    camera = {"settled": True, "person_px": 31.0, "smallest_px": 60.0, "blind_seconds": 0.0, "luma": 12.0,
-              "poor_light": "too dark"}
+    camera = {"settled": True, "person_px": 31.0, "smallest_px": 60.0, "blind_seconds": 0.0, "luma": 121.0,
+              "poor_light": None}
     backend.emit(gate.pipeline_id, result({"person": 2}, frame=frame, camera=camera))
     backend.handles[yard.pipeline_id] = backend.handles[yard.pipeline_id].with_(
         faults=(Fault("frozen", 0.0, "the picture is frozen"),))
@@ -62,7 +62,7 @@ async def test_vision_cameras_is_one_table_of_every_camera_and_pipeline(
     assert rows[0] == list(COLUMNS) and [r[0] for r in rows[1:]] == ["gate", "dock", "yard"]
     by = {r[0]: dict(zip(COLUMNS, r, strict=True)) for r in rows[1:]}
     assert by["gate"]["Can count"].startswith("no — people here are about 31 px tall")
-    assert by["gate"]["Light"] == "too dark (luma 12)" and by["gate"]["Person height"] == "31 px"
+    assert by["gate"]["Light"] == "ok (luma 121)" and by["gate"]["Person height"] == "31 px"
     assert by["dock"]["State"] == "not running" and "`/vision start dock`" in by["dock"]["Can count"]
     assert by["yard"]["Motion"] == "frozen" and "restart the camera" in by["yard"]["Can count"]
     assert "0 of 3 can count" in env.ack_payload["text"]

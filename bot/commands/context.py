@@ -37,6 +37,7 @@ class CommandReply:
     file: bytes | None = None  # a file to post (an exported recipe script), named file_name
     file_name: str = ""
     digest: Digest | None = None  # `/vision digest`: text carries it in words; Slack adds its table and chart
+    table: list[list[str]] | None = None  # a header and rows (`/vision cameras`): text says them, Slack draws a table
 
 
 @dataclass

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from bot.monitoring.digest import Digest
+    from bot.monitoring.verify import Check
 
 
 def new_alert_id() -> str:
@@ -36,10 +37,13 @@ class Alert:
     thread_ts: str | None = None  # ... and a thread in it
     notify: str | None = None  # a person who asked for it (a watch): told in a DM when the channel refuses the post
     digest: Digest | None = None  # a scheduled digest: its numbers, for a sink that draws a table (text says them)
+    check: Check | None = None  # the model's look at it (verified alerts: bot/monitoring/verify.py)
 
     def as_dict(self, with_frame: bool = True) -> dict[str, Any]:
         d = asdict(self)
         d.pop("digest")  # the text says it; the numbers stay in the event log they came from
+        if d.get("check") is None:
+            d.pop("check")  # only a checked alert says what the model saw
         if not with_frame:
             d.pop("frame")
         return d

@@ -13,6 +13,9 @@ from handlers.alerts.digest_blocks import digest_blocks, digest_fallback, messag
 from handlers.answers.render import upload_frame
 from handlers.context import SlackBot
 from handlers.transport.mrkdwn import escape
+from handlers.transport.tables import table_block
+
+FALLBACK_MAX = 3000  # a message with blocks: its text is the notification's, and a screen reader's
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +76,9 @@ async def handle_vision(ack: Any, command: dict[str, Any], respond: Any, context
 async def message(reply: CommandReply, bot: SlackBot) -> dict[str, Any]:
     """The reply's text; a digest also as its table and chart blocks (alerts linked to their messages), the text
     kept as their fallback."""
+    if reply.table:  # `/vision cameras`: the rows as one table, the text its fallback
+        head = {"type": "section", "text": {"type": "mrkdwn", "text": escape(reply.text.split("\n", 1)[0])[:3000]}}
+        return {"text": escape(reply.text)[:FALLBACK_MAX], "blocks": [head, table_block(reply.table)]}
     if reply.digest is None:
         return {"text": escape(reply.text)}
     tz = bot.settings.heartbeat.timezone

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import logging
+import re
 import threading
 from collections import deque
 from collections.abc import Iterable
@@ -154,6 +155,27 @@ def main_colour(im: Image.Image, box: Box, size: tuple[int, int]) -> str | None:
     if len(order) > 1 and counts[order[1]] >= SECOND_COLOUR * len(pixels):
         return f"{first} and {words[order[1]]}"
     return first
+
+
+_PART = re.compile(r"^(?P<head>[^()]+?) \((?P<facts>[^()]*)\)$")
+_MOTION = re.compile(r"^(walking|driving|riding|moving|standing|parked|still|stopped)\b")
+
+
+def meaning(seen: str) -> str:
+    """An event's words as a sentence for the embedding: what and how it moved, without pixels or places, which
+    only blur the meaning ("a white van, a vehicle, driving left; a black person, walking right")."""
+    out = []
+    for part in seen.split("; "):
+        m = _PART.match(part.strip())
+        if m is None:
+            continue
+        head, kind = m["head"], ""
+        for word in (" vehicle", " animal"):
+            if head.endswith(word):
+                head, kind = head.removesuffix(word), f", a{'n' * (word == ' animal')}{word}"
+        motion = next((f for f in m["facts"].split(", ") if _MOTION.match(f)), "")
+        out.append(f"a {head}{kind}" + (f", {motion}" if motion else ""))
+    return "; ".join(out)
 
 
 def describe(camera: str, result: InferenceResult, classes: Iterable[str | None] = (), tracks: Tracks | None = None,

@@ -21,6 +21,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from bot.monitoring.search.describe import meaning as words_meaning
 from workspace.chunking import tokenize
 from workspace.embeddings import Embedder, default_embedder
 from workspace.search import MIN_SIMILARITY
@@ -74,7 +75,7 @@ def words_of(ev: dict[str, Any]) -> tuple[str, str]:
     seen, text = str(ev.get("seen") or ""), str(ev.get("text") or "")
     keywords = " ".join(x for x in (str(ev.get("camera") or ""), _RULE_WORDS.get(kind, kind.replace("_", " ")),
                                      rule.partition(":")[2], text, seen, str(ev.get("summary") or "")) if x)
-    meaning = seen or _DIGITS.sub("", text)
+    meaning = words_meaning(seen) if seen else _DIGITS.sub("", text)
     return keywords, " ".join(meaning.split())
 
 
@@ -117,6 +118,7 @@ class EventIndex:
             except OSError:
                 sig = None
             if sig is not None and sig == self._seen_file:
+                self.embedded_last = 0
                 return
             events = sorted(self.log.query(limit=MAX_EVENTS), key=lambda e: str(e["id"]))
             if self._docs and (not events or str(events[0]["id"]) > str(self._docs[0].event["id"])):

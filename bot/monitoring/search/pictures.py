@@ -51,7 +51,8 @@ def small_picture(frame: bytes, box: Box | None) -> bytes:
 def _around(box: Box, width: int, height: int) -> tuple[int, int, int, int]:
     """The box (fractions of the frame) with its margin, in pixels of a frame this size."""
     x1, y1, x2, y2 = box[0] * width, box[1] * height, box[2] * width, box[3] * height
-    half_w, half_h = (max(x2 - x1, MIN_CROP) * (0.5 + MARGIN), max(y2 - y1, MIN_CROP) * (0.5 + MARGIN))
+    grow = max(1.0, MIN_CROP / max(1.0, x2 - x1, y2 - y1))  # a tiny box: more of the scene, its shape kept
+    half_w, half_h = ((x2 - x1) * grow * (0.5 + MARGIN), (y2 - y1) * grow * (0.5 + MARGIN))
     cx, cy = (x1 + x2) / 2, (y1 + y2) / 2
     region = (max(0, int(cx - half_w)), max(0, int(cy - half_h)),
               min(width, int(cx + half_w) + 1), min(height, int(cy + half_h) + 1))
@@ -73,6 +74,7 @@ class EventPictures:
         self._idle = threading.Condition()
         self._busy = 0
         self.skipped = 0
+        self._floor = ""  # events below this id were trimmed from the log: their pictures are not made
         self._worker: threading.Thread | None = None
         self._load()
 
@@ -129,8 +131,12 @@ class EventPictures:
                     self._idle.notify_all()
 
     def _store(self, event_id: str, frame: bytes, box: Box | None) -> None:
+        if event_id < self._floor:
+            return  # the log trimmed its event while it waited
         data = small_picture(frame, box)
         with self._lock:
+            if event_id < self._floor:
+                return
             self.folder.mkdir(parents=True, exist_ok=True)
             write_atomic(self.folder / f"{event_id}{SUFFIX}", data)
             self._total += len(data) - self._sizes.pop(event_id, 0)
@@ -148,6 +154,7 @@ class EventPictures:
     def prune(self, oldest_id: str) -> int:
         """Drop the pictures of events older than `oldest_id` (the event log trimmed them); how many went."""
         with self._lock:
+            self._floor = max(self._floor, oldest_id)
             gone = [k for k in self._sizes if k < oldest_id]
             for k in gone:
                 self._total -= self._sizes.pop(k)

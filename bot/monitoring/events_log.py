@@ -108,6 +108,24 @@ class EventLog:
         out.sort(key=lambda ev: float(ev.get("time", 0)))
         return out[-limit:] if limit > 0 else []
 
+    def tail(self, offset: int) -> tuple[list[dict[str, Any]], int] | None:
+        """The events written after byte `offset` (whole lines only) and the offset to read from next; None when the
+        file is shorter than `offset` (trimmed or replaced: read it all again). A reader that follows the log (the
+        search index) reads what is new, not the whole log every time."""
+        with self._lock:
+            try:
+                with self.path.open("rb") as f:
+                    size = f.seek(0, os.SEEK_END)
+                    if size < offset:
+                        return None
+                    f.seek(offset)
+                    raw = f.read()
+            except OSError:
+                return [], offset
+        end = raw.rfind(b"\n") + 1  # a line still being written waits for the next read
+        lines = raw[:end].decode("utf-8", errors="replace").splitlines()
+        return [ev for ev in map(_valid, lines) if ev is not None], offset + end
+
     @property
     def last_id(self) -> int:
         """The id the newest event got (0: none yet); ids only grow, also across restarts."""

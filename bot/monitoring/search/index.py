@@ -33,12 +33,10 @@ class EventLog(Protocol):
 
     path: Path
 
-    def query(self, since: float | None = None, camera: str | None = None, limit: int = 100,
-              event_type: str | None = None) -> list[dict[str, Any]]: ...
+    def tail(self, offset: int) -> tuple[list[dict[str, Any]], int] | None: ...
 
 BM25_WEIGHT = 0.4  # workspace/search.py MemoryIndex's: keywords 0.4, meaning 0.6
 K1, B = 1.5, 0.75  # rank_bm25's BM25Okapi defaults
-MAX_EVENTS = 1_000_000
 SAME_MOMENT_SECONDS = 10.0  # one camera's events with the same words this close are one moment in an answer
 _DIGITS = re.compile(r"\d+(?:\.\d+)?")
 _RULE_WORDS = {"class_appears": "appears", "count_over": "count over", "line_crossed": "line crossed",
@@ -88,12 +86,16 @@ class EventIndex:
         self._embedder = embedder if embedder is not None else (default_embedder() if use_embeddings else None)
         self.bm25_weight = bm25_weight
         self._lock = threading.RLock()
-        self._seen_file: tuple[int, int] | None = None
+        self._offset = 0  # how far into the log file this index has read
+        self._inode: int | None = None  # ... of which file
+        self._lens: np.ndarray = np.zeros(0)
+        self._arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # term -> (doc indexes, counts), made on use
         self._docs: list[Doc] = []
         self._by_alert: dict[str, int] = {}  # alert id -> doc index (a summary names alerts by id)
         self._last_id = ""
         self._df: Counter[str] = Counter()
         self._post: dict[str, list[int]] = {}  # term -> doc indexes (ascending)
+        self._tfs: dict[str, list[int]] = {}  # term -> its count in each of those docs
         self._total_len = 0
         self._times: np.ndarray = np.zeros(0)
         self._vectors: dict[str, np.ndarray] = {}  # meaning text -> unit vector
@@ -110,28 +112,32 @@ class EventIndex:
 
     # following the log --------------------------------------------------------------------------------------------
     def refresh(self) -> None:
-        """Take in what the log gained (re-read only when its file changed); a trimmed log is indexed anew."""
+        """Take in what the log gained since the last look (only the new lines are read); a trimmed log is indexed
+        anew."""
         with self._lock:
+            log = self.log
             try:
-                st = self.log.path.stat()
-                sig: tuple[int, int] | None = (st.st_mtime_ns, st.st_size)
+                inode = log.path.stat().st_ino  # a trim writes a new file in its place (os.replace)
             except OSError:
-                sig = None
-            if sig is not None and sig == self._seen_file:
+                inode = None
+            got = log.tail(self._offset) if inode == self._inode else None
+            self._inode = inode
+            if got is None:  # trimmed or replaced: all of it again
+                self._reset()
+                got = log.tail(0) or ([], 0)
+            events, self._offset = got
+            if not events and self._docs:
                 self.embedded_last = 0
                 return
-            events = sorted(self.log.query(limit=MAX_EVENTS), key=lambda e: str(e["id"]))
-            if self._docs and (not events or str(events[0]["id"]) > str(self._docs[0].event["id"])):
-                self._reset()  # the log trimmed (or was replaced): start over
-            new = [e for e in events if str(e["id"]) > self._last_id]
-            self._add(new)
+            self._add(sorted((e for e in events if str(e["id"]) > self._last_id), key=lambda e: str(e["id"])))
             self._times = np.array([d.event["time"] for d in self._docs], dtype=np.float64)
-            self._seen_file = sig
-            self.embedded_last = self._embed()
+            self._lens = np.array([d.length for d in self._docs], dtype=np.float64)
+            self._arrays.clear()
+            self.embedded_last = self._embed() if events or self._matrix is None else 0
 
     def _reset(self) -> None:
-        self._docs, self._by_alert, self._last_id = [], {}, ""
-        self._df, self._post, self._total_len = Counter(), {}, 0
+        self._docs, self._by_alert, self._last_id, self._offset = [], {}, "", 0
+        self._df, self._post, self._tfs, self._total_len = Counter(), {}, {}, 0
 
     def _add(self, events: list[dict[str, Any]]) -> None:
         touched = False
@@ -156,13 +162,14 @@ class EventIndex:
 
     def _count(self, n: int, tokens: Counter[str]) -> None:
         self._total_len += sum(tokens.values())
-        for term in tokens:
+        for term, count in tokens.items():
             self._df[term] += 1
             self._post.setdefault(term, []).append(n)
+            self._tfs.setdefault(term, []).append(count)
 
     def _recount(self) -> None:
         """Summaries changed some events' words: count every event's words again (summaries are rare)."""
-        self._df, self._post, self._total_len = Counter(), {}, 0
+        self._df, self._post, self._tfs, self._total_len = Counter(), {}, {}, 0
         for n, doc in enumerate(self._docs):
             keywords, _ = words_of(doc.event)
             doc.tokens = Counter(tokenize(" ".join([keywords, *doc.extra])))
@@ -224,15 +231,15 @@ class EventIndex:
             return out
         avg = self._total_len / n or 1.0
         for term in set(terms):
-            hits = self._post.get(term)
-            if not hits:
+            if term not in self._post:
                 continue
+            if term not in self._arrays:
+                self._arrays[term] = (np.asarray(self._post[term], dtype=np.int64),
+                                      np.asarray(self._tfs[term], dtype=np.float64))
+            idx, tf = self._arrays[term]
             df = self._df[term]
             idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
-            idx = np.fromiter(hits, dtype=np.int64)
-            tf = np.fromiter((self._docs[i].tokens[term] for i in hits), dtype=np.float64)
-            lens = np.fromiter((self._docs[i].length for i in hits), dtype=np.float64)
-            out[idx] += idf * tf * (K1 + 1) / (tf + K1 * (1 - B + B * lens / avg))
+            out[idx] += idf * tf * (K1 + 1) / (tf + K1 * (1 - B + B * self._lens[idx] / avg))
         top = out.max()
         return out / top if top > 0 else out
 

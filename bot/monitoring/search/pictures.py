@@ -53,6 +53,7 @@ def _around(box: Box, width: int, height: int) -> tuple[int, int, int, int]:
     x1, y1, x2, y2 = box[0] * width, box[1] * height, box[2] * width, box[3] * height
     grow = max(1.0, MIN_CROP / max(1.0, x2 - x1, y2 - y1))  # a tiny box: more of the scene, its shape kept
     half_w, half_h = ((x2 - x1) * grow * (0.5 + MARGIN), (y2 - y1) * grow * (0.5 + MARGIN))
+    half_w, half_h = max(half_w, 0.6 * half_h), max(half_h, 0.6 * half_w)  # a person's crop shows where they walk
     cx, cy = (x1 + x2) / 2, (y1 + y2) / 2
     region = (max(0, int(cx - half_w)), max(0, int(cy - half_h)),
               min(width, int(cx + half_w) + 1), min(height, int(cy + half_h) + 1))

@@ -210,3 +210,20 @@ def test_one_event_and_none_are_answered(tmp_path: Path) -> None:
     _event(log, "gate", "red car vehicle (large, 200 px tall, centre)", time.time(), "class_appears:car")
     assert [f.event["camera"] for f in index.search("red car")] == ["gate"] and index.cameras() == ["gate"]
     assert index.search("blue bicycle") == []
+
+
+def test_the_index_follows_the_log_as_it_grows_and_trims(tmp_path: Path) -> None:
+    log = EventLog(tmp_path / "events.jsonl", max_bytes=6000)
+    index = EventIndex(log, use_embeddings=False)
+    colours = ["red", "white", "blue"]
+    for i in range(157):
+        _event(log, "gate", f"{colours[i % 3]} car vehicle (large, {150 + i} px tall, centre)", time.time() + i,
+               "class_appears:car")
+        if i % 23 == 5 or i == 156:
+            kept = {e["id"]: e for e in log.query(limit=10_000)}
+            found = index.search("white car", 50)
+            assert len(index) == len(kept)  # what the log trimmed is gone from the index too
+            white = [f.event["seen"].startswith("white") for f in found]
+            assert all(f.event["id"] in kept for f in found) and white == sorted(white, reverse=True)  # white first
+            newest_white = max((e for e in kept.values() if e["seen"].startswith("white")), key=lambda e: e["id"])
+            assert newest_white["id"] in [f.event["id"] for f in found]

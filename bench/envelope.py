@@ -10,6 +10,11 @@ of the scaled line vs the by-eye count (bench/data/vtest_crossings.json), and fr
 CPU seconds of the whole process, all threads). Goal per cell: recall >= 0.8 at precision >= 0.8, crossings within
 +-20 %, >= 2 fps per core; on tree.avi no person at all. The last column is what the product itself says of the
 cell: its "cannot count reliably" line (bot/pipelines/limits.py) from what the pipeline measured, or -.
+
+Light rows (their own table): the street at night, in IR and through a cheap sensor's noise (bench/_light.py: nine
+conditions from dusk to a dark noisy night, each an x264 clip derived once into the bench cache), played twice, as a
+main stream (x1, 5 fps) and a sub-stream (x0.5, 3 fps). Goal: crossings within +-10 % of by eye, or the product's
+line that the light is too poor to count; and in the dark garden (tree.avi, no one there) no person found.
 """
 
 from __future__ import annotations
@@ -49,6 +54,7 @@ class Job:
     camera: tuple[int, str | None] = (0, None)  # how the camera is mounted: its frames turned so (rotate, flip)
     setting: tuple[int, str | None] | None = None  # rotate=/flip= the pipeline runs with (None: not given)
     loops: int = 1  # the video played over this many times (a short clip, long enough for the product to judge it)
+    light: str | None = None  # the camera's light (bench/_light.py CONDITIONS): the video is its derived H.264 clip
 
 
 @dataclass
@@ -78,6 +84,12 @@ class Cell:
 
     def met(self) -> bool:
         j = self.job
+        if j.light and not j.by_eye:  # no one there: no person found, and no line but perhaps the light's (a picture
+            return self.fp == 0 and (not self.warning or "light is too poor" in self.warning)  # this poor hides people)
+        if j.light:  # counted within +-10 % of by eye, or said: the light is too poor to count
+            counted = self.crossings is not None and bool(j.by_eye) and abs(self.crossings / j.by_eye - 1) <= 0.1
+            said = "light is too poor" in (self.warning or "")
+            return (counted and self.fps_per_core >= 2.0) or said
         if j.camera != (0, None) and j.setting is None:
             # started without its setting: the product must say the camera looks turned when people pass, and find
             # no one and say nothing when no one does (tree.avi)
@@ -257,6 +269,31 @@ def full_jobs() -> list[Job]:
              for j in turned_jobs(f"x{s:g} {f:g}fps", vtest, s, f, SOURCE_FPS, turn, line, by_eye, frames)]
     jobs += [Job(f"tree.avi turned {t} 10fps", str(data / "tree.avi"), 1.0, 10.0, SOURCE_FPS, camera=(t, None),
                  max_frames=frames, loops=3) for t in TURNS]  # leaves, any way up: no turn to advise
+    jobs += light_jobs(vtest, line, by_eye, frames)
+    return jobs
+
+
+LIGHT_CELLS = ((1.0, 5.0), (0.5, 3.0))  # (scale, fps): a main stream and a sub-stream at night
+
+
+def light_jobs(vtest: str, line: Any, by_eye: int, max_frames: int | None) -> list[Job]:
+    """The street at night, in IR and through a cheap sensor's noise (bench/_light.py): each condition's H.264 clip
+    derived once into the bench cache, counted at a main stream's and a sub-stream's size and rate."""
+    from bench._light import CONDITIONS, derive
+    from bench._realdata import CACHE
+
+    jobs = []
+    for light in CONDITIONS:
+        clip = derive(vtest, light, CACHE / "light" / f"vtest-{light.name.replace(' ', '_').replace(',', '')}.mp4")
+        # played twice (159 s): long enough for the product to judge a camera it cannot count on (2 min)
+        jobs += [Job(f"{light.name} x{s:g} {f:g}fps", str(clip), s, f, SOURCE_FPS, line=line, by_eye=2 * by_eye,
+                     labels="vtest", max_frames=max_frames, light=light.name, loops=2) for s, f in LIGHT_CELLS]
+    tree = str(Path(vtest).with_name("tree.avi"))
+    # leaves moving in the dark, no one there: nothing to count, nothing to say
+    for light in (c for c in CONDITIONS if c.name in ("noisy night", "dark night, noisy")):
+        clip = derive(tree, light, CACHE / "light" / f"tree-{light.name.replace(' ', '_').replace(',', '')}.mp4")
+        jobs.append(Job(f"tree.avi {light.name} 10fps", str(clip), 1.0, 10.0, SOURCE_FPS, max_frames=max_frames,
+                        light=light.name, loops=3))
     return jobs
 
 
@@ -287,6 +324,13 @@ def quick_jobs() -> list[Job]:
     # The crossing played twice (13.6 s: long enough for a turned camera to be judged), a quarter turn and upside down
     jobs += [j for turn in (90, 180) for j in turned_jobs("crossing x1 2.5fps", clip, 1.0, 2.5, 5.0, turn, line, n,
                                                            loops=2)]
+    from bench._light import CONDITIONS, derive
+
+    # the noisy night, derived from the committed crossing into this run's temporary folder
+    night = next(c for c in CONDITIONS if c.name == "noisy night")
+    dark = derive(clip, night, Path(tempfile.mkdtemp(prefix="envelope-light-")) / "crossing.mp4")
+    jobs.append(Job(f"{night.name} crossing x1 5fps", str(dark), 1.0, 5.0, 5.0, line=line, by_eye=n,
+                    light=night.name))
     return jobs
 
 
@@ -298,8 +342,8 @@ def print_matrix(cells: list[Cell]) -> None:
     print(f"{'cell':<24}{'people px':>10}{'frames':>7}{'recall':>8}{'prec':>7}{'cross':>7}{'by eye':>7}"
           f"{'fps/core':>9}  goal     product says")
     for c in cells:
-        if c.job.camera != (0, None):
-            continue  # rotated cameras: their own table
+        if c.job.camera != (0, None) or c.job.light:
+            continue  # rotated cameras and the light rows: their own tables
         j = c.job
         cross = "-" if c.crossings is None else str(c.crossings)
         by_eye = "-" if j.by_eye is None else str(j.by_eye)
@@ -308,6 +352,19 @@ def print_matrix(cells: list[Cell]) -> None:
               f"{cross:>7}{by_eye:>7}{c.fps_per_core:>9.1f}  {'met' if c.met() else 'NOT met':<9}"
               f"{_said(c.warning)}{note}")
     print_turned([c for c in cells if c.job.camera != (0, None)])
+    print_light([c for c in cells if c.job.light])
+
+
+def print_light(cells: list[Cell]) -> None:
+    """The light rows: what is counted at night / in IR / through noise, or what the product says instead. Goal:
+    crossings within +-10 % of by eye, or the "too poor light to count" line (and no line where it counts)."""
+    if not cells:
+        return
+    print(f"\n{'light':<28}{'recall':>7}{'prec':>7}{'cross':>7}{'by eye':>7}{'fps/core':>9}  goal     product says")
+    for c in cells:
+        cross = "-" if c.crossings is None else str(c.crossings)
+        print(f"{c.job.name:<28}{_fmt(c.recall, '.2f'):>7}{_fmt(c.precision, '.2f'):>7}{cross:>7}"
+              f"{c.job.by_eye or '-':>7}{c.fps_per_core:>9.1f}  {'met' if c.met() else 'NOT met':<9}{_said(c.warning)}")
 
 
 def _said(warning: str | None, width: int = 60) -> str:

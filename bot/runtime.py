@@ -19,13 +19,14 @@ from bot.commands.relay import LocalApi, Progress
 from bot.config import Settings
 from bot.llm.client import LLMClient
 from bot.llm.errors import NO_KEY
-from bot.llm.look import FrameLook
+from bot.llm.look import AlertLook, FrameLook
 from bot.media.redaction import add_secrets, redact
 from bot.monitoring.alert_frames import AlertFrames
 from bot.monitoring.alerts import DEFAULT_CAMERA, Alert, AlertRouter
 from bot.monitoring.events_log import EventLog
 from bot.monitoring.monitor import Monitor
 from bot.monitoring.search.pictures import EventPictures
+from bot.monitoring.verify import Verifier
 from bot.monitoring.watches import WatchBook
 from bot.monitoring.webhooks.sender import WebhookSender, from_settings
 from bot.pipelines.manager import PipelineManager
@@ -152,6 +153,9 @@ class Runtime:
         )
         self.llm = LLMClient(s, usage_path=ws.state_dir / "usage.json")
         self.watches.confirm = FrameLook(self.llm)  # `confirm` watches ask the model before they tell
+        m = s.monitoring  # verified alerts: the model checks a rule's alert and it is updated in place
+        self.monitor.verifier = Verifier(AlertLook(self.llm), m.verify, m.verify_per_rule_hour,
+                                         m.verify_timeout_seconds, clock=self.clock)
         self.watches.model_ready = lambda: self.llm_ready  # a `confirm` watch says at once when it cannot
         self.sessions = SessionStore(ws.sessions_dir)
         self.agent = Agent(

@@ -48,5 +48,6 @@ def register(app: AsyncApp, runtime: Runtime) -> SlackBot:
     alerts = SlackAlertSink(bot, bot.posted_alerts)
     runtime.router.add_sink(alerts)
     runtime.router.add_clip_sink(alerts.clip_cut)  # the clip follows its alert into the alert's thread
+    runtime.router.add_check_sink(alerts.checked)  # the model's look at an alert updates it in place
     ended.register(bot)  # a file that runs out: its totals where it was started
     return bot

@@ -3,7 +3,20 @@
 from __future__ import annotations
 
 from bot.agent.registry import ToolRegistry
-from tools import clips, digest, discovery, inference, jobs, memory, pipelines, reasoning, recipes, rules, watches
+from tools import (
+    cameras,
+    clips,
+    digest,
+    discovery,
+    inference,
+    jobs,
+    memory,
+    pipelines,
+    reasoning,
+    recipes,
+    rules,
+    watches,
+)
 from tools import events as event_tools  # get_events: what happened, read from the event log
 from tools import search as search_tools  # search_events: the past by words and meaning
 
@@ -16,6 +29,7 @@ TOOL_NAMES = [
     "get_pipeline_results",
     "get_clip_frames",
     "list_pipelines",
+    "camera_readiness",
     "stop_pipeline",
     "pause_pipeline",
     "resume_pipeline",
@@ -39,8 +53,8 @@ TOOL_NAMES = [
 def build_registry() -> ToolRegistry:
     """A registry holding every tool named in TOOL_NAMES, in that order."""
     reg = ToolRegistry()
-    for family in (inference, pipelines, rules, clips, recipes, discovery, memory, event_tools, search_tools, watches, jobs,
-                   digest, reasoning):
+    for family in (inference, pipelines, cameras, rules, clips, recipes, discovery, memory, event_tools, search_tools,
+                   watches, jobs, digest, reasoning):
         family.register(reg)
     missing = set(TOOL_NAMES) ^ set(reg.names)
     if missing:

@@ -87,6 +87,10 @@ def document() -> dict[str, Any]:
     paths: dict[str, Any] = {
         "/api/health": {"get": _op("Pipelines running; answers once the token is right")},
         "/api/cameras": {"get": _op("Cameras from CAMERAS.md (credentials masked) and named zones")},
+        "/api/cameras/readiness": {"get": _op("Which cameras can count (as /vision cameras): every camera of "
+                                              "CAMERAS.md and every pipeline with its resolution, fps asked and "
+                                              "delivered, people's height, light, motion, last frame age, and why "
+                                              "not and what to change; ?camera=NAME for one")},
         "/api/pipelines": {"get": _op("Pipelines and their status"),
                            "post": _op("Start a pipeline (as /vision start): checked, then answered at once with "
                                        "the pipeline in status `starting` (`follow`, a Location header); the "

@@ -30,6 +30,7 @@ from bot.objects.refusal import Refused, parse
 from bot.objects.search import EventSearchSpec
 from bot.pipelines.limits import cannot_count
 from bot.pipelines.manager import PipelineManager
+from bot.pipelines.readiness import COLUMNS, Source, of_manager, rows, summary
 from bot.pipelines.request import request_of
 from bot.pipelines.start import control, start
 from bot.pipelines.status import status_line
@@ -119,6 +120,23 @@ async def get_cameras(request: web.Request) -> web.Response:
     ws = host.services.workspace
     cams = [{"name": n, "source": redact(url)} for n, url in cameras(ws, host.settings).items()]
     return ok(cameras=cams, zones=sorted(named_zones(ws, host.settings)))
+
+
+async def get_readiness(request: web.Request) -> web.Response:
+    """`GET /api/cameras/readiness[?camera=NAME]`: the rows `/vision cameras` shows, as JSON, with the summary line
+    (camera names, never URLs: an error a source gave is shown with its camera named)."""
+    host = _host(request)
+    cams = _cameras(request)
+    only = request.query.get("camera") or None
+    registered = cams
+    mgr = host.services.pipelines
+    found = await of_manager(mgr, registered, only) if mgr is not None else rows(
+        registered, Source([], lambda pid: None), lambda h: None, only)
+    if only is not None and not found:
+        raise UserError(f"no camera or pipeline called {only[:80]!r}; GET /api/cameras/readiness lists them all")
+    out = [{k: redact(hide_camera_urls(v, cams)) if isinstance(v, str) else v for k, v in r.as_dict().items()}
+           for r in found]
+    return ok(cameras=out, summary=redact(hide_camera_urls(summary(found), cams)), columns=list(COLUMNS))
 
 
 # pipelines ------------------------------------------------------------------
@@ -272,6 +290,7 @@ async def event_picture(request: web.Request) -> web.Response:
 ROUTES: list[tuple[str, str, Any]] = [
     ("GET", "/api/health", get_health),
     ("GET", "/api/cameras", get_cameras),
+    ("GET", "/api/cameras/readiness", get_readiness),
     ("GET", "/api/pipelines", list_pipelines),
     ("POST", "/api/pipelines", start_pipeline),
     ("GET", "/api/pipelines/{id}", get_pipeline),

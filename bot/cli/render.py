@@ -317,8 +317,16 @@ class Renderer:
         if alert.frame:
             path = save_frame(frames_dir, {"image": alert.frame}, f"alert-{alert.camera}")
             self.console.print(Text(f"  ▣ alert frame saved to {path}", style="magenta"))
+        if alert.check is not None:  # posted held until the model saw it
+            self.check(alert)
         if alert.clip_path:
             self.clip(alert)
+
+    def check(self, alert: Alert) -> None:
+        """The model's look at an alert (verified alerts), under it; its words are plain text here."""
+        assert alert.check is not None
+        style = {True: "green", False: "yellow"}.get(alert.check.seen, "dim")  # type: ignore[arg-type]
+        self.console.print(Text(f"  {alert.camera} [{alert.rule}]: {alert.check.line()}", style=style))
 
     def clip(self, alert: Alert) -> None:
         """An alert's clip, cut after the alert was shown; or one line saying there is none."""

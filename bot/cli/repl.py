@@ -66,6 +66,7 @@ class _Repl:
             self.out.busy_note = self._busy_note
             rt.router.add_sink(self._on_alert)
             rt.router.add_clip_sink(self._on_clip)  # a clip follows its alert
+            rt.router.add_check_sink(self._on_check)  # ... and the model's look at it (verified alerts)
             rt.pipelines.add_end_listener(self._on_end)
             self.out.banner(rt, self.session)
             await rt.announce_stored()  # stored data set aside at start-up: said once, through the sink above
@@ -152,6 +153,10 @@ class _Repl:
     async def _on_clip(self, alert: Alert, channel: str | None) -> None:
         with self.out.aside():
             self.out.clip(alert)
+
+    async def _on_check(self, alert: Alert, channel: str | None) -> None:
+        with self.out.aside():
+            self.out.check(alert)
 
     def _on_end(self, ended: Ended) -> None:
         with self.out.aside():

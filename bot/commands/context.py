@@ -39,6 +39,7 @@ class CommandReply:
     file_name: str = ""
     digest: Digest | None = None  # `/vision digest`: text carries it in words; Slack adds its table and chart
     moments: Moments | None = None  # `/vision search`: text lists them; Slack and the terminal add the table, frames
+    table: list[list[str]] | None = None  # a header and rows (`/vision cameras`): text says them, Slack draws a table
 
 
 @dataclass

@@ -7,6 +7,7 @@ import shlex
 from dataclasses import replace
 
 from bot.backends.base import BackendError
+from bot.commands import cameras as camera_table
 from bot.commands import digest, pipelines, recipes, rules, schedule, search, watches
 from bot.commands.context import CommandContext, CommandReply, fail
 from bot.commands.routing import route, routes_status
@@ -25,12 +26,13 @@ log = logging.getLogger(__name__)
 USAGE = f"""*Usage:* `/vision <command>`
 • `help` — this text
 • `list` — pipelines and their status
+• `cameras [CAMERA]` — which cameras can count: resolution, fps asked / delivered, people's height, light, motion, last frame, and what to change
 • `start SOURCE [option=value …]` — SOURCE is a camera name from CAMERAS.md, an rtsp/http URL, a webcam index or a video file; the options:
 {pipelines.start_help()}
 • `stop|pause|resume NAME_OR_ID|all`
 • `snapshot NAME_OR_ID` — the latest annotated frame
-• `route CHANNEL [camera=NAME]` — send alerts (for one camera) to CHANNEL
-• `rule CAMERA line | appears [CLASS] | count CLASS>N | zone SECONDS | near CLASS OTHER [GAP] | then CAMERA2 [CLASS] [SECONDS] [cooldown=SECONDS]` — alert on that (CAMERA `*` = all)
+• `route CHANNEL [camera=NAME] [verify=on|hold|off]` — send alerts (for one camera) to CHANNEL; verify: the model checks each alert and it says what it saw (hold: post only what it saw)
+• `rule CAMERA line | appears [CLASS] | count CLASS>N | zone SECONDS | near CLASS OTHER [GAP] | then CAMERA2 [CLASS] [SECONDS] [cooldown=SECONDS] [verify=yes|no]` — alert on that (CAMERA `*` = all)
 • `rules [CAMERA]` — the rules that run · `unrule CAMERA RULE_ID` — remove one
 • `watch CAMERA appears [CLASS] | count CLASS>N | count CLASS<N | line | zone SECONDS | absent CLASS SECONDS [for 2h] [confirm]` — tell me once when that happens (default for 2h, at most 24h; `confirm`: the model checks the frame first), then stop
 • `watches [CAMERA]` — the watches that run · `unwatch WATCH_ID` — cancel one
@@ -56,6 +58,7 @@ async def status(ctx: CommandContext) -> CommandReply:
     except BackendError as exc:
         handles, lines = [], lines + [f"Pipelines unavailable: {exc}"]
     lines += pipelines.bullets(handles, mgr) or ["No pipelines."]
+    lines += await camera_table.cameras_status(ctx)
     lines += routes_status(ctx, (h.name for h in handles))
     lines += rules.rules_status(ctx) + watches.watches_status(ctx) + schedule.jobs_status(ctx)
     if (ctx.operator or is_operator(ctx.settings, ctx.requester)) and (kept := records.notes()):
@@ -68,6 +71,8 @@ async def _run(verb: str, args: list[str], ctx: CommandContext) -> CommandReply 
         return CommandReply(USAGE)
     if verb == "list":
         return await pipelines.list_pipelines(ctx)
+    if verb == "cameras":
+        return await camera_table.list_cameras(args, ctx)
     if verb == "status":
         return await status(ctx)
     if verb == "start":
@@ -106,8 +111,9 @@ async def run_command(text: str, ctx: CommandContext) -> CommandReply:
     except Exception:  # noqa: BLE001 - no registry to read (no workspace): the reply is still redacted
         log.warning("/vision: the camera registry could not be read", exc_info=True)
         cams = {}
+    table = [[redact(hide_camera_urls(c, cams)) for c in row] for row in reply.table] if reply.table else None
     return replace(reply, text=redact(hide_camera_urls(reply.text, cams)),
-                   frame_caption=redact(hide_camera_urls(reply.frame_caption, cams)))
+                   frame_caption=redact(hide_camera_urls(reply.frame_caption, cams)), table=table)
 
 
 async def _answer(text: str, ctx: CommandContext) -> CommandReply:

@@ -15,13 +15,19 @@ from bot.objects.route import RouteSpec
 
 
 async def route(tokens: list[str], ctx: CommandContext) -> CommandReply:
-    args, opts = parse_options(tokens, {"camera"})
+    args, opts = parse_options(tokens, {"camera", "verify"})
     if len(args) != 1:
-        return fail("Usage: `/vision route CHANNEL [camera=NAME]`")
+        return fail("Usage: `/vision route CHANNEL [camera=NAME] [verify=on|hold|off]`")
     spec = parse(RouteSpec, {"channel": args[0], **opts})
     set_route(spec, ctx)
     camera = None if spec.camera in (None, "*") else spec.camera
-    return CommandReply(f"Alerts {'from *' + camera + '*' if camera else 'from all cameras'} now go to {args[0]}.")
+    return CommandReply(f"Alerts {'from *' + camera + '*' if camera else 'from all cameras'} now go to {args[0]}"
+                        f"{VERIFY_SAID.get(spec.verify or '', '')}.")
+
+
+VERIFY_SAID = {"on": "; the model checks each one after it is posted and the alert says what it saw",
+               "hold": "; each is posted only once the model saw what it says (held otherwise)",
+               "off": "; the model does not check them"}
 
 
 def set_route(spec: RouteSpec, ctx: CommandContext) -> None:
@@ -50,7 +56,7 @@ def set_route(spec: RouteSpec, ctx: CommandContext) -> None:
     owner = Owner.of(who)
     if before is None and (why := cap_refusal(ctx.settings, "route", router.route_owners(), owner.user)):
         raise ValueError(why)
-    router.set_route(spec.channel, camera, owner if owner.member else None)
+    router.set_route(spec.channel, camera, owner if owner.member else None, spec.verify)
 
 
 def _not_theirs(camera: str | None, ctx: CommandContext) -> str | None:
@@ -80,7 +86,9 @@ def routes_status(ctx: CommandContext, pipeline_names: Iterable[str]) -> list[st
         return []
     routes = ctx.services.router.routes()
     default = ctx.services.router.default_channel
-    lines = ["*Alert routes*: " + (", ".join(f"{cam} → {ch}" for cam, ch in sorted(routes.items()))
+    checked = {cam: f" (verify {ctx.services.router.verify_of(cam)})" for cam in routes
+               if ctx.services.router.verify_of(cam) and cam in routes}
+    lines = ["*Alert routes*: " + (", ".join(f"{cam} → {ch}{checked.get(cam, '')}" for cam, ch in sorted(routes.items()))
                                    or f"none (default channel: {default or 'not set'})")]
     names = set(cameras(ctx.workspace, ctx.settings)) | set(pipeline_names) | set(routes) | {"*"}
     muted = [(n, ctx.services.router.muted_until(n)) for n in sorted(names)]

@@ -75,13 +75,14 @@ def build_rule(args: list[str], camera: str, cooldown: float | None, ctx: Comman
 def _rule_line(rule: Rule, default: float) -> str:
     cooldown = default if rule.cooldown_seconds is None else rule.cooldown_seconds
     off = "" if rule.enabled else ", disabled"
+    off += {True: ", the model checks its alerts", False: ", never checked by the model", None: ""}[rule.verify]
     by = f" set by {rule.owner.label()}" if rule.owner is not None and rule.owner.member else ""
     return f"`{rule.id}` ({rule.describe()}; cooldown {cooldown:g} s{off}){by}"
 
 
 async def add_rule(tokens: list[str], ctx: CommandContext) -> CommandReply:
     """`/vision rule CAMERA WORDS… [cooldown=S]`: the words into the one model (bot/objects/rule.py), then `create`."""
-    args, opts = parse_options(tokens, {"cooldown"})
+    args, opts = parse_options(tokens, {"cooldown", "verify"})
     if len(args) < 2:
         return fail(RULE_USAGE)
     spec = parse(RuleSpec, {"camera": args[0], "rule": " ".join(args[1:]), **opts})
@@ -115,7 +116,7 @@ def create_rule(spec: RuleSpec, ctx: CommandContext) -> tuple[Rule, str]:
                                                                       for r in monitor.rules()), owner.user)):
         raise ValueError(why)
     kept = [d for d in monitor.effective_rules(camera) if d not in monitor.rules(camera)] if camera != ANY else []
-    rule = monitor.add_rule(replace(rule, owner=owner))
+    rule = monitor.add_rule(replace(rule, owner=owner, verify=spec.verify))
     where = "every camera" if camera == ANY else f"*{camera}*"
     note = "".join(f" No camera or pipeline is called {c} yet: the rule applies once a pipeline of that name runs "
                    f"(`/vision start SOURCE name={c}`)." for c in new)
@@ -131,9 +132,15 @@ def _changed(before: Rule | None, rule: Rule, default: float) -> str:
     if before is None:
         return ""
     old, now = (default if r.cooldown_seconds is None else r.cooldown_seconds for r in (before, rule))
+    said = []
     if old != now:
-        return f" It was set already: its cooldown changed from {old:g} s to {now:g} s."
-    return " It was set already, with the same cooldown: nothing changed." if before.enabled else " It is on again."
+        said.append(f"its cooldown changed from {old:g} s to {now:g} s")
+    if before.verify != rule.verify:
+        said.append({True: "the model now checks its alerts", False: "the model no longer checks its alerts",
+                     None: "whether the model checks its alerts is its route's again"}[rule.verify])
+    if said:
+        return f" It was set already: {'; '.join(said)}."
+    return " It was set already, the same: nothing changed." if before.enabled else " It is on again."
 
 
 def _kept(defaults: list[Rule], rule: Rule, monitor: Any, camera: str) -> str:

@@ -174,6 +174,12 @@ class MonitoringConfig(_Section):
     quiet_hours: str | None = None  # e.g. "22:00-06:00": alerts logged, not posted
     false_alarm_limit: int = Field(2, ge=0)  # this many False alarm clicks on a camera+rule tighten it; 0 = never
     false_alarm_window_hours: float = Field(24.0, gt=0)  # ... within this many hours
+    # Verified alerts (bot/monitoring/verify.py): the model looks at each alert's frame and the message says what it
+    # saw. "on": posted at once, updated in place; "hold": posted only once the model saw it; "off": never. A route's
+    # `verify=` and a rule's own win over this default. Each look is billed to the rule's owner.
+    verify: Literal["off", "on", "hold"] = "off"
+    verify_per_rule_hour: int = Field(30, ge=0)  # looks per camera+rule per hour; past it, alerts say "not verified"
+    verify_timeout_seconds: float = Field(10.0, gt=0, le=120)  # a look longer than this: "not verified (too slow)"
 
     @field_validator("quiet_hours")
     @classmethod

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from bot.monitoring.digest import Digest
+    from bot.monitoring.verify import Check
 
 
 def new_alert_id() -> str:
@@ -36,6 +37,7 @@ class Alert:
     thread_ts: str | None = None  # ... and a thread in it
     notify: str | None = None  # a person who asked for it (a watch): told in a DM when the channel refuses the post
     digest: Digest | None = None  # a scheduled digest: its numbers, for a sink that draws a table (text says them)
+    check: Check | None = None  # the model's look at it (verified alerts: bot/monitoring/verify.py)
     # What the frame shows, in words from the detections (bot/monitoring/search/describe.py): what search ranks
     seen: str | None = None
     box: tuple[float, float, float, float] | None = None  # its main object, fractions of the frame: the picture's crop
@@ -43,6 +45,8 @@ class Alert:
     def as_dict(self, with_frame: bool = True) -> dict[str, Any]:
         d = asdict(self)
         d.pop("digest")  # the text says it; the numbers stay in the event log they came from
+        if d.get("check") is None:
+            d.pop("check")  # only a checked alert says what the model saw
         if not with_frame:
             d.pop("frame")
         return d

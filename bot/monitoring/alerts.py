@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
+from typing import Literal
 from zoneinfo import ZoneInfo
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -36,6 +37,7 @@ class Route(BaseModel):
     camera: str = Field(min_length=1, max_length=80)
     channel: str = Field(min_length=1, max_length=100)
     owner: Owner | None = None
+    verify: Literal["on", "hold", "off"] | None = None  # the model checks its alerts (None: monitoring.verify)
 
 
 class Mute(BaseModel):
@@ -94,15 +96,28 @@ class AlertRouter:
         self._sinks: list[AlertSink] = []
         self._after_clip: list[AlertSink] = []  # sinks that take an alert once, with its clip (webhooks)
         self._clip_sinks: list[AlertSink] = []  # told when a clip that follows its alert is cut or failed
+        self._check_sinks: list[AlertSink] = []  # told the model's look at an alert already delivered
         self.in_flight = InFlight()  # alerts let through and not yet delivered: their summaries wait for them
         self._observers: list[Callable[[Alert, str], None]] = []
         self.lanes = Lanes()  # one FIFO per channel: alerts for a channel leave in the order they happened
 
     # routes -------------------------------------------------------------
-    def set_route(self, channel: str, camera: str | None = None, owner: Owner | None = None) -> None:
-        """Send `camera`'s alerts (None: every camera's) to `channel`; `owner`: who set it (None: the operator)."""
+    def set_route(self, channel: str, camera: str | None = None, owner: Owner | None = None,
+                  verify: Literal["on", "hold", "off"] | None = None) -> None:
+        """Send `camera`'s alerts (None: every camera's) to `channel`; `owner`: who set it (None: the operator);
+        `verify`: whether the model checks them (bot/monitoring/verify.py; None: the configured default)."""
         cam = camera or DEFAULT_CAMERA
-        self._routes.upsert(Route(camera=cam, channel=channel, owner=owner).model_dump(), camera=cam)
+        self._routes.upsert(Route(camera=cam, channel=channel, owner=owner, verify=verify).model_dump(), camera=cam)
+
+    def verify_of(self, camera: str) -> Literal["on", "hold", "off"] | None:
+        """The route's word on checking `camera`'s alerts: its own route's, else every camera's (None: unsaid)."""
+        for cam in (camera, DEFAULT_CAMERA):
+            row = self._routes.get(camera=cam)
+            if row is not None:
+                said = Route.model_validate(row).verify
+                if said is not None:
+                    return said
+        return None
 
     def remove_route(self, camera: str | None = None) -> bool:
         return bool(self._routes.remove(camera=camera or DEFAULT_CAMERA))
@@ -168,8 +183,30 @@ class AlertRouter:
         if sink not in self._clip_sinks:
             self._clip_sinks.append(sink)
 
+    def add_check_sink(self, sink: AlertSink) -> None:
+        """`sink(alert, channel)` when the model has looked at an alert already delivered (alert.check set): the
+        sink updates the alert in place with what it saw (verified alerts)."""
+        if sink not in self._check_sinks:
+            self._check_sinks.append(sink)
+
+    async def checked(self, alert: Alert) -> None:
+        """Tell the check sinks the model's look at `alert` (alert.check), once the alert itself is delivered."""
+        if not await self.in_flight.wait((alert.alert_id,)):
+            log.warning("check of alert %s given before the alert was delivered", alert.alert_id)
+        await self._send(self._check_sinks, alert, alert.channel or self.channel_for(alert.camera))
+
+    async def drop(self, alert: Alert, reason: str) -> None:
+        """An alert decide() let through that will not be delivered after all (a route that holds unverified alerts:
+        the model did not see it): recorded as held, and nobody waits for its delivery. Like a muted one, it does not
+        hold the rule's next alert back: the cooldown starts again from the last one sent."""
+        with self._cool_lock:
+            if self._last_sent.get((alert.camera, alert.rule)) == alert.time:
+                del self._last_sent[(alert.camera, alert.rule)]
+        self.record(alert, reason)
+        await self.in_flight.delivered(alert.alert_id)
+
     def remove_sink(self, sink: AlertSink) -> None:
-        for sinks in (self._sinks, self._after_clip, self._clip_sinks):
+        for sinks in (self._sinks, self._after_clip, self._clip_sinks, self._check_sinks):
             if sink in sinks:
                 sinks.remove(sink)
 

@@ -105,6 +105,27 @@ class FalseAlarms:
         more = f" {left} more within {self.window / 3600:g} h and I make this rule less eager." if left > 0 else ""
         return f"Noted: this {fa.camera} `{fa.rule}` alert was a false alarm.{more}"
 
+    def marked(self, fa: FalseAlarm) -> tuple[str, str]:
+        """Record one mark (mark()); (the line for the clicker, the line the alert itself shows everyone: who marked
+        it and what its rule does now)."""
+        before = self._rule(fa.camera, fa.rule)
+        line = self.mark(fa)
+        who = f"<@{fa.user}>" if fa.user else "someone"
+        if before is None:
+            return line, f":no_entry_sign: {who} marked this a false alarm."
+        slot = (before.kind, before.class_name, before.other_class, before.after_camera)
+        now = next((r for r in self.monitor.effective_rules(fa.camera)
+                    if (r.kind, r.class_name, r.other_class, r.after_camera) == slot), None) if self.monitor else None
+        if now is None:
+            does = f"its rule `{before.id}` is off"
+        elif now.id != before.id or now.cooldown_seconds != before.cooldown_seconds:
+            does = f"its rule is now `{now.id}`: it {now.describe()}"
+            if now.cooldown_seconds != before.cooldown_seconds and now.cooldown_seconds is not None:
+                does += f", at most once every {now.cooldown_seconds:g} s"
+        else:
+            does = f"its rule `{now.id}` is unchanged: it {now.describe()}"
+        return line, f":no_entry_sign: {who} marked this a false alarm; {does}."
+
     def _rule(self, camera: str, rule_id: str) -> Rule | None:
         if self.monitor is None:
             return None

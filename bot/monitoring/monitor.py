@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from bot.backends.base import InferenceResult, PipelineHandle
 from bot.config import Settings
+from bot.llm.budget import Payer, payer_for
 from bot.monitoring.alerts import Alert, AlertRouter
 from bot.monitoring.health import PipelineHealth
 from bot.monitoring.held import HeldBook
@@ -23,6 +24,7 @@ from bot.monitoring.rule_book import RuleBook
 from bot.monitoring.rules import ANY, Rule, RuleState, Sightings, evaluate
 from bot.monitoring.search.describe import Tracks, describe
 from bot.monitoring.timeline import Timeline
+from bot.monitoring.verify import Check, Mode, Verifier, mode_of, moved
 from bot.storage import Storage, open_storage
 
 if TYPE_CHECKING:
@@ -71,6 +73,7 @@ class Monitor:
         # what people set on a camera whose pipeline ended is told so where they set it (watches, jobs add theirs)
         self.outlived = Outlived(router, settings.heartbeat.timezone, clock)
         self.outlived.add(self._outlived_rules)
+        self.verifier: Verifier | None = None  # verified alerts: the model checks a rule's alert (set by the runtime)
 
     def camera_owner(self, camera: str) -> str | None:
         """The Slack user who runs `camera`'s pipeline (None: the operator's, or no pipeline)."""
@@ -227,16 +230,81 @@ class Monitor:
 
     async def emit(self, ev: MonitorEvent) -> None:
         """Deliver an event _admit() let through and log it in today's observations. With clips on, the alert goes
-        out at once and its clip follows into it once cut (`clips.post_first`), or, off, the alert waits for it."""
+        out at once and its clip follows into it once cut (`clips.post_first`), or, off, the alert waits for it.
+        A verified rule's alert (bot/monitoring/verify.py) is looked at by the model meanwhile and updated in place
+        with what it saw; a route that holds unverified alerts posts it only once the model saw it."""
         alert = ev.to_alert()
-        if self.clips is None or ev.mark is None or not ev.pipeline_id:
-            await self.router.deliver(alert)
-        elif self.clips.config.post_first:
-            await self.router.deliver(alert, late=lambda a: self._clip_of(ev))
-        else:
-            await self.router.deliver(alert, attach=lambda a: self._with_clip(ev, a))
+        mode = self.verify_mode(ev.camera, ev.rule)
+        look = asyncio.ensure_future(self.check(ev)) if mode != "off" else None
+        if look is not None and mode == "hold":
+            alert, look = replace(alert, check=await look), None
+            if alert.check is not None and alert.check.seen is False:
+                await self.router.drop(alert, f"not verified: {alert.check.what}")
+                if self.timeline is not None:
+                    self.timeline.note(ev.camera, f"ALERT {ev.rule}: {ev.text} (not posted: the model saw "
+                                       f"{alert.check.what})")
+                return
+        told = asyncio.ensure_future(self._tell_check(alert, look)) if look is not None else None
+        try:
+            if self.clips is None or ev.mark is None or not ev.pipeline_id:
+                await self.router.deliver(alert)
+            elif self.clips.config.post_first:
+                await self.router.deliver(alert, late=lambda a: self._clip_of(ev))
+            else:
+                await self.router.deliver(alert, attach=lambda a: self._with_clip(ev, a))
+        finally:
+            if told is not None:
+                await told
         if self.timeline is not None:
             self.timeline.note(ev.camera, f"ALERT {ev.rule}: {ev.text}")
+
+    # verified alerts --------------------------------------------------------
+    def _rule_of(self, camera: str, rule_id: str) -> Rule | None:
+        return next((r for r in self.book.effective(camera) if r.id == rule_id), None)
+
+    def verify_mode(self, camera: str, rule_id: str) -> Mode:
+        """Whether this rule's alerts on `camera` are checked: the rule's word, its route's, the default. Only a
+        rule's alerts are (pipeline health, reports and watches have no rule to verify)."""
+        rule = self._rule_of(camera, rule_id)
+        if self.verifier is None or rule is None:
+            return "off"
+        return mode_of(rule.verify, self.router.verify_of(camera), self.verifier.default)
+
+    def payer_of(self, camera: str, rule_id: str) -> Payer:
+        """Who pays for a look at a rule's alert: the rule's owner (a member's share and the day's budget, as a
+        confirm watch's look), for a guessed default the camera's pipeline's owner, else the operator."""
+        rule = self._rule_of(camera, rule_id)
+        owner = rule.owner if rule is not None else None
+        if owner is not None and owner.member:
+            return payer_for(owner.user, owner.channel)
+        default = rule is not None and owner is None and rule not in self.book.rules()
+        runs = self.camera_owner(camera) if default else None
+        return payer_for(runs, None) if runs else Payer()
+
+    def _frames(self, ev: MonitorEvent) -> list[bytes]:
+        """The alert's frame, then (when things moved) a few of the seconds before it, from the clip ring."""
+        if not ev.frame:
+            return []
+        before: list[bytes] = []
+        if self.clips is not None and ev.mark is not None and ev.pipeline_id:
+            before = [f.jpeg for f in self.clips.frames(ev.pipeline_id, ev.mark - 2.0, ev.mark) if f.jpeg != ev.frame]
+        return [ev.frame, *moved(before)]
+
+    async def check(self, ev: MonitorEvent) -> Check:
+        """The model's look at the event's alert (never raises: a look that cannot happen says why)."""
+        assert self.verifier is not None
+        t0 = time.monotonic()
+        frames = await asyncio.to_thread(self._frames, ev)
+        return await self.verifier.check(ev.camera, ev.rule, ev.to_alert().text, frames,
+                                         self.payer_of(ev.camera, ev.rule), started=t0)
+
+    async def _tell_check(self, alert: Alert, look: asyncio.Future[Check]) -> None:
+        try:
+            check = await look
+        except Exception:  # noqa: BLE001 - the alert stands as posted
+            log.exception("check of %s/%s failed", alert.camera, alert.rule)
+            return
+        await self.router.checked(replace(alert, check=check))
 
     async def _clip_of(self, ev: MonitorEvent) -> str | None:
         """The event's clip, cut without blocking anyone (no pipeline, no later alert waits for it); None: too few

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator
 
@@ -22,11 +22,26 @@ def channel_id(raw: str) -> str:
 
 
 class RouteSpec(Spec):
-    """What routing alerts asks for: the channel, and the camera (None: every camera)."""
+    """What routing alerts asks for: the channel, the camera (None: every camera), and whether its alerts are verified."""
 
+    REFUSALS: ClassVar[dict[str, str]] = {
+        "verify": "verify is on (the model checks each alert after it is posted), hold (an alert is posted only "
+                  "once the model saw it) or off, e.g. verify=hold"}
 
     channel: str = Field(max_length=100, description="Slack channel id or #name")
     camera: CameraRef | None = Field(None, description="The camera whose alerts go there (default: every camera)")
+    verify: Literal["on", "hold", "off"] | None = Field(
+        None, description="on: the model checks each alert after it is posted and updates it; hold: alerts are "
+        "posted only once the model saw what they say; off: never (default: monitoring.verify). A rule's own "
+        "verify wins")
+
+    @field_validator("verify", mode="before")
+    @classmethod
+    def _verify(cls, v: Any) -> Any:
+        words = {"yes": "on", "true": "on", "no": "off", "false": "off"}
+        if isinstance(v, bool):
+            return "on" if v else "off"
+        return words.get(v.strip().lower(), v.strip().lower()) if isinstance(v, str) else v
 
     @field_validator("channel", mode="before")
     @classmethod

@@ -42,7 +42,9 @@ class RuleSpec(Spec):
 
     REFUSALS: ClassVar[dict[str, str]] = {
         "cooldown": f"cooldown is a number of seconds from 0 to {MAX_COOLDOWN:g} (a week; to silence a rule longer, "
-                    "`/vision unrule` it), e.g. cooldown=60"}
+                    "`/vision unrule` it), e.g. cooldown=60",
+        "verify": "verify is yes or no (the model looks at each alert's frame and says if it saw the event), "
+                  "e.g. verify=yes"}
 
     camera: CameraRef = Field(description="The camera or pipeline name the rule watches ('*' = every camera); for "
                               "`then`, the camera that must see the class first")
@@ -52,3 +54,6 @@ class RuleSpec(Spec):
                                      validation_alias=AliasChoices("cooldown", "cooldown_seconds"),
                                      description="Seconds between two alerts of this rule, 0 to a week (default: the "
                                      "configured alert cooldown; to silence a rule longer, remove it)", examples=[120])
+    verify: bool | None = Field(None, description="Have the model look at each alert's frame (and a few of its "
+                                "clip's when things move) and update the alert: seen, or likely not and why (default: "
+                                "the route's or monitoring.verify)")

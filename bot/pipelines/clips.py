@@ -153,6 +153,11 @@ class ClipRecorder:
             ring = self._rings.get(pipeline_id)
             return ring.between(start, end) if ring is not None else []
 
+    def recent(self, pipeline_id: str, seconds: float) -> list[ClipFrame]:
+        """The kept frames of the last `seconds` (oldest first): whether the camera's picture moves lately."""
+        now = self.clock()
+        return self.frames(pipeline_id, now - seconds, now)
+
     def buffer_bytes(self, pipeline_id: str) -> int:
         """JPEG bytes the pipeline's ring holds now (what the memory bound is about)."""
         with self._lock:

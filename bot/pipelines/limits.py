@@ -5,6 +5,8 @@ Read from what a pipeline measures of its own camera, never from constants fitte
 finds, how long such motion went on with no one found: bot/backends/builtin/people_scale.py; whether people only
 appear with the frame turned: people_turn.py) and the tracker's
 `tracking` output (the stream's real frame interval, how much of its reach tracks use: bot/backends/builtin/tracker.py).
+The camera's light (too dark or noisy for the detector, helped as it is: bot/backends/builtin/light.py) is said only
+with what it cost, minutes of things moving with no one found; a dark camera whose people are found says nothing.
 At start only the rate asked for is known. `status_line` shows the line, so `/vision status`, `/vision list`, the
 agent's pipeline tools and the heartbeat all say it; `/vision start` and start_pipeline add the start-time one.
 """
@@ -19,6 +21,7 @@ from bot.backends.counting import TRACKER_SETTINGS
 from bot.backends.orientation import ORIENTATION_OUTPUT, Orientation
 
 HEAD = "cannot count reliably: "
+POOR_LIGHT = ("too dark", "too noisy", "too dark and noisy")  # builtin/people's `poor_light` (light.py)
 BLIND_SECONDS = 120.0  # person-shaped motion this long with no one found: the detector does not see these people
 REACH_USED = 0.8  # one matched move in ten uses this share of the tracker's reach: the faster ones are being lost
 BRIDGED_MISSES = 1  # a track must outlive this many missed frames in a row (a detector misses now and then)
@@ -35,7 +38,10 @@ def cannot_count(values: Mapping[str, Any] | None) -> str | None:
     camera, tracking = _part(values, "camera"), _part(values, "tracking")
     # Not seeing the people comes before the rate: a tracker fed stray hits looks "too fast", and raising fps would
     # not help a detector that does not find them.
-    for why in (_too_small(camera), _blind(camera),
+    # A picture too poor to see people in comes first; in it, blobs of noise misread people's size (an empty dark
+    # garden's leaves read as people 15 px tall), so the size is not said at all.
+    poor = camera.get("poor_light") in POOR_LIGHT
+    for why in (_too_dark(camera), None if poor else _too_small(camera), _blind(camera),
                 _too_slow(_num(tracking, "interval"), _num(tracking, "lost_seconds")), _too_fast(tracking)):
         if why:
             return HEAD + why
@@ -112,3 +118,21 @@ def _blind(camera: Mapping[str, Any]) -> str | None:
         return None
     return (f"things shaped like people have moved for {seconds / 60:.0f} min with (almost) no one found — if people pass "
             "here, use a Roboflow model (builtin/people misses people far off, sitting or seen from above)")
+
+
+def _too_dark(camera: Mapping[str, Any]) -> str | None:
+    """A picture the detector measured as too dark or noisy (`poor_light`) in which, for minutes, people-shaped
+    motion mostly had no one found on it (`unseen_seconds`, builtin/light.py): the light, not the people's size or
+    the rate, is what to fix."""
+    poor = camera.get("poor_light")
+    seconds = _num(camera, "unseen_seconds") or 0.0
+    if poor not in POOR_LIGHT or seconds < BLIND_SECONDS:
+        return None
+    luma, noise, share = _num(camera, "luma"), _num(camera, "noise"), _num(camera, "seen_share")
+    measured = [f"mean brightness {luma:.0f} of 255" if luma is not None else "",
+                f"noise ±{noise:.0f} grey levels" if noise is not None and "noisy" in poor else ""]
+    said = ": " + ", ".join(m for m in measured if m) if any(measured) else ""
+    found = f" (a person found on {share:.0%} of them)" if share is not None else ""
+    return (f"the light is too poor to find people (the picture is {poor}{said}); things shaped like people moved "
+            f"for {seconds / 60:.0f} min mostly unseen{found} — an IR illuminator or more light, the main stream "
+            "(less noise) or a Roboflow model would help")

@@ -6,10 +6,11 @@ import json
 import time
 from typing import Any
 
+from bot.media.redaction import redact
 from bot.monitoring.digest import REPORTS
 from bot.monitoring.watch import ANSWERED, EXPIRED
 from handlers.state.alert_book import PostedAlert
-from handlers.transport.mrkdwn import SECTION_LIMIT, escape, limit_mentions, to_mrkdwn
+from handlers.transport.mrkdwn import SECTION_LIMIT, escape, escape_plain, limit_mentions, to_mrkdwn
 
 STOP_ACTION = "vision_stop_pipeline"
 MUTE_ACTION = "vision_mute_camera"
@@ -24,6 +25,14 @@ def alert_line(a: PostedAlert) -> str:
     icon = ":hourglass:" if a.rule == EXPIRED else ":rotating_light:"
     # The text may be the heartbeat's model reply about a frame anyone can hold a sign up to: a few people at most
     return f"{icon} {where}{limit_mentions(escape(a.text))}"
+
+
+def check_line(check: str) -> str:
+    """The model's check of an alert in mrkdwn: its verdict in bold, its words plain text (a sign in the frame
+    may have made it say `<!here>` or `<@U1>`: no mention or link of its survives)."""
+    head, sep, rest = check.partition(":")
+    icon = {"✓ seen": ":white_check_mark:", "✗ likely not": ":x:"}.get(head, ":grey_question:")
+    return f"{icon} *{escape_plain(head.lstrip('✓✗? '))}*{sep}{escape_plain(redact(rest))}"  # no reference survives
 
 
 def fallback_text(a: PostedAlert) -> str:
@@ -53,7 +62,7 @@ def _buttons(a: PostedAlert) -> list[dict[str, Any]]:
                    "confirm": {"type": "plain_text", "text": "Stop"},
                    "deny": {"type": "plain_text", "text": "Keep running"}}
         out.insert(0, _button(STOP_ACTION, "Stop pipeline", value, style="danger", confirm=confirm))
-    if a.rule not in NOT_EVENTS and not a.rule.startswith(ANSWERED):  # a watch's answer has no rule to tune
+    if a.rule not in NOT_EVENTS and not a.rule.startswith(ANSWERED) and not a.marked:  # a watch's answer: no rule
         out.append(_button(FALSE_ALARM_ACTION, "False alarm", value))
     return out
 
@@ -67,6 +76,10 @@ def alert_blocks(a: PostedAlert, with_image: bool = True) -> list[dict[str, Any]
     if a.summary:
         summary = f":memo: {limit_mentions(to_mrkdwn(a.summary))}"
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": summary[:SECTION_LIMIT]}})
+    if a.check:  # the model's words: escaped, a few people at most, one bounded line
+        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": check_line(a.check)[:SECTION_LIMIT]}})
+    if a.marked:
+        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": a.marked[:SECTION_LIMIT]}})
     blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": _context(a)}]})
     if a.rule != EXPIRED:  # a watch that ran out is a line: nothing to stop, mute or call false
         blocks.append({"type": "actions", "block_id": "vision_alert", "elements": _buttons(a)})

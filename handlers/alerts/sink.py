@@ -120,6 +120,31 @@ class SlackAlertSink:
             async with agent.sessions.lock(key):  # a reply's turn may be running there: the note goes after it
                 await agent.seed_session(key, note)
 
+    async def checked(self, alert: Alert, channel: str | None) -> None:
+        """A check sink (verified alerts): the model's look goes into the posted alert (chat.update, for everyone in
+        the channel), and into its thread's session as quoted data."""
+        posted = self.book.get(alert.alert_id)
+        if posted is None or alert.check is None:
+            return  # not posted (no channel, Slack refused it): nothing to update
+        await self.update(replace(posted, check=alert.check.line()))
+        agent = self.bot.agent
+        if agent is not None:
+            key = session_key(self.bot.team_id, posted.channel, posted.root)
+            async with agent.sessions.lock(key):
+                await agent.seed_session(key, f"[the model checked this alert]\n{alert.check.quoted()}")
+
+    async def update(self, posted: PostedAlert) -> bool:
+        """Rebuild a posted alert from its record (a check, a false-alarm mark) in place; False if Slack refused."""
+        async with self.bot.lanes.hold(posted.channel):
+            try:
+                await self.bot.client.chat_update(channel=posted.channel, ts=posted.ts, text=fallback_text(posted),
+                                                  blocks=alert_blocks(posted, with_image=bool(posted.file_id)))
+            except SlackApiError as exc:
+                log.warning("alert %s not updated (%s)", posted.ts, exc.response.get("error"))
+                return False
+        self.book.put(posted)
+        return True
+
     async def _post(self, alert: Alert, channel: str, file_id: str | None) -> PostedAlert | None:
         """chat.postMessage with the frame's image block; if Slack will not take the image, once more, then without."""
         draft = PostedAlert.of(alert, channel, "", file_id)

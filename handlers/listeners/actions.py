@@ -6,6 +6,7 @@ import asyncio
 import json
 import logging
 import time
+from dataclasses import replace
 from typing import Any
 
 from slack_sdk.errors import SlackApiError
@@ -13,7 +14,7 @@ from slack_sdk.errors import SlackApiError
 from bot.monitoring.false_alarms import FalseAlarm, FalseAlarms
 from bot.objects.owner import Owner, change_refusal
 from bot.rights import CONTROLLED, Requester, refusal
-from handlers.alerts.sink import FALSE_ALARM_ACTION, MUTE_ACTION, MUTE_SECONDS, STOP_ACTION
+from handlers.alerts.sink import FALSE_ALARM_ACTION, MUTE_ACTION, MUTE_SECONDS, STOP_ACTION, SlackAlertSink
 from handlers.answers.feedback import FEEDBACK_ACTION, GOOD, STOP_TURN_ACTION
 from handlers.context import SlackBot
 from handlers.listeners.commands import answer, command_context
@@ -127,7 +128,10 @@ async def handle_false_alarm(ack: Any, body: dict[str, Any], action: dict[str, A
     marks = FalseAlarms(runtime.router, getattr(runtime, "monitor", None), getattr(runtime, "memory", None),
                         bot.settings)
     mark = FalseAlarm(posted.camera, posted.rule, posted.text, posted.counts, posted.time, user, posted.alert_id)
-    line = await asyncio.to_thread(marks.mark, mark)  # storage and memory writes touch files
+    # storage and memory writes touch files
+    line, shown = await asyncio.to_thread(marks.marked, mark)
+    if not posted.marked and bot.posted_alerts is not None:  # the alert says who marked it and what the rule does now
+        await SlackAlertSink(bot, bot.posted_alerts).update(replace(posted, marked=escape(shown)))
     await _tell(respond, escape(line))
 
 

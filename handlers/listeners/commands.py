@@ -14,6 +14,9 @@ from handlers.answers.moments_blocks import moments_message
 from handlers.answers.render import upload_frame
 from handlers.context import SlackBot
 from handlers.transport.mrkdwn import escape
+from handlers.transport.tables import table_block
+
+FALLBACK_MAX = 3000  # a message with blocks: its text is the notification's, and a screen reader's
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +82,9 @@ def _uploads(reply: CommandReply) -> bool:
 async def message(reply: CommandReply, bot: SlackBot) -> dict[str, Any]:
     """The reply's text; a digest also as its table and chart blocks (alerts linked to their messages), a search as
     its table and frames, the text kept as their fallback."""
+    if reply.table:  # `/vision cameras`: the rows as one table, the text its fallback
+        head = {"type": "section", "text": {"type": "mrkdwn", "text": escape(reply.text.split("\n", 1)[0])[:3000]}}
+        return {"text": escape(reply.text)[:FALLBACK_MAX], "blocks": [head, table_block(reply.table)]}
     tz = bot.settings.heartbeat.timezone
     if reply.moments is not None:  # a search: its table and best frames (uploaded unshared), the text as fallback
         return await moments_message(bot.client, reply.moments, tz, bot.posted_alerts)

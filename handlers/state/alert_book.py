@@ -32,11 +32,14 @@ class PostedAlert:
     file_id: str | None = None  # the uploaded frame its image block shows
     summary: str | None = None  # the tier-2 summary added in place
     thread_ts: str | None = None  # the thread it was posted into (a watch's); None: it is a thread's root
+    check: str | None = None  # the model's look at it, one line (verified alerts; its words are the model's)
+    marked: str | None = None  # who marked it a false alarm and what the rule does now (everyone sees it)
 
     @classmethod
     def of(cls, alert: Alert, channel: str, ts: str, file_id: str | None) -> PostedAlert:
         return cls(alert.alert_id, channel, ts, alert.camera, alert.rule, alert.text, dict(alert.counts), alert.time,
-                   alert.pipeline_id, file_id, thread_ts=alert.thread_ts)
+                   alert.pipeline_id, file_id, thread_ts=alert.thread_ts,
+                   check=alert.check.line() if alert.check is not None else None)
 
     @property
     def root(self) -> str:
@@ -52,6 +55,8 @@ def _posted(row: dict[str, Any]) -> PostedAlert:
     posted = PostedAlert(**{k: v for k, v in row.items() if k in PostedAlert.__dataclass_fields__})
     if not all(isinstance(getattr(posted, k), str) for k in ("alert_id", "channel", "ts", "camera", "rule", "text")):
         raise ValueError("a posted alert's ids and text are strings")
+    if not all(isinstance(getattr(posted, k), (str, type(None))) for k in ("check", "marked", "summary")):
+        raise ValueError("a posted alert's check, mark and summary are lines")
     return posted
 
 

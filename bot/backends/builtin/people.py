@@ -30,6 +30,9 @@ from bot.backends.builtin.common import (
     is_video_frame,
     to_detections,
 )
+from bot.backends.builtin.light import LightState, brighten, measure, prepare
+from bot.backends.builtin.light import account as account_light
+from bot.backends.builtin.light import conditions as light_conditions
 from bot.backends.builtin.line_counter import video_time
 from bot.backends.builtin.motion_gate import Gates
 from bot.backends.builtin.people_scale import (
@@ -117,6 +120,7 @@ class HogPeopleDetectorBlockV1(WorkflowBlock):
         self._cameras: Recent[str, CameraState] = Recent(MAX_VIDEOS)
         self._turns: Recent[str, TurnWatch] = Recent(MAX_VIDEOS)  # whether each camera looks turned
         self._gates = Gates()
+        self._lights: Recent[str, LightState] = Recent(MAX_VIDEOS)  # each camera's light (builtin/light.py)
 
     @classmethod
     def get_manifest(cls) -> type[WorkflowBlockManifest]:
@@ -128,22 +132,24 @@ class HogPeopleDetectorBlockV1(WorkflowBlock):
     ) -> BlockResult:
         state = self._camera(images) if adaptive else None
         dt = 0.0 if state is None else self._dt(state, images)
+        light = self._light(images)
         repeated = self._gates.repeat(images) if motion_gate else None
         if repeated is not None:  # nothing moved since the last run: the same people, where they were
             if state is not None:
                 state.since_full += dt  # the full pass keeps its period
             detections = to_detections(images, repeated[0], repeated[1], "person")
-            return self._output(images, state, detections, self._unmeasured(images, min_height, max_side)[1])
+            return self._output(images, state, detections, self._unmeasured(images, min_height, max_side)[1], light)
         frame = images.numpy_image
+        measure(light, frame, self._now(images))  # dark or noisy: the crops are lifted / denoised before HOG sees them
         side, smallest = self._unmeasured(images, min_height, max_side)
         default_scale = _HOG_PERSON_PX / smallest
         if state is None:
             scale, crops = default_scale, [(0, 0, frame.shape[1], frame.shape[0])]
         else:
-            regions = observe(state, frame, dt)
+            regions = observe(state, frame, dt, lambda small: brighten(light, small))
             scale, crops = plan(state, frame.shape, regions, default_scale, _HOG_WINDOW, _HOG_PERSON_PX)
-        found = [self._scan(frame, crop, min(scale, side / max(crop[2] - crop[0], crop[3] - crop[1])), scale_step)
-                 for crop in crops]
+        found = [self._scan(frame, crop, min(scale, side / max(crop[2] - crop[0], crop[3] - crop[1])), scale_step,
+                            light) for crop in crops]
         boxes = np.concatenate([b for b, _ in found]) if found else np.zeros((0, 4), np.float32)
         margins = np.concatenate([m for _, m in found]) if found else np.zeros(0, np.float32)
         detections = to_detections(images, boxes, _squash(margins), "person", confidence)
@@ -154,17 +160,30 @@ class HogPeopleDetectorBlockV1(WorkflowBlock):
         if state is not None:
             state.last_boxes = detections.xyxy.copy()
             account(state, len(detections), dt)
+            account_light(light, [box for box, lying in state.shaped if not lying], detections.xyxy, dt)
             self._turn(images).after(frame, state.shaped, len(detections), dt,
                                      lambda image, s: self._count(image, s, scale_step, confidence))
-        return self._output(images, state, detections, smallest)
+        return self._output(images, state, detections, smallest, light)
 
     def _output(self, images: WorkflowImageData, state: CameraState | None, detections: sv.Detections,
-                smallest: float) -> BlockResult:
+                smallest: float, light: LightState) -> BlockResult:
         if state is None:  # a still (or adaptive off): nothing measured; it finds people from `smallest` px tall
-            return {"predictions": detections, "camera": conditions(CameraState(), smallest)}
+            return {"predictions": detections, "camera": {**conditions(CameraState(), smallest),
+                                                          **light_conditions(light)}}
         # `turned`: the camera looks mounted turned, by this many degrees clockwise (people_turn.py), or None
         return {"predictions": detections, "camera": {**conditions(state, _HOG_PERSON_PX / UPSCALE_CAP),
-                                                      "turned": self._turn(images).turned}}
+                                                      "turned": self._turn(images).turned,
+                                                      **light_conditions(light)}}
+
+    def _light(self, images: WorkflowImageData) -> LightState:
+        """This video's measured light; a fresh one for a still (measured on itself: its brightness, no noise)."""
+        if not is_video_frame(images):
+            return LightState()
+        return self._lights.get(str(images.video_metadata.video_identifier), LightState)
+
+    @staticmethod
+    def _now(images: WorkflowImageData) -> float | None:
+        return video_time(images.video_metadata) if is_video_frame(images) else None
 
     def _turn(self, images: WorkflowImageData) -> TurnWatch:
         return self._turns.get(str(images.video_metadata.video_identifier), TurnWatch)
@@ -188,13 +207,15 @@ class HogPeopleDetectorBlockV1(WorkflowBlock):
         return side, _HOG_PERSON_PX / min(scale, side / max(shape[:2]))
 
     def _scan(self, frame: np.ndarray, crop: tuple[int, int, int, int], scale: float,
-              scale_step: float) -> tuple[np.ndarray, np.ndarray]:
-        """HOG over one crop of the frame at one upscale: (boxes in frame px, SVM margins)."""
+              scale_step: float, light: LightState | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """HOG over one crop of the frame at one upscale, lifted / denoised for its light: (boxes in frame px, SVM
+        margins)."""
         x1, y1, x2, y2 = crop
         part = frame[y1:y2, x1:x2]
         if part.shape[0] * scale < _HOG_WINDOW[1] or part.shape[1] * scale < _HOG_WINDOW[0]:
             # No person fits; and OpenCV's HOG segfaults (the whole bot) on some images smaller than its window.
             return np.zeros((0, 4), np.float32), np.zeros(0, np.float32)
+        part = prepare(light, part, scale)
         work = part if scale == 1.0 else cv2.resize(part, None, fx=scale, fy=scale, interpolation=cv2.INTER_LINEAR)
         with self._lock:
             rects, weights = self._hog.detectMultiScale(

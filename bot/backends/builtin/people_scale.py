@@ -11,6 +11,7 @@ people standing still), so a small stream costs less than a big one instead of g
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,12 +59,16 @@ class CameraState:
         return float(np.median(np.asarray(self.heights)))
 
 
-def observe(state: CameraState, frame: np.ndarray, dt: float) -> list[tuple[int, int, int, int]]:
-    """Feed a frame to the background model; its moving regions (x1, y1, x2, y2 in frame px), heights recorded."""
+def observe(state: CameraState, frame: np.ndarray, dt: float,
+            clean: Callable[[np.ndarray], np.ndarray] | None = None) -> list[tuple[int, int, int, int]]:
+    """Feed a frame to the background model; its moving regions (x1, y1, x2, y2 in frame px), heights recorded.
+    `clean`: what the small copy goes through first (a noisy camera's is smoothed: bot/backends/builtin/light.py)."""
     state.frames += 1
     state.since_full += dt
     f = min(1.0, MOTION_WIDTH / frame.shape[1])
     small = cv2.resize(frame, None, fx=f, fy=f, interpolation=cv2.INTER_AREA) if f < 1.0 else frame
+    if clean is not None:
+        small = clean(small)
     if state.subtractor is None:
         state.subtractor = cv2.createBackgroundSubtractorMOG2(history=50, varThreshold=16, detectShadows=True)
     mask = state.subtractor.apply(small)

@@ -34,6 +34,7 @@ class Rule:
     other_class: str | None = None
     after_camera: str | None = None
     owner: Owner | None = field(default=None, compare=False)  # who set it and where (None: the operator)
+    verify: bool | None = field(default=None, compare=False)  # the model checks its alerts (None: route / config)
 
     @property
     def kind_of(self) -> RuleKindBase:

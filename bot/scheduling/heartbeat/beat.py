@@ -12,6 +12,7 @@ from zoneinfo import ZoneInfo
 
 from bot.agent.turn_events import is_heartbeat_ok
 from bot.events import EventType
+from bot.media.cameras import cameras
 from bot.monitoring.alerts import DEFAULT_CAMERA, Alert, in_window
 from bot.monitoring.news import MonitorEvent
 from bot.rights import UNATTENDED, Requester
@@ -114,7 +115,8 @@ class Heartbeat:
             await self._wait_for_chat()
             events = self.monitor.news.take() if self.monitor is not None else []
             try:
-                message = compose(now, self._tz, events, due, self.pipelines)
+                message = compose(now, self._tz, events, due, self.pipelines,
+                                  cameras(self.workspace, self.settings))
                 reply, frame = await self._ask(message, frames(events, self.pipelines, bool(due)), who)
             except Exception:
                 log.exception("heartbeat failed; its events go to the next one")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
@@ -10,6 +11,7 @@ from bot.agent.quoting import quote_data
 from bot.backends.base import InferenceResult
 from bot.monitoring.news import MonitorEvent
 from bot.objects.text import untrusted
+from bot.pipelines.readiness import of_handles, summary
 from bot.pipelines.status import status_line
 from bot.scheduling.heartbeat.checklist import ChecklistItem
 
@@ -20,8 +22,9 @@ MAX_FRAMES = 4
 
 
 def compose(now: datetime, tz: ZoneInfo, events: list[MonitorEvent], due: list[ChecklistItem],
-            pipelines: PipelineManager | None) -> str:
-    """The heartbeat's user message: new tier-1 events, pipelines, due checklist items."""
+            pipelines: PipelineManager | None, registered: Mapping[str, str] | None = None) -> str:
+    """The heartbeat's user message: new tier-1 events, pipelines, which cameras can count (the `/vision cameras`
+    summary over `registered`, CAMERAS.md's cameras), due checklist items."""
     lines = [f"Heartbeat at {now:%Y-%m-%d %H:%M} ({tz.key})."]
     if events:
         lines.append("\nNew since the last heartbeat (tier-1 events, already alerted where not muted):")
@@ -38,6 +41,10 @@ def compose(now: datetime, tz: ZoneInfo, events: list[MonitorEvent], due: list[C
     running = _pipeline_lines(pipelines)
     # their names and errors were written by people and sources: quoted as data (bot/objects/text.py)
     lines.append(untrusted("pipelines", "\n".join(running)) if running else "- none running")
+    if pipelines is not None or registered:
+        ready = of_handles(pipelines, pipelines.snapshot() if pipelines is not None else [], registered or {})
+        lines.append("\nCameras (can they count):")
+        lines.append(untrusted("cameras", summary(ready)))
     if due:
         lines.append("\nChecklist items due now:")
         lines += [f"- {i.text}" for i in due]

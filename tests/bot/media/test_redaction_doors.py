@@ -160,3 +160,34 @@ def test_log_records_show_no_password(log_records: io.StringIO) -> None:
     out = log_records.getvalue()
     assert out.count("ConnectionError: connect to") == len(CAMS) and not leaks(out), out
     assert all(host in out for _, _, host in CAMS.values())
+
+
+async def test_the_camera_readiness_table_names_cameras_at_every_door_never_their_urls(api: Api,
+                                                                                      workspace_dir: Path) -> None:
+    """`/vision cameras` (text and table), REST `GET /api/cameras/readiness`, the camera_readiness tool over MCP: one
+    row per camera by name, a failing source's error with its camera named, no password and no address."""
+    for pid, handle in list(api.backend.handles.items()):
+        url = next(u for n, (u, _, _) in CAMS.items() if n == handle.name)
+        if handle.name == "dock":
+            api.backend.handles[pid] = handle.with_(status="error", error=f"cannot open {url}: 401 Unauthorized")
+    (workspace_dir / "CAMERAS.md").write_text(TABLE + "".join(f"| {n} | {u} | {n} |\n" for n, (u, _) in UNKNOWN.items()))
+    reply = await run_command("cameras", api.rt.command_context(user_id="U1", channel_id="C1"))
+    said = reply.text + json.dumps(reply.table)
+    assert reply.ok and reply.table is not None and not leaks(said), said
+    assert [r[0] for r in reply.table[1:]] == [*CAMS, *UNKNOWN]
+    assert all(host not in said for _, _, host in CAMS.values()) and all(k not in said for _, k in UNKNOWN.values())
+    dock = next(r for r in reply.table if r[0] == "dock")
+    assert dock[-1] == 'no — the pipeline failed (cannot open camera "dock": 401 Unauthorized): check the source, ' \
+        "then restart it"
+    assert next(r for r in reply.table if r[0] == "lobby")[2] == "not running"
+    status, body = await api.call("GET", "/api/cameras/readiness")
+    assert status == 200 and not leaks(json.dumps(body)) and "SomeCustomKey123" not in json.dumps(body), body
+    assert [c["camera"] for c in body["cameras"]] == [*CAMS, *UNKNOWN] and body["summary"].startswith("0 of 6")
+    status, body = await api.call("GET", "/api/cameras/readiness?camera=nowhere")
+    assert status == 400 and "no camera or pipeline called 'nowhere'" in body["error"]
+    async with create_connected_server_and_client_session(McpAdapter(api.rt).server) as session:
+        text, _, err = decoded(await session.call_tool("camera_readiness", {}))
+        assert not err and not leaks(text) and "SomeCustomKey123" not in text, text
+        assert all(f"- {n}" in text for n in [*CAMS, *UNKNOWN]), text
+        one, _, _ = decoded(await session.call_tool("camera_readiness", {"camera": "gate"}))
+        assert "- gate" in one and "- yard" not in one

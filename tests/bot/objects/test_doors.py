@@ -39,6 +39,8 @@ CASES = [
          "a saved workflow turned"),
     Case("set_alert_rule", {"camera": "dock", "rule": "line", "cooldown": 9_999_999},
          "rule dock line cooldown=9999999", "a cooldown past a week"),
+    Case("set_alert_rule", {"camera": "dock", "rule": "line", "verify": "maybe"}, "rule dock line verify=maybe",
+         "verify neither yes nor no"),
     Case("watch_for", {"camera": "dock", "condition": "appears person", "seconds": 200_000},
          "watch dock appears person for 200000s", "a watch past a day"),
     Case("watch_for", {"camera": "dock", "condition": "appears person", "about": LONG},
@@ -53,6 +55,7 @@ CASES = [
     Case("run_recipe", {"name": "Bad Name!"}, Doors.words("recipe", "run", "Bad Name!"), "a recipe name"),
     Case("remember", {"content": "y" * 2_500}, None, "a note past its length"),
     Case("set_route", {"channel": "not a channel!"}, Doors.words("route", "not a channel!"), "a channel"),
+    Case("set_route", {"channel": "C0OPS", "verify": "later"}, "route C0OPS verify=later", "verify not on/hold/off"),
     Case("search_events", {"query": "white van", "limit": 500}, "search white van limit=500", "a search past its rows"),
     Case("search_events", {"query": "q" * 400}, Doors.words("search", "q" * 400), "search words past their length"),
 ]
@@ -123,6 +126,24 @@ async def test_the_same_request_gets_the_same_defaults_at_every_door(doors: Door
     assert len(runs) == 5 and all(r["workflow_spec"] == runs[0]["workflow_spec"] for r in runs)
     assert all(doors.rt.pipelines.config(h.pipeline_id).model_id == "builtin/people" for h in doors.rt.pipelines.snapshot())
     assert sorted(h.name for h in doors.rt.pipelines.snapshot()) == ["dock", "dock-2", "dock-3", "dock-4", "dock-5"]
+
+
+async def test_verify_reaches_the_same_rule_and_route_at_every_door(doors: Doors) -> None:
+    """`verify` (verified alerts) is one field of RuleSpec and RouteSpec: every door sets the same, in its spellings."""
+    assert "the model checks its alerts" in await doors.slash("rule dock line verify=yes")
+    assert "the model checks its alerts" in await doors.tool("set_alert_rule", {"camera": "dock2", "rule": "line",
+                                                                                 "verify": True})
+    assert "the model checks its alerts" in await doors.mcp_call("set_alert_rule", {"camera": "dock3", "rule": "line",
+                                                                                    "verify": "on"})
+    status, body = await doors.rest("set_alert_rule", {"camera": "dock4", "rule": "line", "verify": True})
+    assert status in (200, 201), body
+    assert {r.camera: r.verify for r in doors.rt.monitor.rules()} == {f"dock{n}": True for n in ("", 2, 3, 4)}
+    assert "never checked" in await doors.slash("rule dock line verify=no")
+    assert "each is posted only once the model saw" in await doors.slash("route C0OPS verify=hold")
+    assert doors.rt.router.verify_of("anything") == "hold"
+    status, body = await doors.rest("set_route", {"channel": "C0OPS", "camera": "dock", "verify": "off"})
+    assert status in (200, 201), body
+    assert (doors.rt.router.verify_of("dock"), doors.rt.router.verify_of("yard")) == ("off", "hold")
 
 
 async def test_a_turned_camera_is_started_the_same_at_every_door(doors: Doors) -> None:

@@ -125,3 +125,33 @@ async def test_status_list_and_the_agents_tools_show_the_line_from_the_latest_re
         assert "cannot count" not in next(x for x in lines if "near" in x), text
     assert "cannot count reliably: people here are about 15 px" in results.text
     assert "camera" not in results.text and "tracking" not in results.text  # measurements, not what is seen
+
+
+def dim(poor: str | None, unseen: float, luma: float = 22.0, noise: float = 7.0) -> dict:
+    return {"camera": {**camera(60), "poor_light": poor, "unseen_seconds": unseen, "luma": luma, "noise": noise,
+                       "seen_share": 0.04}}
+
+
+@pytest.mark.parametrize(("poor", "unseen", "warned"), [
+    ("too dark", 0, False), ("too dark", 119, False), ("too dark", 121, True), ("too noisy", 400, True),
+    ("too dark and noisy", 7200, True), (None, 7200, False), ("too bright", 7200, False)])
+def test_a_picture_too_dark_or_noisy_where_no_one_is_found_for_minutes_says_the_light_and_what_would_help(
+        poor, unseen, warned):
+    note = cannot_count(dim(poor, unseen))
+    assert (note is not None) == warned
+    if note:
+        assert note.startswith(HEAD) and poor in note and "light" in note
+        assert "IR illuminator" in note and "main stream" in note and "Roboflow model" in note
+        assert "brightness 22 of 255" in note
+        assert ("±7 grey levels" in note) == ("noisy" in poor) and "found on 4% of them" in note
+
+
+def test_the_light_comes_before_the_people_size_and_the_generic_no_one_found_line():
+    for px in (60, 10):  # blobs of noise misread people's size: the light is what to fix first
+        note = cannot_count({"camera": {**camera(px, blind=600), "poor_light": "too noisy", "unseen_seconds": 600}})
+        assert note is not None and "light is too poor" in note and "px tall" not in note
+    lit = cannot_count({"camera": {**camera(10, blind=600), "poor_light": None, "unseen_seconds": 0}})
+    assert lit is not None and "px tall" in lit
+    # a poor picture whose people are still found: its blob sizes are noise, nothing about size is said
+    dim = cannot_count({"camera": {**camera(15), "poor_light": "too dark and noisy", "unseen_seconds": 0}})
+    assert dim is None

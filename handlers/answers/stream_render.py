@@ -205,6 +205,8 @@ class StreamRenderer(TurnRenderer):
 
 def renderer_for(bot: Any, conv: Conversation) -> TurnRenderer:
     """The renderer of one turn: streamed (`slack.stream_answers`, the default) or posted at the end."""
-    if bot.settings.slack.stream_answers:
-        return StreamRenderer(bot.client, conv, bot.status_supported, bot.stream_supported)
-    return TurnRenderer(bot.client, conv, bot.status_supported)
+    renderer = (StreamRenderer(bot.client, conv, bot.status_supported, bot.stream_supported)
+                if bot.settings.slack.stream_answers else TurnRenderer(bot.client, conv, bot.status_supported))
+    renderer.timezone = bot.settings.heartbeat.timezone
+    renderer.book = getattr(bot, "posted_alerts", None)
+    return renderer

@@ -62,7 +62,7 @@ class CameraState:
 def observe(state: CameraState, frame: np.ndarray, dt: float,
             clean: Callable[[np.ndarray], np.ndarray] | None = None) -> list[tuple[int, int, int, int]]:
     """Feed a frame to the background model; its moving regions (x1, y1, x2, y2 in frame px), heights recorded.
-    `clean`: what the small copy goes through first (a noisy camera's is smoothed: bot/backends/builtin/light.py)."""
+    `clean`: what the small copy goes through first (a dark camera's is brightened: bot/backends/builtin/light.py)."""
     state.frames += 1
     state.since_full += dt
     f = min(1.0, MOTION_WIDTH / frame.shape[1])

@@ -16,12 +16,8 @@ from pathlib import Path
 import pytest
 
 from bench._light import Light, derive
-from bot.commands.dispatch import CommandContext, run_command
 from bot.config import Settings
-from bot.monitoring.alerts import AlertRouter
-from bot.pipelines.manager import PipelineManager
-from bot.services import Services
-from tests.bot.monitor_helpers import run_to_end
+from tests.bot.pipelines.test_limits_footage import _status_after_run
 
 DATA = Path(__file__).resolve().parents[2] / "fixtures" / "data"
 pytestmark = pytest.mark.slow
@@ -48,23 +44,13 @@ def looped(clip: Path, times: int, dst: Path) -> Path:
 
 async def _run(direct_backend, workspace_dir: Path, settings: Settings, clip: Path,
                line: list[list[int]]) -> tuple[int, str]:
-    """(crossings counted, `/vision status`) after `/vision start clip line=…` ran to its end."""
-    router = AlertRouter(workspace_dir / ".state" / "alerts.json", default_channel="#general")
-    mgr = PipelineManager(lambda: direct_backend, workspace_dir / "active_state.json", settings)
+    """(crossings counted, the pipeline's `/vision status` line) after `/vision start clip line=…` ran to its end."""
     counts: list[int] = []
-    mgr.add_result_listener(
-        lambda h, r: counts.append(int(r.values.get("count_in") or 0) + int(r.values.get("count_out") or 0)))
-    ctx = CommandContext(settings, Services(pipelines=mgr, router=router), user_id="U1", channel_id="C1")
-    (x1, y1), (x2, y2) = line
-    try:
-        started = await run_command(f"/vision start {clip.name} name=night line={x1},{y1},{x2},{y2}", ctx)
-        assert started.ok, started.text
-        await run_to_end(mgr, "night", timeout=900)  # a hang guard only: a busy machine is slow, not wrong
-        status = await run_command("/vision status", ctx)
-    finally:
-        await mgr.stop_all()
-    assert mgr.resolve("night").status == "finished" and counts
-    return counts[-1], next(x for x in status.text.splitlines() if "night" in x)
+    _, status = await _status_after_run(
+        direct_backend, workspace_dir, settings, clip, line, name="night", timeout=900,
+        on_result=lambda h, r: counts.append(int(r.values.get("count_in") or 0) + int(r.values.get("count_out") or 0)))
+    assert counts
+    return counts[-1], next(x for x in status.splitlines() if "night" in x)
 
 
 # Points of the range the issue does not name: a moderate night through a mid sensor at 5 fps, a noisy IR picture

@@ -8,7 +8,9 @@ of by eye (tests/bot/backends/test_envelope_footage.py), does not.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -47,20 +49,25 @@ def scaled_copy(src: Path, dst: Path, scale: float) -> list[list[int]]:
 
 
 async def _status_after_run(direct_backend, workspace_dir: Path, settings: Settings, clip: Path,
-                            line: list[list[int]]) -> tuple[str, str]:
-    """(`/vision start` reply, `/vision status` reply once the clip has been counted to its end)."""
+                            line: list[list[int]], name: str = "walkway",
+                            on_result: Callable[[Any, Any], None] | None = None,
+                            timeout: float = 600) -> tuple[str, str]:
+    """(`/vision start` reply, `/vision status` reply once the clip has been counted to its end); `on_result` sees
+    each of the pipeline's results."""
     router = AlertRouter(workspace_dir / ".state" / "alerts.json", default_channel="#general")
     mgr = PipelineManager(lambda: direct_backend, workspace_dir / "active_state.json", settings)
+    if on_result is not None:
+        mgr.add_result_listener(on_result)
     ctx = CommandContext(settings, Services(pipelines=mgr, router=router), user_id="U1", channel_id="C1")
     (x1, y1), (x2, y2) = line
     try:
-        started = await run_command(f"/vision start {clip.name} name=walkway line={x1},{y1},{x2},{y2}", ctx)
+        started = await run_command(f"/vision start {clip.name} name={name} line={x1},{y1},{x2},{y2}", ctx)
         assert started.ok, started.text
-        await run_to_end(mgr, "walkway", timeout=600)  # a hang guard only: a busy machine is slow, not wrong
+        await run_to_end(mgr, name, timeout=timeout)  # a hang guard only: a busy machine is slow, not wrong
         status = await run_command("/vision status", ctx)
     finally:
         await mgr.stop_all()
-    assert mgr.resolve("walkway").status == "finished"
+    assert mgr.resolve(name).status == "finished"
     return started.text, status.text
 
 

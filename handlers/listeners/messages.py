@@ -10,7 +10,9 @@ from typing import Any
 from bot.rights import Requester
 from handlers.answers.feedback import delete_quietly, run_stoppable
 from handlers.answers.render import WORKING, TurnRenderer, react
-from handlers.answers.stream_render import renderer_for
+from handlers.answers.opening import IMAGE, PIPELINES, THREAD, first_steps, images_outcome, pipelines_outcome, \
+    thread_outcome
+from handlers.answers.stream_render import StreamRenderer, renderer_for
 from handlers.context import SlackBot
 from handlers.state.inflight import resume_plan, turn_key
 from handlers.state.queue import Job
@@ -74,7 +76,7 @@ def take(bot: SlackBot, body: dict[str, Any], event: dict[str, Any], mentioned: 
     turn = Turn(conv, event.get("text") or "", files, user=event["user"])
     assert bot.queues is not None
     bot.queues.submit(conv.key, conv.message_ts, turn)
-    bot.inflight.add(conv, turn.text, files)  # before the ack: a crash from here on is finished after restart
+    bot.inflight.add(conv, turn.text, files)  # right after the ack: a crash from here on is finished after restart
     return turn
 
 
@@ -115,6 +117,7 @@ async def run_turn(bot: SlackBot, job: Job) -> None:
     turn: Turn = job.payload
     r = renderer_for(bot, turn.conv)
     bot.stats.turns += 1
+    _first_steps(bot, turn, r)  # on screen while the 👀 is on its way, before the prompt is built
     if bot.feedback:
         # Building a prompt holds the event loop for tens of ms; let every pending "working" reaction leave
         # first, so people see within a moment that we are on it however many threads start at once.
@@ -137,6 +140,25 @@ async def run_turn(bot: SlackBot, job: Job) -> None:
     bot.inflight.done(turn.conv)
 
 
+def _joins_late(bot: SlackBot, conv: Conversation) -> bool:
+    """Mentioned in a thread the bot had no part in: what others wrote there is read before the model is asked."""
+    return (not conv.is_dm and conv.thread_ts is not None and conv.thread_ts != conv.message_ts
+            and bot.agent.sessions.length(conv.key) == 0)
+
+
+def _first_steps(bot: SlackBot, turn: Turn, r: TurnRenderer) -> None:
+    """Open a streamed answer with what the turn does before the model speaks (handlers/answers/opening.py); the
+    call joins `bot.feedback`, so no thread builds its prompt (which holds the event loop) before it is out."""
+    if not isinstance(r, StreamRenderer) or turn.started is not None or turn.answered \
+            or not bot.settings.slack.first_step or bot.llm_unavailable():
+        return
+    steps = first_steps(clean_text(turn.text, bot.bot_user_id), turn.files, _joins_late(bot, turn.conv))
+    task = r.begin(steps)
+    if task is not None:
+        bot.feedback.add(task)
+        task.add_done_callback(bot.feedback.discard)
+
+
 async def _converse(bot: SlackBot, turn: Turn, r: TurnRenderer) -> None:
     if turn.started is not None:  # begun before a crash: never ask the same question twice
         plan, text = resume_plan(bot.agent.sessions, turn.conv.key, turn.started)
@@ -150,6 +172,8 @@ async def _converse(bot: SlackBot, turn: Turn, r: TurnRenderer) -> None:
     if turn.files:
         fetched = await bot.fetcher.fetch_all(turn.files, bot.client)
         attachments = fetched.attachments
+        if isinstance(r, StreamRenderer):
+            r.step_done(IMAGE, *images_outcome([a.name for a in attachments], len(fetched.refusals)))
         for line in fetched.refusals:
             await r.note(line)
     text = clean_text(turn.text, bot.bot_user_id)
@@ -170,10 +194,13 @@ async def _ask(bot: SlackBot, turn: Turn, r: TurnRenderer, text: str, attachment
     # the asker's (bot/agent/quoting.py); a thread the bot joins late brings what others said there, marked too.
     asker = Requester.slack(turn.user, conv.channel, conv.place, await bot.people.name(bot.client, turn.user))
     first = bot.agent.sessions.length(conv.key) == 0
-    joined = first and not conv.is_dm and conv.thread_ts is not None and conv.thread_ts != conv.message_ts
+    joined = _joins_late(bot, conv)
     earlier = await bot.people.thread_before(bot.client, conv.channel, conv.thread_ts or "", conv.message_ts,
                                              bot.bot_user_id) if joined else []
     bot.inflight.started(conv, bot.agent.sessions.length(conv.key))
+    if isinstance(r, StreamRenderer):  # the prompt about to be built carries these: the first steps are done
+        r.step_done(THREAD, thread_outcome(len(earlier)))
+        r.step_done(PIPELINES, pipelines_outcome([(h.name, h.status) for h in bot.runtime.pipelines.snapshot()]))
 
     async def answer() -> None:
         async for ev in bot.agent.process_message(conv.key, text, attachments, asker, earlier):

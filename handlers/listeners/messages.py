@@ -9,9 +9,16 @@ from typing import Any
 
 from bot.rights import Requester
 from handlers.answers.feedback import delete_quietly, run_stoppable
+from handlers.answers.opening import (
+    IMAGE,
+    PIPELINES,
+    THREAD,
+    first_steps,
+    images_outcome,
+    pipelines_outcome,
+    thread_outcome,
+)
 from handlers.answers.render import WORKING, TurnRenderer, react
-from handlers.answers.opening import IMAGE, PIPELINES, THREAD, first_steps, images_outcome, pipelines_outcome, \
-    thread_outcome
 from handlers.answers.stream_render import StreamRenderer, renderer_for
 from handlers.context import SlackBot
 from handlers.state.inflight import resume_plan, turn_key

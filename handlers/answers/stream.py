@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from slack_sdk.errors import SlackApiError
@@ -96,10 +97,14 @@ class AnswerStream:
         async with self._lock:
             await self._send_buffer(whole=True)
 
-    async def chunks(self, chunks: list[dict[str, Any]], optional: bool = False) -> None:
+    async def chunks(self, chunks: list[dict[str, Any]], optional: bool = False,
+                     before: Callable[[], Awaitable[None]] | None = None) -> None:
         """Task cards or blocks, after the text queued before them. `optional`: if Slack refuses these chunks
-        (e.g. an image it cannot show yet), raise StreamFailed but keep streaming."""
+        (e.g. an image it cannot show yet), raise StreamFailed but keep streaming. `before`: awaited first, with
+        the stream held (nothing else of this stream goes out ahead of these chunks meanwhile)."""
         async with self._lock:
+            if before is not None:
+                await before()
             await self._send_buffer(whole=True)
             await self._send(chunks, optional)
 

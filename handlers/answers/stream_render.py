@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from bot.agent.steps import label, outcome
@@ -64,16 +65,18 @@ class StreamRenderer(TurnRenderer):
         self._titles: dict[str, str] = {}
         self._opening: dict[str, str] = {}  # first steps (handlers/answers/opening.py) not yet marked done
 
-    def begin(self, steps: list[Step]) -> asyncio.Task[bool] | None:
+    def begin(self, steps: list[Step], before: Callable[[], Awaitable[None]] | None = None
+              ) -> asyncio.Task[bool] | None:
         """Open the streamed message with the turn's first steps at once (the first in progress, the rest
-        pending), before the prompt is built: the task sending them, or None when nothing streams. Whatever the
-        turn sends next waits behind it (the stream's lock), so the steps are always the message's start."""
+        pending), before the prompt is built: the task sending them (after `before()`, e.g. the socket's owed
+        acks), or None when nothing streams. Whatever the turn sends next waits behind it (the stream's lock,
+        held from before `before` runs), so the steps are always the message's start."""
         if not self.streaming or not steps or self.stream is not None:
             return None
         self._opening = {s.id: s.title for s in steps}
         chunks = [task_chunk(s.id, s.title, "in_progress" if n == 0 else "pending") for n, s in enumerate(steps)]
         self._open()
-        return asyncio.ensure_future(self._send(chunks, None))
+        return asyncio.ensure_future(self._send(chunks, None, before=before))
 
     def step_done(self, step_id: str, output: str, failed: bool = False) -> None:
         """A first step finished: its card turns complete (or error) with `output`, in the next call that goes
@@ -174,13 +177,14 @@ class StreamRenderer(TurnRenderer):
             self.stream = AnswerStream(self.client, self.conv)
         return self.stream
 
-    async def _send(self, chunks: list[dict[str, Any]], ev: AgentEvent | None, optional: bool = False) -> bool:
+    async def _send(self, chunks: list[dict[str, Any]], ev: AgentEvent | None, optional: bool = False,
+                    before: Callable[[], Awaitable[None]] | None = None) -> bool:
         """Send chunks (the first ones start the stream); False if they did not go out. A refused start, or a
         stream that broke, hands the rest of the turn (and `ev`, if given) to the post-at-end path."""
         if self.streaming:
             stream = self._open()
             try:
-                await stream.chunks(chunks, optional)
+                await stream.chunks(chunks, optional, before)
                 return True
             except StreamFailed as exc:
                 if optional and stream.broken is None:

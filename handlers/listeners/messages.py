@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -102,9 +103,16 @@ def resume_open_turns(bot: SlackBot) -> int:
     return len(open_turns)
 
 
+async def _after_acks(bot: SlackBot, call: Coroutine[Any, Any, Any]) -> Any:
+    """A feedback call, sent once the envelopes read so far are acked (a burst acks first, then says it is on it)."""
+    await bot.acks.wait()
+    return await call
+
+
 def _acknowledge(bot: SlackBot, turn: Turn | None, client: Any) -> None:
     if turn is not None:  # feedback at once, even when the thread is still busy with an earlier message
-        turn.feedback = bot.spawn(react(client, turn.conv.channel, turn.conv.message_ts, add=WORKING))
+        turn.feedback = bot.spawn(_after_acks(bot, react(client, turn.conv.channel, turn.conv.message_ts,
+                                                          add=WORKING)))
         bot.feedback.add(turn.feedback)
         turn.feedback.add_done_callback(bot.feedback.discard)
 
@@ -119,16 +127,23 @@ async def handle_message(body: dict[str, Any], event: dict[str, Any], client: An
     _acknowledge(context["vision"], take(context["vision"], body, event, mentioned=False), client)
 
 
+async def _feedback_out(bot: SlackBot) -> None:
+    """Wait (up to FEEDBACK_WAIT in all) until no 👀 or first step is in flight, including those of turns taken
+    while waiting: in a burst, later envelopes are dispatched while the first ones' feedback is on its way."""
+    deadline = asyncio.get_running_loop().time() + FEEDBACK_WAIT
+    while bot.feedback and (left := deadline - asyncio.get_running_loop().time()) > 0:
+        await asyncio.wait(set(bot.feedback), timeout=left)
+
+
 async def run_turn(bot: SlackBot, job: Job) -> None:
     """The queue worker: fetch images, run the agent, render its events, set the final reaction."""
     turn: Turn = job.payload
     r = renderer_for(bot, turn.conv)
     bot.stats.turns += 1
     _first_steps(bot, turn, r)  # on screen while the 👀 is on its way, before the prompt is built
-    if bot.feedback:
-        # Building a prompt holds the event loop for tens of ms; let every pending "working" reaction leave
-        # first, so people see within a moment that we are on it however many threads start at once.
-        await asyncio.wait(set(bot.feedback), timeout=FEEDBACK_WAIT)
+    # Building a prompt holds the event loop for tens of ms; let every pending "working" reaction and first step
+    # leave first, so people see within a moment that we are on it however many threads start at once.
+    await _feedback_out(bot)
     try:
         if not turn.answered:  # a turn taken up after a restart may only lack its final reaction
             await r.status("is thinking…")
@@ -160,7 +175,7 @@ def _first_steps(bot: SlackBot, turn: Turn, r: TurnRenderer) -> None:
             or not bot.settings.slack.first_step or bot.llm_unavailable():
         return
     steps = first_steps(clean_text(turn.text, bot.bot_user_id), turn.files, _joins_late(bot, turn.conv))
-    task = r.begin(steps)
+    task = r.begin(steps, before=bot.acks.wait)
     if task is not None:
         bot.feedback.add(task)
         task.add_done_callback(bot.feedback.discard)

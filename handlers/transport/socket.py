@@ -39,14 +39,63 @@ def describe(body: Any) -> str:
     return f"{kind!s:.60}" + (f"/{event['subtype']!s:.40}" if event.get("subtype") else "")
 
 
+class AckGate:
+    """Acks before feedback: Slack calls that can wait a moment (👀, a turn's first step) wait until every envelope
+    read from the socket so far is acked, or `WAIT` at most.
+
+    An ack is the one thing Slack times (it redelivers after 3 s); the feedback calls of a burst of threads would
+    otherwise run between the envelopes' reads and acks (and fill Slack's side with calls while the acks are owed).
+    """
+
+    WAIT = 0.25  # seconds feedback waits at most for acks still owed
+
+    def __init__(self) -> None:
+        self.owed = 0  # envelopes being handled, not yet acked
+        self.queue: asyncio.Queue[Any] | None = None  # the socket client's queue of messages read, not yet handled
+        self._settled: asyncio.Event | None = None
+
+    def taken(self) -> None:
+        self.owed += 1
+
+    def acked(self) -> None:
+        self.owed = max(0, self.owed - 1)
+        if not self.owed and self._settled is not None:
+            self._settled.set()
+
+    def _waiting(self) -> bool:
+        return bool(self.owed or (self.queue is not None and self.queue.qsize()))
+
+    async def wait(self) -> None:
+        """Return once no ack is owed (checked again after each ack: the queue may hold more), or after WAIT."""
+        await asyncio.sleep(0)  # envelopes just taken off the queue reach `taken` first (their tasks are ahead)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.WAIT
+        while self._waiting() and (left := deadline - loop.time()) > 0:
+            self._settled = self._settled or asyncio.Event()
+            self._settled.clear()
+            try:
+                await asyncio.wait_for(self._settled.wait(), min(left, 0.01))  # re-check: the queue is not ours
+            except TimeoutError:
+                pass
+
+
 class AckingSocketModeHandler(AsyncSocketModeHandler):
     """Bolt's socket-mode handler, but an Events API envelope is acked before it is dispatched, and any other
-    envelope Bolt did not answer with 200 is acked with an empty body."""
+    envelope Bolt did not answer with 200 is acked with an empty body. `gate` learns which acks are owed."""
+
+    def __init__(self, *args: Any, gate: AckGate | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.gate = gate or AckGate()
+        self.gate.queue = self.client.message_queue
 
     async def handle(self, client: Any, req: SocketModeRequest) -> None:
         start = time.time()
         if req.type == "events_api":
-            await send_async_response(client, req, BoltResponse(status=200, body=""), start)
+            self.gate.taken()
+            try:
+                await send_async_response(client, req, BoltResponse(status=200, body=""), start)
+            finally:
+                self.gate.acked()
             await asyncio.sleep(0)  # envelopes read in the same burst get their acks before this one is dispatched
             self._unhandled(req, await self._dispatch(req))
             return

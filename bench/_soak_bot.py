@@ -87,7 +87,9 @@ def footage(workspace: Path, seconds: float, fps: float, src: Path | None = None
 
 
 def bot_env(slack: SlackEmulator, llm: FakeAnthropic, root: Path) -> dict[str, str]:
-    keep = ("PATH", "HOME", "LANG", "TMPDIR")
+    # PYTHONPATH: the bot runs the code of the tree the bench runs from (a worktree), not the venv's editable install.
+    # SOAK_TRACE*: the memory census (bench/_soak_trace.py). MALLOC_*: a run may try allocator settings.
+    keep = ("PATH", "HOME", "LANG", "TMPDIR", "PYTHONPATH", "SOAK_TRACE", "SOAK_TRACE_DIR", "SOAK_TRACE_EVERY")
     return {**{k: v for k, v in os.environ.items() if k in keep}, "HF_HUB_OFFLINE": "1", "NO_PROXY": "127.0.0.1",
             "VISION_AGENT_WORKSPACE": str(root), "VISION_AGENT_HEARTBEAT_MINUTES": "0",
             "VISION_AGENT_ALERT_CHANNEL": ALERTS, "ANTHROPIC_BASE_URL": llm.url, "ANTHROPIC_API_KEY": API_KEY,
@@ -95,9 +97,14 @@ def bot_env(slack: SlackEmulator, llm: FakeAnthropic, root: Path) -> dict[str, s
 
 
 def start(env: dict[str, str], log: Path) -> subprocess.Popen:
+    """`vision-agent serve`; with SOAK_TRACE set, through bench/_soak_trace.py (a census of live objects)."""
     exe = os.path.join(os.path.dirname(sys.executable), "vision-agent")
+    cmd = [sys.executable, "-m", "bench._soak_trace", "serve"] if env.get("SOAK_TRACE") else [exe, "serve"]
+    if env.get("SOAK_TRACE"):
+        env = {**env, "PYTHONPATH": os.pathsep.join(p for p in (str(Path(__file__).resolve().parents[1]),
+                                                               env.get("PYTHONPATH", "")) if p)}
     with log.open("wb") as out:
-        return subprocess.Popen([exe, "serve"], env=env, stdout=out, stderr=subprocess.STDOUT)
+        return subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT)
 
 
 def stop(proc: subprocess.Popen) -> int | None:

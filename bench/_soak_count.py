@@ -18,6 +18,7 @@ from bench._soak_model import TAG, question
 from tests.fakes.slack_api import SlackEmulator
 
 ANSWER = re.compile(r"Answer (t\d+q\d+):")
+BUDGET = re.compile(r"LLM budget|budget for conversations")  # the budget's refusal lines (bot/llm/budget.py)
 
 
 @dataclass
@@ -30,9 +31,11 @@ class Tally:
     frames_posted: int = 0
     frame_dups: int = 0  # per thread, more frames posted than made
     frames_misplaced: int = 0  # a frame between two answers where its question asked for none (or an extra one)
+    misplaced_where: list[str] = field(default_factory=list)  # the threads' sequences where a frame was misplaced
     out_of_order: int = 0  # answers posted after the answer of a later question of the same thread
     eyes_left: int = 0
     no_final_reaction: int = 0
+    budget_notices: int = 0  # "your share of today's LLM budget is used": a refusal the soak's budget should prevent
     other_posts: list[str] = field(default_factory=list)  # bot posts in threads that are neither answer nor frame
     alerts_sent: int = 0  # event log: dispatched to the sinks
     alerts_held: Counter[str] = field(default_factory=Counter)
@@ -84,7 +87,9 @@ def _thread(slack: SlackEmulator, t: Tally, channel: str, root: dict[str, Any], 
     for post in posts:
         items = _items(post)
         seq += items
-        if not items:
+        if not items and BUDGET.search(post.get("text", "")):
+            t.budget_notices += 1
+        elif not items:
             t.other_posts.append(post.get("text", "")[:120])
     tags = [s for s in seq if s != "frame"]
     counts = Counter(tags)
@@ -95,7 +100,10 @@ def _thread(slack: SlackEmulator, t: Tally, channel: str, root: dict[str, Any], 
     t.frame_dups += max(0, frames - made_frames)
     index = [int(tag.split("q")[1]) for tag in tags]
     t.out_of_order += sum(1 for i, k in enumerate(index) if k < max(index[:i], default=-1))
-    t.frames_misplaced += _misplaced(seq)
+    bad = _misplaced(seq)
+    t.frames_misplaced += bad
+    if bad:
+        t.misplaced_where.append(f"thread {root['ts']}: " + " ".join(seq))
 
 
 def _images(blocks: Any) -> int:
@@ -186,6 +194,18 @@ def _texts(content: Any) -> str:
         return content
     return " ".join(b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text") \
         if isinstance(content, list) else ""
+
+
+def spend(root: Path) -> tuple[float, float]:
+    """(today's model spend, the most any one Slack person spent) from the bot's .state/usage.json."""
+    path = root / ".state" / "usage.json"
+    try:
+        days = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return 0.0, 0.0
+    day = max(days.values(), key=lambda d: d.get("cost", 0.0), default={}) if isinstance(days, dict) else {}
+    by = day.get("by") or {}
+    return float(day.get("cost", 0.0)), max((float(v) for k, v in by.items() if k.startswith("user:")), default=0.0)
 
 
 def sessions_held(root: Path) -> tuple[int, int, float]:

@@ -41,8 +41,19 @@ DROP_EVERY = 30.0  # seconds of the run between socket drops
 STORM_SECONDS, STORM_RETRY_AFTER = 8.0, 2
 DATA = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "data"
 PHOTO = DATA / "street.jpg"
-RULES = ("rule * count person>2 cooldown=5", "rule * line cooldown=2")
+# Per camera: `rule * ...` (every camera) is the operator's alone, and the soak types as a Slack person (typed as
+# `*`, the bot refused them and the soak ran without its alert storms).
+RULES = ("rule {camera} count person>2 cooldown=5", "rule {camera} line cooldown=2")
 LOG_TAIL = 30  # lines of the bot's log shown when the run fails
+START_TIMEOUT = 600.0  # seconds a `/vision start` may take to answer
+PROGRESS_EVERY = 300.0  # seconds between progress lines of a long run
+SETTLED_AT = 600.0  # seconds into the load where RSS is taken as settled (the 10-minute value the issue compares)
+# The day's model budget is sized to the load, not left at the product default: all questions come from one Slack
+# person, whose share (llm.user_share, 25 %) the default $10 a day ran out of after 34 of 119 questions. A question
+# here costs about $0.08 (its thread's history grows; a photo adds an image), and every call in flight holds its worst
+# case (about $0.07) until it settles: PER_QUESTION covers both with room to spare. The spend is printed.
+PER_QUESTION = 0.25  # USD of the asker's share per question asked
+USER_SHARE = 0.25  # llm.user_share, written too so the sizing does not drift from the default
 
 
 @dataclass(frozen=True)
@@ -66,6 +77,11 @@ class Plan:
     @property
     def scale(self) -> float:
         return 3600 / self.duration  # one simulated hour in `duration` seconds
+
+    @property
+    def budget(self) -> float:
+        """llm.cost_limit_daily for this load: the asker's share covers every question with room to spare."""
+        return round(self.threads * self.questions * PER_QUESTION / USER_SHARE, 2)
 
 
 FULL = Plan()
@@ -124,8 +140,17 @@ class Load:
             self.storms += 1
 
     async def sample_rss(self) -> None:
+        """RSS every `rss_every` s; a long run also prints it each PROGRESS_EVERY s (its output can be read while
+        it runs)."""
+        started = next_note = time.monotonic()
         while True:
-            self.rss.append((time.monotonic(), bot.rss_mb(self.pid)))
+            now = time.monotonic()
+            self.rss.append((now, bot.rss_mb(self.pid)))
+            if self.plan.duration >= 600 and now >= next_note:
+                next_note += PROGRESS_EVERY
+                print(f"  [{(now - started) / 60:4.0f} min] RSS {self.rss[-1][1]:.0f} MB; questions taken up (👀) "
+                      f"{len(self.slack.calls_to('reactions.add', lambda c: c.params.get('name') == 'eyes'))}, "
+                      f"socket drops {self.drops}, 429 storms {self.storms}", flush=True)
             if not await self.sleep(self.plan.rss_every):
                 return
 
@@ -135,10 +160,15 @@ class Load:
 
 
 async def set_up(slack: SlackEmulator, video: Path, plan: Plan) -> list[str]:
-    """Rules, then the pipelines, as a user would type them; the bot's replies."""
-    said = [await bot.command(slack, r) for r in RULES]
+    """The pipelines, then each one's alert rules, as a user would type them; the bot's replies."""
+    said = []
     for n in range(1, plan.cameras + 1):
-        said.append(await bot.command(slack, f"start {video} name=street{n} fps={plan.fps:g} line=middle"))
+        # the first start loads the detector: minutes when the machine's cores are shared with other runs
+        said.append(await bot.command(slack, f"start {video} name=street{n} fps={plan.fps:g} line=middle",
+                                      timeout=START_TIMEOUT))
+    for n in range(1, plan.cameras + 1):
+        # typed in the alerts channel: a rule's alerts go to the channel it was set in
+        said += [await bot.command(slack, r.format(camera=f"street{n}"), channel=bot.ALERTS) for r in RULES]
     return said
 
 
@@ -158,6 +188,7 @@ async def soak(plan: Plan) -> count.Tally:
     with tempfile.TemporaryDirectory() as tmp, SlackEmulator() as slack, FakeAnthropic() as llm:
         root = Path(tmp) / "ws"
         root.mkdir()
+        (root / "config.yaml").write_text(f"llm:\n  cost_limit_daily: {plan.budget}\n  user_share: {USER_SHARE}\n")
         video, what = bot.footage(root, plan.duration + plan.footage_margin, plan.fps, plan.video)
         llm.handler = reply
         log = Path(tmp) / "bot.log"
@@ -186,6 +217,7 @@ async def soak(plan: Plan) -> count.Tally:
         code = bot.stop(proc)
         report(plan, what, setup, listing, load, ran, drained, tally)
         report_faults(plan, load, slack, llm)
+        report_spend(plan, root, tally)
         report_process(plan, load, (rss_connected, rss_end), held, log, code)
         if code != 0:
             print_log_tail(log, f"the bot did not exit cleanly (exit code {code})")
@@ -225,7 +257,10 @@ def report(plan: Plan, what: str, setup: list[str], listing: str, load: Load, ra
           f"{t.alerts_out_of_order:>7}")
     print(f"alerts held by the bot: {dict(t.alerts_held) or 'none'}; posted alerts not in the event log: "
           f"{t.alerts_unmatched}{'; EVENT LOG WAS TRIMMED (older entries gone)' if t.events_trimmed else ''}")
+    print(f"{'budget notices (not answers)':<34}{t.budget_notices:>10}")
     print(f"questions left with 👀: {t.eyes_left}; without a final ✅/⚠️: {t.no_final_reaction}")
+    for where in t.misplaced_where[:5]:
+        print(f"  frame out of place: {where}")
     if t.other_posts:
         print(f"other bot posts in threads ({len(t.other_posts)}): " + " | ".join(sorted(set(t.other_posts))[:5]))
 
@@ -240,6 +275,29 @@ def report_faults(plan: Plan, load: Load, slack: SlackEmulator, llm: FakeAnthrop
           f"Messages API calls: {len(llm.requests)} ({sum(r.status != 200 for r in llm.requests)} not 200)")
 
 
+def report_spend(plan: Plan, root: Path, t: count.Tally) -> None:
+    """What the model cost against the budget the soak set (the bot's own usage.json)."""
+    spent, share = count.spend(root)
+    print(f"model spend: ${spent:.2f} of the day's ${plan.budget:.2f} (the asker: ${share:.2f} of a "
+          f"${plan.budget * USER_SHARE:.2f} share); budget notices posted: {t.budget_notices}")
+
+
+def rss_trend(samples: list[tuple[float, float]]) -> str:
+    """RSS at 10 minutes into the load (or at a sixth of a shorter run) against the end, and the goal (+5 %)."""
+    if len(samples) < 2:
+        return "RSS trend: too few samples"
+    t0, end = samples[0][0], samples[-1]
+    at = SETTLED_AT if end[0] - t0 > SETTLED_AT * 1.5 else (end[0] - t0) / 6
+    settled = next(r for t, r in samples if t - t0 >= at)
+    change = (end[1] - settled) / settled * 100 if settled else 0.0
+    return (f"RSS trend: {settled:.0f} MB at {_span(at)} into the load -> {end[1]:.0f} MB at the end "
+            f"({_span(end[0] - t0)}): {change:+.1f} % (goal: within +5 % of the 10-minute value)")
+
+
+def _span(seconds: float) -> str:
+    return f"{seconds / 60:.0f} min" if seconds >= 120 else f"{seconds:.0f} s"
+
+
 def report_process(plan: Plan, load: Load, rss: tuple[float, float], held: tuple[int, int, float], log: Path,
                    code: int | None) -> None:
     rss_connected, rss_end = rss
@@ -248,6 +306,7 @@ def report_process(plan: Plan, load: Load, rss: tuple[float, float], held: tuple
     print(f"RSS: {rss_connected:.0f} MB connected, {rss_start:.0f} MB with pipelines running, {rss_end:.0f} MB at "
           f"the end; trend over the second half {growth:+.0f} MB per real hour "
           f"({growth * plan.duration / 3600:+.0f} MB over this simulated hour)")
+    print(rss_trend(load.rss))
     quarters = [load.rss[min(len(load.rss) - 1, len(load.rss) * q // 4)][1] for q in range(5)] if load.rss else []
     print("RSS at 0, 1/4, 1/2, 3/4 and the end of the load: " + " / ".join(f"{r:.0f}" for r in quarters) + " MB")
     print(f"sessions: {held[0]} chat threads, {held[1]} seeded by posted alerts, {held[2]:.1f} MB of session files "

@@ -19,6 +19,7 @@ class EventType(StrEnum):
     ERROR = "error"  # data: {"text": str}  (one line a user can act on)
     ASK_USER = "ask_user"  # data: {"text": str}  (reply ends with a question for the user)
     FRAME = "frame"  # data: {"image": bytes (JPEG), "caption": str, "path": str | None}
+    MOMENTS = "moments"  # data: {"moments": bot.monitoring.search.moments.Moments} (a search's rows and pictures)
     # data: {"text": str} a piece of the model's text as it is generated; {"text": "", "restart": True} when
     # the call was retried and what came so far is void. RESPONSE/ASK_USER still carry the whole final text.
     TEXT_DELTA = "text_delta"

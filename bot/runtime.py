@@ -25,6 +25,7 @@ from bot.monitoring.alert_frames import AlertFrames
 from bot.monitoring.alerts import DEFAULT_CAMERA, Alert, AlertRouter
 from bot.monitoring.events_log import EventLog
 from bot.monitoring.monitor import Monitor
+from bot.monitoring.search.pictures import EventPictures
 from bot.monitoring.verify import Verifier
 from bot.monitoring.watches import WatchBook
 from bot.monitoring.webhooks.sender import WebhookSender, from_settings
@@ -117,7 +118,9 @@ class Runtime:
         if self.background:
             await self._own_workspace()
         self.memory = MemoryStore(ws.root, timezone=s.heartbeat.timezone, clock=self.clock, redact=redact)
-        self.events = EventLog(ws.state_dir / "events.jsonl", redact=redact)
+        # each event keeps a small picture and its words: what `search_events` finds and shows (bounded, pruned with it)
+        self.events = EventLog(ws.state_dir / "events.jsonl", redact=redact,
+                               pictures=EventPictures(ws.state_dir / "event_pictures"))
         self.router = AlertRouter(
             ws.state_dir / "alerts.json", default_channel=s.slack.alert_channel,
             cooldown_seconds=s.monitoring.alert_cooldown_seconds, quiet_hours=s.monitoring.quiet_hours,

@@ -18,6 +18,7 @@ from tools import (
     watches,
 )
 from tools import events as event_tools  # get_events: what happened, read from the event log
+from tools import search as search_tools  # search_events: the past by words and meaning
 
 # Order matters: definitions are emitted in this order and the last one carries cache_control.
 TOOL_NAMES = [
@@ -41,6 +42,7 @@ TOOL_NAMES = [
     "remember",
     "recall",
     "get_events",
+    "search_events",
     "watch_for",
     "schedule_job",
     "get_digest",
@@ -51,8 +53,8 @@ TOOL_NAMES = [
 def build_registry() -> ToolRegistry:
     """A registry holding every tool named in TOOL_NAMES, in that order."""
     reg = ToolRegistry()
-    for family in (inference, pipelines, cameras, rules, clips, recipes, discovery, memory, event_tools, watches, jobs, digest,
-                   reasoning):
+    for family in (inference, pipelines, cameras, rules, clips, recipes, discovery, memory, event_tools, search_tools,
+                   watches, jobs, digest, reasoning):
         family.register(reg)
     missing = set(TOOL_NAMES) ^ set(reg.names)
     if missing:

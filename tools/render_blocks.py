@@ -113,6 +113,14 @@ class Canvas:
         return self.image.crop((0, 0, right, self.y + PAD))
 
 
+def _cell_text(cell: dict[str, Any]) -> str:
+    """A table cell as it reads: a raw_text's text, a rich_text's words and links' labels."""
+    if cell.get("type") == "rich_text":
+        return "".join(str(el.get("text") or el.get("url") or "") for section in cell.get("elements", [])
+                       for el in section.get("elements", []))
+    return str(cell.get("text", ""))
+
+
 def _wrap(draw: ImageDraw.ImageDraw, text: str, font: Any, width: float) -> list[str]:
     lines, line = [], ""
     for word in text.split(" "):
@@ -148,5 +156,5 @@ def render(blocks: list[dict[str, Any]], images: dict[str, Path] | None = None, 
         elif kind == "actions":
             page.buttons([(e["text"]["text"], e.get("style") == "danger") for e in b.get("elements", [])])
         elif kind == "table":
-            page.table([[c.get("text", "") for c in row] for row in b["rows"]])
+            page.table([[_cell_text(c) for c in row] for row in b["rows"]])
     return page.done()

@@ -1,4 +1,10 @@
-"""Hybrid recall over memory/*.md: BM25 + embeddings, recency decay, MMR; incremental index under .index/."""
+"""Hybrid recall over memory/*.md: BM25 + embeddings, recency decay, MMR; incremental index under .index/.
+
+Up to EXACT_MAX notes every note is scored (keywords and meaning) for every query. Past it, reading every vector
+costs more than a query may (~450 ms at a million notes on two busy cores), so the meaning side reads the nearest
+k-means lists (workspace/ann.py) and scores exactly the union of their best notes and BM25's best notes; the
+keyword side stays exact for every note (workspace/bm25.py: an inverted index, so a query costs its terms' notes).
+"""
 
 from __future__ import annotations
 
@@ -15,14 +21,20 @@ from typing import Any, Literal
 
 import numpy as np
 
+from workspace.ann import IVF
 from workspace.atomic import write_atomic
+from workspace.bm25 import BM25
 from workspace.chunking import Chunk, chunk_markdown, tokenize
 from workspace.embeddings import Embedder, default_embedder
 
 log = logging.getLogger(__name__)
 
 Mode = Literal["hybrid", "bm25", "vector"]
-META_FILE, VECTORS_FILE = "memory_meta.json", "memory_vectors.npy"
+META_FILE, VECTORS_FILE, LISTS_FILE = "memory_meta.json", "memory_vectors.npy", "memory_lists.npz"
+# Up to this many notes recall scores every note exactly; past it, the approximate path above. 50 k notes score in
+# ~25 ms; the cap is where the approximate path starts to pay.
+EXACT_MAX = 50_000
+CANDIDATES = 256  # notes each side (meaning, keywords) proposes on the approximate path
 
 
 @dataclass(frozen=True)
@@ -38,16 +50,12 @@ class Hit:
 MIN_SIMILARITY = 0.2  # MiniLM cosine below this is unrelated text; it must not outrank "no match"
 
 
-def _bm25_class() -> type:
-    from rank_bm25 import BM25Okapi  # imported on the first search only: start-up stays fast
-
-    class _BM25(BM25Okapi):
-        """BM25Okapi with Lucene's always-positive idf: the stock one zeroes terms found in half a tiny corpus."""
-
-        def _calc_idf(self, nd: dict[str, int]) -> None:
-            self.idf = {w: math.log(1 + (self.corpus_size - f + 0.5) / (f + 0.5)) for w, f in nd.items()}
-
-    return _BM25
+def _top(score: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the k highest scores, highest first (argpartition: a full sort of a million costs ~100 ms)."""
+    if k >= len(score):
+        return np.argsort(-score)
+    part = np.argpartition(-score, k - 1)[:k]
+    return part[np.argsort(-score[part])]
 
 
 class MemoryIndex:
@@ -77,6 +85,12 @@ class MemoryIndex:
         self._chunks: list[Chunk] = []
         self._bm25: Any = None
         self._matrix: np.ndarray | None = None
+        self._ivf: IVF | None = None  # the matrix's k-means lists, past EXACT_MAX notes
+        self._ivf_known: dict[str, int] = {}  # note key -> its list, kept across refreshes (a new note joins one)
+        self._lists_dirty = False  # the lists changed since they were saved
+        self._audience_codes: np.ndarray = np.zeros(0, dtype=np.int32)  # per note: index into _audiences
+        self._audiences: list[str] = []
+        self.exact_max = EXACT_MAX
         self.last_refresh: dict[str, int] = {"files_read": 0, "embedded": 0}
         self._recency_cache: tuple[tuple[Any, int], np.ndarray] | None = None
         self._generation = 0  # bumped whenever the chunk list is rebuilt
@@ -95,7 +109,8 @@ class MemoryIndex:
                 self._vectors = dict(zip(meta["vector_keys"], arr, strict=True))
         except FileNotFoundError:
             return
-        except (ValueError, KeyError, TypeError, RecursionError) as exc:  # a damaged index is rebuilt from the files
+        except (OSError, EOFError, ValueError, KeyError, TypeError, RecursionError) as exc:  # a damaged index is
+            # rebuilt from the files
             log.warning("memory index unreadable (%s); rebuilding it", exc)
             self._files, self._vectors = {}, {}
 
@@ -114,9 +129,12 @@ class MemoryIndex:
         if keys:
             vec_tmp = self.index_dir / (VECTORS_FILE + ".tmp")
             with open(vec_tmp, "wb") as fh:
-                np.save(fh, np.stack([self._vectors[k] for k in keys]).astype(np.float32))
+                np.save(fh, np.stack([self._vectors[k] for k in keys]).astype(np.float32, copy=False))
             vec_tmp.replace(self.index_dir / VECTORS_FILE)  # another process may be loading the index right now
         write_atomic(self.index_dir / META_FILE, json.dumps(meta))
+        if self._ivf is not None and self._lists_dirty:
+            self._ivf.save(self.index_dir / LISTS_FILE, [c.key for c in self._chunks])
+            self._lists_dirty = False
 
     def _model_name(self) -> str | None:
         return self._embedder.name if self._embedder is not None else None
@@ -144,11 +162,17 @@ class MemoryIndex:
             if dirty:
                 self._chunks = [c for n in sorted(self._files) for c in self._files[n]["chunks"]]
                 self._generation += 1
-                self._bm25 = _bm25_class()([tokenize(c.context_text) for c in self._chunks]) if self._chunks else None
+                self._bm25 = BM25(tokenize(c.context_text) for c in self._chunks) if self._chunks else None
+                names: dict[str, int] = {}
+                self._audience_codes = np.fromiter((names.setdefault(c.audience, len(names)) for c in self._chunks),
+                                                   dtype=np.int32, count=len(self._chunks))
+                self._audiences = list(names)
             embedded = self._embed_missing() if dirty or self._matrix is None else 0
             if dirty or embedded:
                 self._matrix = self._build_matrix()
-                self._save()
+                self._ivf = self._build_lists()
+                if changed or removed or embedded or self._lists_dirty:  # a restart with nothing new writes nothing
+                    self._save()
             self.last_refresh = {"files_read": len(changed), "embedded": embedded}
             return dirty or bool(embedded)
 
@@ -169,6 +193,21 @@ class MemoryIndex:
             return None
         return np.stack([self._vectors[c.key] for c in self._chunks])
 
+    def _build_lists(self) -> IVF | None:
+        """The k-means lists of a matrix past EXACT_MAX notes: loaded if saved for these notes, else built (the
+        previous lists and centroids reused where they still fit)."""
+        matrix = self._matrix
+        if matrix is None or len(matrix) <= self.exact_max:
+            self._ivf_known = {}
+            return None
+        keys = [c.key for c in self._chunks]
+        ivf = IVF.load(self.index_dir / LISTS_FILE, keys) if self._ivf is None else None
+        if ivf is None:
+            ivf = IVF.build(matrix, keys, self._ivf, self._ivf_known)
+            self._lists_dirty = True
+        self._ivf_known = dict(zip(keys, ivf.assign.tolist(), strict=True))
+        return ivf
+
     @property
     def embeddings_ready(self) -> bool:
         return self._matrix is not None
@@ -182,7 +221,8 @@ class MemoryIndex:
         """
         self.refresh()
         with self._lock:
-            chunks, bm25, matrix, gen = self._chunks, self._bm25, self._matrix, self._generation
+            chunks, bm25, matrix, gen, ivf = self._chunks, self._bm25, self._matrix, self._generation, self._ivf
+            codes, audiences = self._audience_codes, self._audiences
         if not chunks:
             return []
         kw: np.ndarray = np.zeros(len(chunks))
@@ -195,38 +235,51 @@ class MemoryIndex:
         query_vecs = self._embedder.encode([query]) if embed and self._embedder is not None else None
         if mode == "bm25" or matrix is None or query_vecs is None:
             score = kw
-        else:
+        elif ivf is None:
             sims: np.ndarray = matrix @ query_vecs[0]
             vec = np.where(sims >= MIN_SIMILARITY, sims, 0.0)
             score = vec if mode == "vector" else self.bm25_weight * kw + (1 - self.bm25_weight) * vec
+        else:
+            score = self._approximate(matrix, ivf, query_vecs[0], kw, mode)
         score = score * self._recency(chunks, gen)
         if visible is not None:
-            score = score * np.array([1.0 if visible(c.audience) else 0.0 for c in chunks])
+            score = score * np.array([1.0 if visible(a) else 0.0 for a in audiences])[codes]
         return self._mmr(chunks, score, matrix, max_results)
+
+    def _approximate(self, matrix: np.ndarray, ivf: IVF, query: np.ndarray, kw: np.ndarray, mode: Mode) -> np.ndarray:
+        """The exact path's scores for the notes that can rank: the nearest lists' best notes and BM25's best notes
+        get their cosine; every other note keeps its keyword part only (its cosine counts as under MIN_SIMILARITY)."""
+        rows, _ = ivf.search(matrix, query, CANDIDATES)
+        if mode != "vector":
+            best = _top(kw, CANDIDATES)
+            rows = np.union1d(rows, best[kw[best] > 0])
+        sims = matrix[rows] @ query
+        vec = np.where(sims >= MIN_SIMILARITY, sims, 0.0)
+        score = np.zeros(len(kw)) if mode == "vector" else self.bm25_weight * kw
+        score[rows] += vec if mode == "vector" else (1 - self.bm25_weight) * vec
+        return score
 
     def _recency(self, chunks: list[Chunk], gen: int) -> np.ndarray:
         """Dated notes lose up to recency_weight of their score, half of it every half_life_days."""
         today = datetime.fromtimestamp(self._clock()).date()
         if self._recency_cache is not None and self._recency_cache[0] == (today, gen):
             return self._recency_cache[1]  # the same chunk list on the same day: reuse, it is per query otherwise
-        ages: dict[str, float] = {}
-        out = np.ones(len(chunks))
-        for i, c in enumerate(chunks):
-            if c.date is None:
-                continue  # KNOWLEDGE.md and other undated notes are evergreen
-            if c.date not in ages:
-                try:
-                    ages[c.date] = max(0, (today - datetime.strptime(c.date, "%Y-%m-%d").date()).days)
-                except ValueError:
-                    ages[c.date] = 0.0
-            decay = 0.5 ** (ages[c.date] / self.half_life_days)
-            out[i] = (1 - self.recency_weight) + self.recency_weight * decay
+        factors: dict[str | None, float] = {None: 1.0}  # KNOWLEDGE.md and other undated notes are evergreen
+        for day in {c.date for c in chunks} - {None}:
+            try:
+                age = max(0, (today - datetime.strptime(str(day), "%Y-%m-%d").date()).days)
+            except ValueError:
+                age = 0
+            factors[day] = (1 - self.recency_weight) + self.recency_weight * 0.5 ** (age / self.half_life_days)
+        # one factor per day, looked up per note (a million notes share a few thousand days)
+        out = np.fromiter((factors[c.date] for c in chunks), dtype=np.float64, count=len(chunks))
         self._recency_cache = ((today, gen), out)
         return out
 
     def _mmr(self, chunks: list[Chunk], score: np.ndarray, matrix: np.ndarray | None, k: int) -> list[Hit]:
         """Maximal marginal relevance: each pick trades relevance against similarity to the ones already picked."""
-        pool = [int(i) for i in np.argsort(-score)[: max(4 * k, 20)] if score[i] > 0]
+        order = np.argsort(-score) if len(score) <= self.exact_max else _top(score, max(4 * k, 20))
+        pool = [int(i) for i in order[: max(4 * k, 20)] if score[i] > 0]
         if not pool:
             return []
         top = float(score[pool[0]])

@@ -228,6 +228,8 @@ class Agent:
                           is_error=result.is_error)
                 if result.frame:
                     yield frame_event(self.workspace.frames_dir, call, result)
+                if result.moments is not None and result.moments.moments:
+                    yield _ev(EventType.MOMENTS, moments=result.moments)
                 clipped = self.guard.clip_result(result)
                 image = await msgs.result_image(clipped, self.settings.media.decode_timeout_seconds)
                 results.append(msgs.tool_result_block(call.id, clipped, image))

@@ -56,7 +56,8 @@ user automatically.
    camera gives that day's timeline of counts, crossings, stays in zones and alerts, with its numbers). For
    "what happened while I was away?" use get_digest (no since: from the asker's previous message here); for
    "how many crossed since 9?" use get_events (since=, camera=): the event log's totals, crossings in/out and
-   latest alerts.
+   latest alerts. For "when did the white van come in?" or "show me someone walking left" use search_events: it
+   finds the moments by what was seen and shows the asker their frames.
 8. **Be brief.** Replies are chat messages: short paragraphs or bullets, no filler.
 
 ## Turn Context

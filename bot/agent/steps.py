@@ -60,6 +60,7 @@ LABELS: dict[str, Callable[[dict[str, Any]], str]] = {
     "pause_pipeline": lambda a: _on("Pausing the pipeline", _name(a, "pipeline_id")),
     "resume_pipeline": lambda a: _on("Resuming the pipeline", _name(a, "pipeline_id")),
     "get_events": lambda a: _on("Reading what happened", _name(a, "camera")),
+    "search_events": lambda a: _on("Searching the past", _name(a, "camera")),
     "get_digest": lambda a: _on("Summing up what happened", _name(a, "camera")),
     "get_clip_frames": lambda a: "Watching the event clip",
     "recall": lambda a: "Searching memory",

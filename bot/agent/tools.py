@@ -15,6 +15,7 @@ from bot.services import Services
 if TYPE_CHECKING:
     from bot.config import Settings
     from bot.llm.client import ToolCall
+    from bot.monitoring.search.moments import Moments
     from workspace import Workspace
 
 __all__ = ["Attachment", "Tool", "ToolArgs", "ToolContext", "ToolFunc", "ToolResult"]
@@ -36,6 +37,8 @@ class ToolResult:
     frame_caption: short caption for that frame.
     data: the same result as JSON-able data, for doors that hand structure on (REST's body, MCP's
         structuredContent): run_inference's boxes. The model reads `text` only.
+    moments: a search's moments, for adapters that show them (Slack: a table and the best frames; the agent emits
+        a MOMENTS event).
     """
 
     text: str
@@ -44,6 +47,7 @@ class ToolResult:
     frame: bytes | None = None
     frame_caption: str = ""
     data: dict[str, Any] | None = None
+    moments: Moments | None = None
 
     @classmethod
     def error(cls, text: str) -> ToolResult:

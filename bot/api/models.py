@@ -8,6 +8,7 @@ from bot.objects.job import JobSpec
 from bot.objects.pipeline import PipelineSpec
 from bot.objects.route import RouteSpec
 from bot.objects.rule import RuleSpec
+from bot.objects.search import EventSearchSpec
 from bot.objects.watch import CONDITIONS, WatchSpec
 from tools.inference import RunInferenceArgs
 
@@ -21,6 +22,8 @@ AddRule = RuleSpec
 AddWatch = WatchSpec
 SetRoute = RouteSpec
 AddJob = JobSpec
+# GET /api/events/search is the search_events tool: its query string is the search's own model (`q` is `query`).
+EventSearchQuery = EventSearchSpec
 # POST /api/inference is the model's run_inference tool: its body is the tool's own argument model.
 RunInference = RunInferenceArgs
 
@@ -54,4 +57,5 @@ class CameraQuery(_Query):
 
 BODIES: dict[str, type[BaseModel]] = {"StartPipeline": StartPipeline, "AddRule": AddRule, "SetRoute": SetRoute,
                                       "AddWatch": AddWatch, "AddJob": AddJob, "RunInference": RunInference}
-QUERIES: dict[str, type[BaseModel]] = {"EventsQuery": EventsQuery, "RuleQuery": RuleQuery, "CameraQuery": CameraQuery}
+QUERIES: dict[str, type[BaseModel]] = {"EventsQuery": EventsQuery, "RuleQuery": RuleQuery, "CameraQuery": CameraQuery,
+                                        "EventSearchQuery": EventSearchQuery}

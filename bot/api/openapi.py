@@ -110,6 +110,11 @@ def document() -> dict[str, Any]:
                         "put": _op("Route a camera's alerts (as /vision route)", body=SetRoute),
                         "delete": _op("Remove a route", query="CameraQuery")},
         "/api/events": {"get": _op("Alerts and tier-1 events from the event log", query="EventsQuery")},
+        "/api/events/search": {"get": _op("Events found by words and meaning (the search_events tool): the moments, "
+                                          "best first, each with what was seen and a link to its frame or clip",
+                                          query="EventSearchQuery")},
+        "/api/events/{id}/picture": {"get": _op("An event's small picture (the crop of what it saw, or its frame)",
+                                                path_id=True, jpeg=True, id_of="the event id")},
         "/api/watches": {"get": _op("One-shot watches that run (`watches`) and those that ended with their "
                                     "pipeline (`ended`)"),
                          "post": _op("Watch a camera once (as /vision watch); `answers_to` says where the "
@@ -121,6 +126,9 @@ def document() -> dict[str, Any]:
         "/api/jobs/{name}": {"delete": _op("Remove a scheduled job (as /vision unschedule)", path_name=True)},
         "/api/inference": {"post": _inference_op()},
     }
+    for param in paths["/api/events/search"]["get"]["parameters"]:
+        if param["name"] == "query":  # the words are `q` in a query string (`query` and `words` work too)
+            param["name"] = "q"
     for verb in ("stop", "pause", "resume"):
         paths[f"/api/pipelines/{{id}}/{verb}"] = {"post": _op(f"{verb.capitalize()} a pipeline", path_id=True)}
     return {

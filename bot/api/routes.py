@@ -3,6 +3,7 @@ command core and checks as `/vision` (bot/commands), so an API client gets no pa
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from dataclasses import asdict
@@ -19,12 +20,14 @@ from bot.backends.base import LIVE, PipelineHandle
 from bot.commands.context import CommandContext
 from bot.commands.routing import set_route as route_alerts
 from bot.commands.rules import create_rule, remove, resolve_camera
+from bot.commands.search import search_events as run_search
 from bot.media.cameras import cameras, hide_camera_urls, named_zones
 from bot.media.redaction import redact
 from bot.monitoring.events_log import ID_DIGITS
 from bot.monitoring.rules import ANY
 from bot.monitoring.since import parse_since
 from bot.objects.refusal import Refused, parse
+from bot.objects.search import EventSearchSpec
 from bot.pipelines.limits import cannot_count
 from bot.pipelines.manager import PipelineManager
 from bot.pipelines.readiness import COLUMNS, Source, of_manager, rows, summary
@@ -71,6 +74,14 @@ async def _body(request: web.Request, model: type[M]) -> M:
 def _query(request: web.Request, model: type[M]) -> M:
     try:
         return parse(model, dict(request.query))
+    except Refused as exc:
+        raise UserError(str(exc)) from None
+
+
+def _query_of(request: web.Request, model: type[M], known: set[str]) -> M:
+    """The query string as an object's own model (bot/objects/), its other parameters left out."""
+    try:
+        return parse(model, {k: v for k, v in request.query.items() if k in known})
     except Refused as exc:
         raise UserError(str(exc)) from None
 
@@ -254,6 +265,28 @@ async def list_events(request: web.Request) -> web.Response:
     return ok(events=events, since=since, next=str(after).zfill(ID_DIGITS), more=more)
 
 
+async def search_events(request: web.Request) -> web.Response:
+    """GET /api/events/search?q=WORDS[&since&until&camera&limit]: the search_events tool's moments, as data."""
+    known = {"q", "query", "words", *EventSearchSpec.model_fields}  # a cache-buster or tracking parameter is no error
+    spec = _query_of(request, EventSearchSpec, known)
+    host = _host(request)
+    log = need(host.services.events, "the event log")
+    with user_errors():
+        found = await asyncio.to_thread(run_search, spec, log, host.settings)
+    return ok(**found.as_data())
+
+
+async def event_picture(request: web.Request) -> web.Response:
+    """An event's small picture (the crop of what it saw, or its frame), kept as long as the event is."""
+    log = need(_host(request).services.events, "the event log")
+    ident = request.match_info["id"]
+    picture = log.pictures.get(ident) if log.pictures is not None and ident.isdigit() else None
+    if picture is None:
+        raise UserError("no picture for that event: it had no frame, or it is older than the pictures kept; "
+                        "GET /api/events/search lists the events that have one", 404)
+    return web.Response(body=picture, content_type="image/jpeg", headers={"Cache-Control": "private, max-age=86400"})
+
+
 ROUTES: list[tuple[str, str, Any]] = [
     ("GET", "/api/health", get_health),
     ("GET", "/api/cameras", get_cameras),
@@ -272,4 +305,6 @@ ROUTES: list[tuple[str, str, Any]] = [
     ("PUT", "/api/routes", set_route),
     ("DELETE", "/api/routes", remove_route),
     ("GET", "/api/events", list_events),
+    ("GET", "/api/events/search", search_events),
+    ("GET", "/api/events/{id}/picture", event_picture),
 ]

@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.markdown import Markdown
 from rich.spinner import Spinner
+from rich.table import Table
 from rich.text import Text
 
 from bot.agent.steps import label as step_label
@@ -24,6 +25,7 @@ from bot.media.redaction import MASKS, redact
 if TYPE_CHECKING:
     from bot.commands.context import CommandReply
     from bot.monitoring.alerts import Alert
+    from bot.monitoring.search.moments import Moments
     from bot.runtime import Runtime
 
 # *bold*, never a redactor's *** mask: the text inside starts and ends with something other than * or a space
@@ -243,7 +245,7 @@ class Renderer:
         self._show(ev, frames_dir)
         if ev.type is EventType.TOOL_CALL:
             self.wait(step_label(str(d.get("name") or ""), d.get("input")) + "…", tool=True)
-        elif ev.type in (EventType.THINKING, EventType.TOOL_RESULT, EventType.FRAME):
+        elif ev.type in (EventType.THINKING, EventType.TOOL_RESULT, EventType.FRAME, EventType.MOMENTS):
             self.wait(THINKING)  # the model reads the results and writes on
 
     def _show(self, ev: AgentEvent, frames_dir: Path) -> None:
@@ -268,6 +270,8 @@ class Renderer:
             path = d.get("path") or save_frame(frames_dir, d, caption or "frame")
             label = "" if not caption or caption == self._last_result else f" {_clip(caption, 120)}"
             self.console.print(Text(f"  ▣ annotated frame{label} saved to {path}", style="magenta"))
+        elif ev.type is EventType.MOMENTS:
+            self.moments(d["moments"], frames_dir)
         elif ev.type in (EventType.RESPONSE, EventType.ASK_USER):
             self.console.print(_markdown(d.get("text", "")))
         elif ev.type is EventType.ERROR:
@@ -276,11 +280,32 @@ class Renderer:
             self._say(f"ALERT {d.get('camera')}: {d.get('summary') or d.get('text')}", "bold red")
 
     def command_reply(self, reply: CommandReply, frames_dir: Path) -> None:
+        if reply.moments is not None and reply.moments.moments:  # a search: the table and its pictures instead
+            self.moments(reply.moments, frames_dir)
+            return
         self._say(reply.text, "" if reply.ok else "red")  # the command core writes Slack markup: _say converts it
         if reply.frame:
             caption = reply.frame_caption or "snapshot"
             path = save_frame(frames_dir, {"image": reply.frame}, caption)
             self._say(f"  ▣ {caption} saved to {path}", "magenta")
+
+    def moments(self, found: Moments, frames_dir: Path) -> None:
+        """A search's moments as the Slack answer has them: the title, the table, the best pictures saved."""
+        from bot.monitoring.search.moments import table_rows, title  # the CLI's start-up does not load search
+
+        if not found.moments:
+            return
+        rows = table_rows(found, found.timezone)
+        table = Table(title=redact(title(found)), title_justify="left")
+        for name in rows[0]:
+            table.add_column(name, overflow="fold")
+        for row in rows[1:]:
+            table.add_row(*(redact(c) for c in row))
+        self.console.print(table)
+        for n, m in enumerate(found.moments, 1):
+            if m.picture:
+                path = save_frame(frames_dir, {"image": m.picture}, f"search-{n}-{m.camera}")
+                self.console.print(Text(f"  ▣ #{n} {m.camera}: picture saved to {path}", style="magenta"))
 
     def alert(self, alert: Alert, frames_dir: Path) -> None:
         if alert.digest is not None:  # a scheduled digest is a report: its plain text, table and sparklines

@@ -58,7 +58,7 @@ class Stages:
             self.stage(WRITING)
         elif ev.type is EventType.TOOL_CALL:
             self.stage(step_label(str(ev.data.get("name") or ""), ev.data.get("input")) + "…", tool=True)
-        elif ev.type in (EventType.TOOL_RESULT, EventType.FRAME):
+        elif ev.type in (EventType.TOOL_RESULT, EventType.FRAME, EventType.MOMENTS):
             self.stage(READING)
         elif ev.type is EventType.THINKING:
             self.stage(ASKING)

@@ -16,6 +16,7 @@ from bot.services import Services
 if TYPE_CHECKING:
     from bot.config import Settings
     from bot.monitoring.digest import Digest
+    from bot.monitoring.search.moments import Moments
     from bot.pipelines.manager import PipelineManager
     from bot.scheduling.scheduler import Scheduler
     from workspace import Workspace
@@ -37,6 +38,7 @@ class CommandReply:
     file: bytes | None = None  # a file to post (an exported recipe script), named file_name
     file_name: str = ""
     digest: Digest | None = None  # `/vision digest`: text carries it in words; Slack adds its table and chart
+    moments: Moments | None = None  # `/vision search`: text lists them; Slack and the terminal add the table, frames
     table: list[list[str]] | None = None  # a header and rows (`/vision cameras`): text says them, Slack draws a table
 
 

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from bot.backends.base import BackendError
 from bot.commands import cameras as camera_table
-from bot.commands import digest, pipelines, recipes, rules, schedule, watches
+from bot.commands import digest, pipelines, recipes, rules, schedule, search, watches
 from bot.commands.context import CommandContext, CommandReply, fail
 from bot.commands.routing import route, routes_status
 from bot.media.cameras import cameras, hide_camera_urls
@@ -40,6 +40,7 @@ USAGE = f"""*Usage:* `/vision <command>`
 • `jobs` — scheduled jobs and their next run · `unschedule NAME` — remove one
 • `recipes` — saved setups · `recipe save NAME [description]` — save this conversation's last setup · `recipe run NAME [key=value …]` — replay it without the model (e.g. source=cam2) · `recipe export NAME` — a standalone Python script · `recipe delete NAME`
 • `digest [since] [camera=NAME]` — what happened since '2h', 'yesterday 18:00', an ISO time, or since you last wrote here
+• `search WORDS [since=…] [until=…] [camera=NAME] [limit=N]` — the moments the event log holds that match, by words and meaning ('white van', 'someone walking left'), with their frames
 • `status` — pipelines, alert routes, mutes, rules, watches and jobs"""
 # The checks below /vision are shared with the agent's tools, whose hints name tools; a person typing /vision is told
 # the command instead (one table, keyed by the very constants the messages are built from).
@@ -85,6 +86,7 @@ async def _run(verb: str, args: list[str], ctx: CommandContext) -> CommandReply 
     family = {"rule": rules.add_rule, "rules": rules.list_rules, "unrule": rules.remove_rule,
               "schedule": schedule.add_job, "jobs": schedule.list_jobs, "unschedule": schedule.remove_job,
               "recipes": recipes.list_recipes, "recipe": recipes.recipe, "digest": digest.digest,
+              "search": search.search,
               "watch": watches.add_watch, "watches": watches.list_watches, "unwatch": watches.remove_watch}
     return await family[verb](args, ctx) if verb in family else None
 

@@ -38,6 +38,9 @@ class Alert:
     notify: str | None = None  # a person who asked for it (a watch): told in a DM when the channel refuses the post
     digest: Digest | None = None  # a scheduled digest: its numbers, for a sink that draws a table (text says them)
     check: Check | None = None  # the model's look at it (verified alerts: bot/monitoring/verify.py)
+    # What the frame shows, in words from the detections (bot/monitoring/search/describe.py): what search ranks
+    seen: str | None = None
+    box: tuple[float, float, float, float] | None = None  # its main object, fractions of the frame: the picture's crop
 
     def as_dict(self, with_frame: bool = True) -> dict[str, Any]:
         d = asdict(self)

@@ -243,8 +243,11 @@ class AlertRouter:
         """Put the alert in the event log (without its frame); `held` says why it was not sent. A held event is
         also shown to the observers (the webhook wants every tier-1 event). Any thread (the monitor's cooldown)."""
         if self.events is not None:
-            ev = alert.as_dict(with_frame=False)
+            ev = alert.as_dict(with_frame=self.events.pictures is not None)  # the frame becomes its picture
             ev.pop("cooldown_seconds", None)
+            for key in ("seen", "box"):
+                if not ev.get(key):
+                    ev.pop(key, None)
             ev.update(event_type=event_type_of(alert.rule), has_frame=alert.frame is not None)
             if held:
                 ev["held"] = held

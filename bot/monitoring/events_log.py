@@ -1,7 +1,8 @@
 """The event log: every alert and tier-1 event as one JSON line (WORKSPACE/.state/events.jsonl), bounded in size.
 
 Read by the `get_events` tool, the MCP server, the REST API and the webhooks, so "what happened while I was away?"
-is answered from records with numbers. Events never carry frame bytes (only `has_frame`).
+is answered from records with numbers. Events never carry frame bytes (only `has_frame`): with `pictures`, an
+event's frame becomes its small picture there (bot/monitoring/search/pictures.py), dropped when the log trims it.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 
 from bot.backends.faults.kinds import RULES as CAMERA_RULES
 from bot.monitoring.rules import KINDS
+from bot.monitoring.search.pictures import EventPictures
 from bot.storage import records
 from workspace.atomic import keep_aside
 
@@ -46,8 +48,9 @@ class EventLog:
     """Append-only JSONL log, thread-safe (monitor events arrive on pipeline threads), trimmed over `max_bytes`."""
 
     def __init__(self, path: Path, redact: Callable[[str], str] | None = None,
-                 max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+                 max_bytes: int = DEFAULT_MAX_BYTES, pictures: EventPictures | None = None) -> None:
         self.path = Path(path)
+        self.pictures = pictures
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._redact = redact
         self.max_bytes = max(1024, max_bytes)
@@ -69,7 +72,10 @@ class EventLog:
             self._listeners.remove(listener)
 
     def append(self, event: dict[str, Any]) -> dict[str, Any]:
-        """Record one event; adds `id`, `time` and `source` if missing. Returns the stored event."""
+        """Record one event; adds `id`, `time` and `source` if missing. Returns the stored event. Its `frame` (JPEG
+        bytes) is not logged: it becomes the event's picture (of its `box`, fractions of the frame) when pictures are
+        kept."""
+        frame = event.get("frame")
         ev = self._clean(event)
         with self._lock:
             self._seq += 1
@@ -82,6 +88,8 @@ class EventLog:
                     self._trim()
             except OSError:  # a full disk must not stop alerts
                 log.exception("could not write the event log")
+        if self.pictures is not None and isinstance(frame, bytes | bytearray) and frame:
+            self.pictures.put(ev["id"], bytes(frame), _box(ev.get("box")))
         for listener in list(self._listeners):
             try:
                 listener(dict(ev))
@@ -99,6 +107,24 @@ class EventLog:
         # by event time: a held event is written on its pipeline thread before an earlier one sent from the loop
         out.sort(key=lambda ev: float(ev.get("time", 0)))
         return out[-limit:] if limit > 0 else []
+
+    def tail(self, offset: int) -> tuple[list[dict[str, Any]], int] | None:
+        """The events written after byte `offset` (whole lines only) and the offset to read from next; None when the
+        file is shorter than `offset` (trimmed or replaced: read it all again). A reader that follows the log (the
+        search index) reads what is new, not the whole log every time."""
+        with self._lock:
+            try:
+                with self.path.open("rb") as f:
+                    size = f.seek(0, os.SEEK_END)
+                    if size < offset:
+                        return None
+                    f.seek(offset)
+                    raw = f.read()
+            except OSError:
+                return [], offset
+        end = raw.rfind(b"\n") + 1  # a line still being written waits for the next read
+        lines = raw[:end].decode("utf-8", errors="replace").splitlines()
+        return [ev for ev in map(_valid, lines) if ev is not None], offset + end
 
     @property
     def last_id(self) -> int:
@@ -178,9 +204,22 @@ class EventLog:
         tmp = self.path.with_suffix(".tmp")
         tmp.write_bytes(b"".join(reversed(keep)))
         os.replace(tmp, self.path)  # atomic: a reader sees the old file or the new one
+        oldest = next((ev["id"] for ev in map(_valid, (ln.decode("utf-8", "replace") for ln in reversed(keep)))
+                       if ev is not None), None)
+        if self.pictures is not None:
+            self.pictures.prune(oldest or str(self._seq + 1).zfill(ID_DIGITS))  # pictures go with their events
 
 
-_TEXT_FIELDS = ("source", "event_type", "camera", "rule", "text", "pipeline_id", "held")
+def _box(raw: Any) -> tuple[float, float, float, float] | None:
+    """An event's `box` (four fractions of the frame) as the picture's crop, or None (the whole frame)."""
+    if isinstance(raw, list | tuple) and len(raw) == 4 and all(isinstance(v, int | float) for v in raw):
+        x1, y1, x2, y2 = (float(v) for v in raw)
+        if 0 <= x1 < x2 <= 1 and 0 <= y1 < y2 <= 1:
+            return x1, y1, x2, y2
+    return None
+
+
+_TEXT_FIELDS = ("source", "event_type", "camera", "rule", "text", "pipeline_id", "held", "seen", "summary")
 
 
 def _valid(line: str) -> dict[str, Any] | None:

@@ -22,6 +22,7 @@ from bot.monitoring.news import MonitorEvent, News
 from bot.monitoring.outlived import Notice, Outlived
 from bot.monitoring.rule_book import RuleBook
 from bot.monitoring.rules import ANY, Rule, RuleState, Sightings, evaluate
+from bot.monitoring.search.describe import Tracks, describe
 from bot.monitoring.timeline import Timeline
 from bot.monitoring.verify import Check, Mode, Verifier, mode_of, moved
 from bot.storage import Storage, open_storage
@@ -68,6 +69,7 @@ class Monitor:
         self.held = HeldBook()  # what the cooldown held since each rule's last alert
         self._seen: dict[str, set[str]] = {}  # classes each camera's results have shown (a rule must name one)
         self.sightings = Sightings()  # when each camera last showed each class: a `then` rule reads another camera's
+        self.tracks = Tracks()  # where tracked objects went lately: an event's words say which way it moved
         # what people set on a camera whose pipeline ended is told so where they set it (watches, jobs add theirs)
         self.outlived = Outlived(router, settings.heartbeat.timezone, clock)
         self.outlived.add(self._outlived_rules)
@@ -118,13 +120,16 @@ class Monitor:
         fired: list[MonitorEvent] = []
         with self._lock:
             self.health.result_at(handle.pipeline_id, now)
+            self.tracks.saw(camera, result, now)
             self.book.guess(camera, result)
             for rule in self.book.effective(camera):
                 state = self._state.setdefault((camera, rule.id), RuleState())
                 hit = evaluate(rule, state, result, now, self.sightings)
                 if hit is not None:
+                    seen = describe(camera, result, (rule.class_name, rule.other_class), self.tracks, result.frame)
                     ev = MonitorEvent(camera, rule.id, hit.text, now, hit.counts, result.frame, handle.pipeline_id,
-                                      channel=rule.owner.channel if rule.owner and rule.owner.member else None)
+                                      channel=rule.owner.channel if rule.owner and rule.owner.member else None,
+                                      seen=seen.text, box=seen.box)
                     admitted = self._admit(ev, rule.cooldown_seconds)
                     if admitted is not None:
                         mark = self.clips.mark(handle.pipeline_id, result.frame) if self.clips else None

@@ -27,6 +27,8 @@ class MonitorEvent:
     alert_id: str = field(default_factory=new_alert_id)  # its Alert's id: the heartbeat's summary names it
     held: str = ""  # what the cooldown held since the last alert, in words (bot/monitoring/held.py)
     channel: str | None = None  # a member's rule alerts where they set it (None: the camera's route)
+    seen: str | None = None  # what the frame shows, in words (bot/monitoring/search/describe.py)
+    box: tuple[float, float, float, float] | None = None  # its main object, fractions of the frame
 
     def to_alert(self) -> Alert:
         more = f" ({self.held})" if self.held else f" (+{self.suppressed} more within the cooldown)" if self.suppressed else ""
@@ -40,6 +42,8 @@ class MonitorEvent:
             self.pipeline_id,
             alert_id=self.alert_id,
             channel=self.channel,
+            seen=self.seen or None,
+            box=self.box,
         )
 
 

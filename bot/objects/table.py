@@ -18,6 +18,7 @@ from bot.objects.pipeline import PipelineSpec
 from bot.objects.recipe import RecipeRun, RecipeSpec
 from bot.objects.route import RouteSpec
 from bot.objects.rule import RuleSpec
+from bot.objects.search import EventSearchSpec
 from bot.objects.watch import WatchSpec
 from bot.rights import CONTROLLED, MEMORY, RECIPES
 
@@ -26,12 +27,12 @@ Door = str  # "slash" (Slack and the terminal), "tool" (the model; MCP offers th
 
 @dataclass(frozen=True)
 class Operation:
-    """One way of creating (or using) a member's object, as every door offers it."""
+    """One way of creating (or using) a member's object, or of reading what happened, as every door offers it."""
 
     tool: str  # the tool's name (the model's and MCP's); also this table's key
-    kind: Kind
+    kind: Kind | None  # None: it creates nothing (a search)
     spec: type[BaseModel]
-    changes: str  # what it changes, for the allowlists and read-only MCP (bot/rights.py)
+    changes: str | None  # what it changes, for the allowlists and read-only MCP (bot/rights.py); None: it reads
     summary: str  # the tool's description
     slash: str | None = None  # the `/vision` words it is typed as
     rest: str | None = None  # "METHOD /path" of the REST API
@@ -73,6 +74,13 @@ OPERATIONS: dict[str, Operation] = {op.tool: op for op in (
     Operation("set_route", "route", RouteSpec, CONTROLLED,
               "Send a camera's alerts (or every camera's) to a Slack channel.",
               slash="route CHANNEL", rest="PUT /api/routes", doors=("slash", "rest")),
+    Operation("search_events", None, EventSearchSpec, None,
+              "Search the past by words and meaning ('when did the white van come in?', 'someone walking left', "
+              "'a delivery'): events of the event log ranked by what was seen (class, colour, size, place, "
+              "direction, the model's words about it), within a time and a camera if given. Answers with the "
+              "moments (time, camera, what, link) and shows the asker the best frames: say what they show, do not "
+              "list every row again.",
+              slash="search WORDS", rest="GET /api/events/search"),
 )}
 
 

@@ -12,8 +12,11 @@ from slack_sdk.errors import SlackApiError
 from bot.agent.steps import label
 from bot.events import AgentEvent, EventType
 from bot.media.redaction import redact
+from bot.monitoring.search.moments import Moments
 from handlers.answers.feedback import feedback_blocks
+from handlers.answers.moments_blocks import moments_message
 from handlers.answers.stream_text import for_slack, markdown_pieces
+from handlers.state.alert_book import AlertBook
 from handlers.state.threads import Conversation
 from handlers.transport.mrkdwn import escape, escape_plain, fallback_text
 
@@ -82,6 +85,8 @@ class TurnRenderer:
         self.replied = False
         self.failed = False
         self.frames = 0
+        self.timezone = "UTC"  # the workspace's (renderer_for sets it): a search's times are read in it
+        self.book: AlertBook | None = None  # the alerts posted here: a search's rows link their messages
 
     async def status(self, text: str) -> None:
         """assistant.threads.setStatus, best effort: where Slack refuses it we stop asking (reactions remain)."""
@@ -111,6 +116,8 @@ class TurnRenderer:
             await self.status(f"is {step[:1].lower()}{step[1:]}…")
         elif kind is EventType.FRAME:
             await self.frame(data.get("image"), data.get("caption") or "")
+        elif kind is EventType.MOMENTS:
+            await self.moments(data["moments"])
         elif kind in (EventType.RESPONSE, EventType.ASK_USER):
             await self.reply(data.get("text") or "")
         elif kind is EventType.ERROR:
@@ -123,6 +130,18 @@ class TurnRenderer:
         problem = await upload_frame(self.client, self.conv.channel, self.conv.thread_ts, image, caption)
         if problem:
             await self.note(problem)
+
+    async def moments(self, found: Moments) -> None:
+        """A search's moments as their own message in the thread: the table and the best frames."""
+        try:
+            message = await moments_message(self.client, found, self.timezone, self.book)
+            await self.client.chat_postMessage(channel=self.conv.channel, thread_ts=self.conv.thread_ts,
+                                               unfurl_links=False, unfurl_media=False, **message)
+            self.frames += len(found.pictures())
+        except SlackApiError as exc:
+            log.warning("search answer not posted in %s: %s", self.conv.channel, exc.response.get("error"))
+            await self.note(f"I could not post the moments found here ({exc.response.get('error')}); they are in "
+                            "my answer as text.")
 
     async def reply(self, markdown: str) -> None:
         if markdown.strip():

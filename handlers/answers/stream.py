@@ -108,6 +108,15 @@ class AnswerStream:
             await self._send_buffer(whole=True)
             await self._send(chunks, optional)
 
+    async def split(self) -> None:
+        """End the current message here (what is queued goes out first): something posted into the thread now
+        comes after it, and the next text starts a new streamed message after that."""
+        async with self._lock:
+            if self.ts is None:
+                return
+            await self._send_buffer(whole=True)
+            await self._next_message()
+
     async def finish_text(self, final: str) -> None:
         """Show the part of the final answer the stream has not shown yet (queued text is replaced by it)."""
         async with self._lock:

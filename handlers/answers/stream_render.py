@@ -4,7 +4,9 @@ The TurnRenderer interface, streamed (docs.slack.dev chat.startStream/appendStre
 the turn's first visible event; each tool call is a task card (in_progress, then complete or error with a short
 redacted result); the answer's text streams in, batched (handlers/answers/stream.py); the final RESPONSE/ASK_USER adds what
 the stream has not shown yet, so the answer is in the message once; stopStream adds the 👍/👎 row. A frame is
-uploaded without a channel and shown by an image block right after its step.
+uploaded without a channel and shown by an image block right after its step; one that cannot be (its upload
+refused through a 429 storm) is posted as a file, and the streamed message ends before it so the answer stays
+below the frame (streamed messages are ordered by when they started, not by their last words).
 
 Where streaming is refused — a top-level DM (streams must be thread replies), a channel or workspace where
 startStream errors — the turn is rendered by the post-at-end TurnRenderer; a permanent refusal is remembered for the
@@ -148,6 +150,8 @@ class StreamRenderer(TurnRenderer):
             if file_id and await self._send([image_chunk(file_id, caption)], None, optional=True):
                 self.frames += 1
                 return
+            if self.stream is not None:  # the open message would hold the answer that follows, above the file
+                await self._guard(self.stream.split())
         await super().frame(image, caption)  # into the thread as a file, as before
 
     async def reply(self, markdown: str) -> None:
@@ -239,6 +243,8 @@ class StreamRenderer(TurnRenderer):
 
 def renderer_for(bot: Any, conv: Conversation) -> TurnRenderer:
     """The renderer of one turn: streamed (`slack.stream_answers`, the default) or posted at the end."""
-    if bot.settings.slack.stream_answers:
-        return StreamRenderer(bot.client, conv, bot.status_supported, bot.stream_supported)
-    return TurnRenderer(bot.client, conv, bot.status_supported)
+    renderer = (StreamRenderer(bot.client, conv, bot.status_supported, bot.stream_supported)
+                if bot.settings.slack.stream_answers else TurnRenderer(bot.client, conv, bot.status_supported))
+    renderer.timezone = bot.settings.heartbeat.timezone
+    renderer.book = getattr(bot, "posted_alerts", None)
+    return renderer

@@ -10,6 +10,7 @@ from slack_sdk.errors import SlackApiError
 
 from bot.commands.dispatch import CommandContext, CommandReply, run_command
 from handlers.alerts.digest_blocks import digest_blocks, digest_fallback, message_links
+from handlers.answers.moments_blocks import moments_message
 from handlers.answers.render import upload_frame
 from handlers.context import SlackBot
 from handlers.transport.mrkdwn import escape
@@ -53,7 +54,7 @@ async def handle_vision(ack: Any, command: dict[str, Any], respond: Any, context
     ctx.progress = progress
     task = asyncio.ensure_future(answer(text, ctx))
     done, _ = await asyncio.wait({task}, timeout=ACK_BUDGET)
-    if task in done and not acked:
+    if task in done and not acked and not _uploads(task.result()):
         reply = task.result()
         await ack(response_type="ephemeral", **await message(reply, bot))
     else:
@@ -73,15 +74,22 @@ async def handle_vision(ack: Any, command: dict[str, Any], respond: Any, context
             await respond(response_type="ephemeral", replace_original=False, text=problem)
 
 
+def _uploads(reply: CommandReply) -> bool:
+    """Whether the answer uploads pictures first (a search's frames): seconds Slack's ack must not wait for."""
+    return reply.moments is not None and bool(reply.moments.pictures())
+
+
 async def message(reply: CommandReply, bot: SlackBot) -> dict[str, Any]:
-    """The reply's text; a digest also as its table and chart blocks (alerts linked to their messages), the text
-    kept as their fallback."""
+    """The reply's text; a digest also as its table and chart blocks (alerts linked to their messages), a search as
+    its table and frames, the text kept as their fallback."""
     if reply.table:  # `/vision cameras`: the rows as one table, the text its fallback
         head = {"type": "section", "text": {"type": "mrkdwn", "text": escape(reply.text.split("\n", 1)[0])[:3000]}}
         return {"text": escape(reply.text)[:FALLBACK_MAX], "blocks": [head, table_block(reply.table)]}
+    tz = bot.settings.heartbeat.timezone
+    if reply.moments is not None:  # a search: its table and best frames (uploaded unshared), the text as fallback
+        return await moments_message(bot.client, reply.moments, tz, bot.posted_alerts)
     if reply.digest is None:
         return {"text": escape(reply.text)}
-    tz = bot.settings.heartbeat.timezone
     posts = await message_links(bot.client, bot.posted_alerts, reply.digest)
     return {"text": digest_fallback(reply.digest, tz), "blocks": digest_blocks(reply.digest, tz, posts)}
 

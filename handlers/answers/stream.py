@@ -229,8 +229,12 @@ class AnswerStream:
         self.ts, self._started, self._size, self._tail = str(resp["ts"]), True, 0, ""
 
     async def _next_message(self) -> None:
-        """This message is full: stop it; the next text starts a new streamed message in the same thread."""
-        await self._call("chat.stopStream")
+        """This message is full: stop it; the next text starts a new streamed message in the same thread. Steps
+        still riding (`later`) belong to this message: they go with its stop."""
+        extra: dict[str, Any] = {}
+        if self._riders:
+            extra["chunks"], self._riders = self._riders, []
+        await self._call("chat.stopStream", **extra)
         self.ts, self._size = None, 0
 
     async def _call(self, method: str, *, optional: bool = False, **body: Any) -> None:

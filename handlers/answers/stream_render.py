@@ -92,6 +92,12 @@ class StreamRenderer(TurnRenderer):
             chunks.append(task_chunk(following, self._opening[following], "in_progress"))
         self.stream.later(chunks)
 
+    async def split(self) -> None:
+        """End the open streamed message here (its steps go with it): what is posted next reads below it, and the
+        answer streams on in a new message after that."""
+        if self.streaming and self.stream is not None:
+            await self._guard(self.stream.split())
+
     def _settle_opening(self) -> None:
         """The model has begun (or the turn ends): first steps still open are done."""
         opening, self._opening = self._opening, {}

@@ -196,6 +196,8 @@ async def _converse(bot: SlackBot, turn: Turn, r: TurnRenderer) -> None:
         attachments = fetched.attachments
         if isinstance(r, StreamRenderer):
             r.step_done(IMAGE, *images_outcome([a.name for a in attachments], len(fetched.refusals)))
+            if fetched.refusals:  # the refusal reads before the answer: the answer streams on below it
+                await r.split()
         for line in fetched.refusals:
             await r.note(line)
     text = clean_text(turn.text, bot.bot_user_id)

@@ -83,6 +83,12 @@ async def test_attached_files_open_with_looking_at_them_and_say_what_arrived(
                               and c.params["timestamp"] == ts, timeout=30)
     card = final_cards(slack_api, "C0GENERAL", ts)[IMAGE]
     assert (card["status"], card["output"]) == (status, outcome)
+    ours = [m for m in slack_api.messages("C0GENERAL", ts) if m.get("user") == slack_api.bot_user_id]
+    if status == "error":  # steps, then the refusal, then the answer below it: "see the note below" holds
+        assert [bool(m.get("tasks")) for m in ours] == [True, False, False]
+        assert "only look at images" in ours[1]["text"] and ours[2]["text"] == "Seen."
+    else:
+        assert len(ours) == 1 and ours[0]["text"] == "Seen."  # one message: the steps, then the answer
 
 
 def _image(kind: str) -> bytes:

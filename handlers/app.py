@@ -127,6 +127,7 @@ async def run(settings: Settings, runtime: Runtime | None = None, *, on_ready: C
         # The socket client opens connections through `client` too, so SLACK_API_URL covers both.
         handler = AckingSocketModeHandler(bot.app, app_token, logger=quiet_socket_logger(), web_client=client,
                                           gate=bot.acks)
+        handler.own_ids = {i for i in (identity.get("user_id"), identity.get("bot_id")) if i}
         handler.client.message_listeners.append(ack_unparseable)
         stack.push_async_callback(handler.close_async)
         bot.socket = handler.client

@@ -87,6 +87,17 @@ class AckingSocketModeHandler(AsyncSocketModeHandler):
         super().__init__(*args, **kwargs)
         self.gate = gate or AckGate()
         self.gate.queue = self.client.message_queue
+        self.own_ids: set[str] = set()  # our bot user id and bot id (auth.test): our own messages come back as events
+
+    def own_message(self, payload: Any) -> bool:
+        """A message event of our own (each post or streamed message comes back as one): Bolt's self-event
+        middleware would drop it after building a request and running the middleware before it; dropped here."""
+        event = payload.get("event") if isinstance(payload, dict) else None
+        if not isinstance(event, dict) or event.get("type") != "message" or not self.own_ids:
+            return False
+        inner = event.get("message") if isinstance(event.get("message"), dict) else {}
+        return any(isinstance(v, str) and v in self.own_ids for v in (event.get("user"), event.get("bot_id"),
+                                                                       inner.get("user"), inner.get("bot_id")))
 
     async def handle(self, client: Any, req: SocketModeRequest) -> None:
         start = time.time()
@@ -96,6 +107,8 @@ class AckingSocketModeHandler(AsyncSocketModeHandler):
                 await send_async_response(client, req, BoltResponse(status=200, body=""), start)
             finally:
                 self.gate.acked()
+            if self.own_message(req.payload):
+                return
             await asyncio.sleep(0)  # envelopes read in the same burst get their acks before this one is dispatched
             self._unhandled(req, await self._dispatch(req))
             return

@@ -196,3 +196,23 @@ async def test_feedback_waits_for_the_acks_still_owed() -> None:
     gate.WAIT = 0.0
     gate.taken()
     await asyncio.wait_for(gate.wait(), patience(10))  # never stuck: an ack lost somewhere costs WAIT at most
+
+
+async def test_our_own_messages_coming_back_are_acked_and_never_dispatched(
+    slack_bot: RunningBot, slack_api: SlackEmulator, anthropic_api: FakeAnthropic
+) -> None:
+    seen: list[dict[str, Any]] = []
+
+    async def record(body: dict[str, Any], next: Any) -> None:  # noqa: A002 - Bolt's argument name
+        seen.append(body.get("event") or {})
+        await next()
+
+    slack_bot.bot.app.use(record)
+    anthropic_api.enqueue(text("Two people."))
+    ts, _ = slack_api.mention("who is there?")
+    assert await await_answers(slack_api, "C0GENERAL", ts) == ["Two people."]
+    await slack_api.await_for("reactions.add", lambda c: c.params["name"] == "white_check_mark")
+    echoes = [e for e in slack_api.envelopes.values() if (e.payload.get("event") or {}).get("user") == slack_api.bot_user_id]
+    assert echoes and all(e.acked_at is not None and e.retry_attempt == 0 for e in echoes)  # Slack sent them back
+    assert [e for e in seen if e.get("user") == slack_api.bot_user_id] == []
+    assert any(e.get("type") == "app_mention" for e in seen)  # people's events still are

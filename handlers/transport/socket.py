@@ -95,7 +95,7 @@ class AckingSocketModeHandler(AsyncSocketModeHandler):
         event = payload.get("event") if isinstance(payload, dict) else None
         if not isinstance(event, dict) or event.get("type") != "message" or not self.own_ids:
             return False
-        inner = event.get("message") if isinstance(event.get("message"), dict) else {}
+        inner: dict[str, Any] = event["message"] if isinstance(event.get("message"), dict) else {}
         return any(isinstance(v, str) and v in self.own_ids for v in (event.get("user"), event.get("bot_id"),
                                                                        inner.get("user"), inner.get("bot_id")))
 

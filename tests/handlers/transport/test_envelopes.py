@@ -199,8 +199,11 @@ async def test_feedback_waits_for_the_acks_still_owed() -> None:
 
 
 async def test_our_own_messages_coming_back_are_acked_and_never_dispatched(
-    slack_bot: RunningBot, slack_api: SlackEmulator, anthropic_api: FakeAnthropic
+    slack_bot: RunningBot, slack_api: SlackEmulator, anthropic_api: FakeAnthropic, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.DEBUG)
+    # Bolt's self-event middleware says "Skipped self event" for each one that reaches it (its level: set at start)
+    caplog.set_level(logging.DEBUG, logger="slack_bolt.IgnoringSelfEvents")
     seen: list[dict[str, Any]] = []
 
     async def record(body: dict[str, Any], next: Any) -> None:  # noqa: A002 - Bolt's argument name
@@ -216,3 +219,4 @@ async def test_our_own_messages_coming_back_are_acked_and_never_dispatched(
     assert echoes and all(e.acked_at is not None and e.retry_attempt == 0 for e in echoes)  # Slack sent them back
     assert [e for e in seen if e.get("user") == slack_api.bot_user_id] == []
     assert any(e.get("type") == "app_mention" for e in seen)  # people's events still are
+    assert [r for r in caplog.records if "Skipped self event" in r.getMessage()] == []

@@ -32,6 +32,7 @@ log = logging.getLogger(__name__)
 # Subtypes that are a person saying something; everything else (edits, deletes, joins, bot_message…) is ignored.
 HUMAN_SUBTYPES = {None, "file_share", "thread_broadcast"}
 FEEDBACK_WAIT = 2.0
+FIRST_STEP_HOPS = 3  # loop turns a 👀 yields after the acks: a first step's own hops to its Slack call (run_turn)
 TITLE_CHARS = 60
 EMPTY_HINT = "Hi! Ask me about a camera or a picture — attach an image or name a camera. `/vision help` lists commands."
 
@@ -104,8 +105,11 @@ def resume_open_turns(bot: SlackBot) -> int:
 
 
 async def _after_acks(bot: SlackBot, call: Coroutine[Any, Any, Any]) -> Any:
-    """A feedback call, sent once the envelopes read so far are acked (a burst acks first, then says it is on it)."""
+    """The 👀 call, sent once the envelopes read so far are acked (a burst acks first, then says it is on it), and
+    after the first steps released by the same acks: a step in the thread says more than a reaction."""
     await bot.acks.wait()
+    for _ in range(FIRST_STEP_HOPS):
+        await asyncio.sleep(0)
     return await call
 
 

@@ -30,7 +30,7 @@ from tests.fakes.anthropic_api import API_KEY, FakeAnthropic, text  # noqa: E402
 from tests.fakes.slack_api import SlackEmulator  # noqa: E402
 from tests.fakes.slack_socket import Envelope  # noqa: E402
 
-ROUNDS = {1: 40, 10: 5, 50: 1}  # threads in flight -> bursts (samples of the first step: 40, 50, 50)
+ROUNDS = {1: 40, 10: 5, 50: 3}  # threads in flight -> bursts (first-step samples 40, 50, 150; acks twice as many)
 QUICK_ROUNDS = {1: 3, 5: 1}
 LOG_TAIL = 30  # lines of an app's output shown when a run fails
 LLM_DELAY = 0.2  # seconds the emulated model takes per answer

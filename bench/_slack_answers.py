@@ -20,6 +20,25 @@ def _is_control(call: ApiCall) -> bool:
     return any(b.get("type") == "actions" for b in call.params.get("blocks") or [] if isinstance(b, dict))
 
 
+def _words(call: ApiCall) -> bool:
+    return any(isinstance(c, dict) and c.get("type") == "markdown_text" and str(c.get("text")).strip()
+               for c in call.params.get("chunks") or [])
+
+
+def first_words(slack: SlackEmulator, channel: str, thread_ts: str) -> float | None:
+    """When the model's first words reached the thread (emulator clock): the first stream call carrying text, or
+    the first post of the answer (the posted path shows no step before its words)."""
+    streams = {m["ts"] for m in slack.messages(channel, thread_ts) if "stream_mode" in m}
+    for call in slack.calls:
+        if not call.ok or call.params.get("channel") != channel:
+            continue
+        if call.method == "chat.startStream" and call.params.get("thread_ts") == thread_ts and _words(call) or \
+                call.method in STREAM_METHODS[1:] and call.params.get("ts") in streams and _words(call) or \
+                call.method == "chat.postMessage" and call.params.get("thread_ts") == thread_ts and not _is_control(call):
+            return call.time
+    return None
+
+
 def answer_times(slack: SlackEmulator, channel: str, thread_ts: str) -> tuple[float | None, float | None]:
     """(first visible step or words, answer complete) as emulator clock times, for the bot's answer in a thread:
     a streamed message (its first step/words, its stopStream with the feedback row) or posted messages (the first

@@ -19,6 +19,7 @@ from handlers.state.queue import SessionQueues
 from handlers.state.threads import Deduper, ThreadBook
 from handlers.transport.files import FileFetcher
 from handlers.transport.people import PeopleBook
+from handlers.transport.socket import AckGate
 
 if TYPE_CHECKING:
     from bot.agent.loop import Agent
@@ -62,6 +63,7 @@ class SlackBot:
     feedback: set[asyncio.Task[Any]] = field(default_factory=set)  # "working" reactions still in flight
     running: RunningTurns = field(default_factory=RunningTurns)  # turns a Stop button can cancel
     people: PeopleBook = field(default_factory=PeopleBook)  # display names, for marking who wrote what
+    acks: AckGate = field(default_factory=AckGate)  # feedback waits for the socket's owed acks (transport/socket.py)
     _tasks: set[asyncio.Task[Any]] = field(default_factory=set)
 
     @property

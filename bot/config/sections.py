@@ -205,6 +205,9 @@ class SlackConfig(_Section):
     # Answers stream into their thread as they are written (chat.startStream, task cards per step); false: each
     # answer is posted once the turn is over. Where Slack refuses streaming, the bot falls back by itself.
     stream_answers: bool = True
+    # A streamed answer opens at once with the turn's first step (the image being looked at, the thread being read,
+    # the running pipelines being checked), before the model's first token; false: it opens with the model's output.
+    first_step: bool = True
 
     @field_validator("allowed_users", "allowed_channels", "operators", "open_channels", mode="before")
     @classmethod

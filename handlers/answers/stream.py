@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from slack_sdk.errors import SlackApiError
@@ -65,6 +66,7 @@ class AnswerStream:
         self._named: list[str] = []  # people this turn's text notified: the mention limit is per answer, not per append
         self._tail = ""  # the last characters of text the current message shows ("": none yet)
         self._apart = False  # the next text belongs to a new model call (after a tool call)
+        self._riders: list[dict[str, Any]] = []  # chunks that go out with the next call (`later`)
 
     def text(self, piece: str) -> None:
         """Queue answer text; it goes out within `interval` (at once if nothing went out lately)."""
@@ -74,6 +76,11 @@ class AnswerStream:
         if self._timer is None or self._timer.done():
             wait = max(0.0, self._last + self.interval - time.monotonic())
             self._timer = asyncio.ensure_future(self._flush_later(wait))
+
+    def later(self, chunks: list[dict[str, Any]]) -> None:
+        """Chunks that need no call of their own (a step turned complete): they go out with the next call, ahead of
+        what it carries, so the message keeps the order things happened in and no Slack call is spent on them."""
+        self._riders += chunks
 
     def drop(self) -> None:
         """Forget text not sent yet (a retried model call voids it)."""
@@ -90,10 +97,14 @@ class AnswerStream:
         async with self._lock:
             await self._send_buffer(whole=True)
 
-    async def chunks(self, chunks: list[dict[str, Any]], optional: bool = False) -> None:
+    async def chunks(self, chunks: list[dict[str, Any]], optional: bool = False,
+                     before: Callable[[], Awaitable[None]] | None = None) -> None:
         """Task cards or blocks, after the text queued before them. `optional`: if Slack refuses these chunks
-        (e.g. an image it cannot show yet), raise StreamFailed but keep streaming."""
+        (e.g. an image it cannot show yet), raise StreamFailed but keep streaming. `before`: awaited first, with
+        the stream held (nothing else of this stream goes out ahead of these chunks meanwhile)."""
         async with self._lock:
+            if before is not None:
+                await before()
             await self._send_buffer(whole=True)
             await self._send(chunks, optional)
 
@@ -122,6 +133,8 @@ class AnswerStream:
                 return
             await self._send_buffer(whole=True)
             extra: dict[str, Any] = {"blocks": blocks} if blocks else {}
+            if self._riders:
+                extra["chunks"], self._riders = self._riders, []
             await self._call("chat.stopStream", **extra)
             self.ts = None
 
@@ -189,10 +202,16 @@ class AnswerStream:
             self._last = time.monotonic()
 
     async def _send(self, chunks: list[dict[str, Any]], optional: bool = False) -> None:
-        if self.ts is None:
-            await self._start(chunks)
-        else:
-            await self._call("chat.appendStream", optional=optional, chunks=chunks)
+        riders, self._riders = self._riders, []
+        try:
+            if self.ts is None:
+                await self._start(riders + chunks)
+            else:
+                await self._call("chat.appendStream", optional=optional, chunks=riders + chunks)
+        except StreamFailed:
+            if optional and self.broken is None:  # only `chunks` were refused: the riders go with the next call
+                self._riders = riders + self._riders
+            raise
 
     async def _start(self, chunks: list[dict[str, Any]]) -> None:
         """chat.startStream in the conversation's thread, addressed to the asker (required outside DMs)."""
@@ -210,8 +229,12 @@ class AnswerStream:
         self.ts, self._started, self._size, self._tail = str(resp["ts"]), True, 0, ""
 
     async def _next_message(self) -> None:
-        """This message is full: stop it; the next text starts a new streamed message in the same thread."""
-        await self._call("chat.stopStream")
+        """This message is full: stop it; the next text starts a new streamed message in the same thread. Steps
+        still riding (`later`) belong to this message: they go with its stop."""
+        extra: dict[str, Any] = {}
+        if self._riders:
+            extra["chunks"], self._riders = self._riders, []
+        await self._call("chat.stopStream", **extra)
         self.ts, self._size = None, 0
 
     async def _call(self, method: str, *, optional: bool = False, **body: Any) -> None:

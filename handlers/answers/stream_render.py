@@ -18,12 +18,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from bot.agent.steps import label, outcome
 from bot.events import AgentEvent, EventType
 from bot.media.redaction import redact
 from handlers.answers.feedback import feedback_blocks
+from handlers.answers.opening import Step
 from handlers.answers.render import TurnRenderer
 from handlers.answers.stream import AnswerStream, StreamFailed
 from handlers.answers.stream_text import for_slack, unshown
@@ -63,6 +65,44 @@ class StreamRenderer(TurnRenderer):
                           and stream_supported.get(conv.channel) is not False)
         self.stream: AnswerStream | None = None
         self._titles: dict[str, str] = {}
+        self._opening: dict[str, str] = {}  # first steps (handlers/answers/opening.py) not yet marked done
+
+    def begin(self, steps: list[Step], before: Callable[[], Awaitable[None]] | None = None
+              ) -> asyncio.Task[bool] | None:
+        """Open the streamed message with the turn's first steps at once (the first in progress, the rest
+        pending), before the prompt is built: the task sending them (after `before()`, e.g. the socket's owed
+        acks), or None when nothing streams. Whatever the turn sends next waits behind it (the stream's lock,
+        held from before `before` runs), so the steps are always the message's start."""
+        if not self.streaming or not steps or self.stream is not None:
+            return None
+        self._opening = {s.id: s.title for s in steps}
+        chunks = [task_chunk(s.id, s.title, "in_progress" if n == 0 else "pending") for n, s in enumerate(steps)]
+        self._open()
+        return asyncio.ensure_future(self._send(chunks, None, before=before))
+
+    def step_done(self, step_id: str, output: str, failed: bool = False) -> None:
+        """A first step finished: its card turns complete (or error) with `output`, in the next call that goes
+        out (no call of its own); the next pending step, if any, is now in progress."""
+        title = self._opening.pop(step_id, None)
+        if title is None or self.stream is None or not self.streaming:
+            return
+        chunks = [task_chunk(step_id, title, "error" if failed else "complete", output, failed)]
+        if self._opening:
+            following = next(iter(self._opening))
+            chunks.append(task_chunk(following, self._opening[following], "in_progress"))
+        self.stream.later(chunks)
+
+    async def split(self) -> None:
+        """End the open streamed message here (its steps go with it): what is posted next reads below it, and the
+        answer streams on in a new message after that."""
+        if self.streaming and self.stream is not None:
+            await self._guard(self.stream.split())
+
+    def _settle_opening(self) -> None:
+        """The model has begun (or the turn ends): first steps still open are done."""
+        opening, self._opening = self._opening, {}
+        if opening and self.stream is not None and self.streaming:
+            self.stream.later([task_chunk(i, title, "complete", "done") for i, title in opening.items()])
 
     async def status(self, text: str) -> None:
         if self.stream is None or not self.streaming:  # once the message streams, its task cards say it
@@ -70,6 +110,7 @@ class StreamRenderer(TurnRenderer):
 
     async def handle(self, ev: AgentEvent) -> None:
         kind, data = ev.type, ev.data
+        self._settle_opening()
         if not self.streaming:
             await super().handle(ev)
         elif kind is EventType.TEXT_DELTA:
@@ -122,6 +163,7 @@ class StreamRenderer(TurnRenderer):
     async def reply(self, markdown: str) -> None:
         if not markdown.strip():
             return
+        self._settle_opening()
         if self.streaming:
             stream = self._open()
             if await self._guard(stream.finish_text(markdown)) and await self._guard(stream.stop(feedback_blocks())):
@@ -145,13 +187,14 @@ class StreamRenderer(TurnRenderer):
             self.stream = AnswerStream(self.client, self.conv)
         return self.stream
 
-    async def _send(self, chunks: list[dict[str, Any]], ev: AgentEvent | None, optional: bool = False) -> bool:
+    async def _send(self, chunks: list[dict[str, Any]], ev: AgentEvent | None, optional: bool = False,
+                    before: Callable[[], Awaitable[None]] | None = None) -> bool:
         """Send chunks (the first ones start the stream); False if they did not go out. A refused start, or a
         stream that broke, hands the rest of the turn (and `ev`, if given) to the post-at-end path."""
         if self.streaming:
             stream = self._open()
             try:
-                await stream.chunks(chunks, optional)
+                await stream.chunks(chunks, optional, before)
                 return True
             except StreamFailed as exc:
                 if optional and stream.broken is None:
@@ -195,6 +238,7 @@ class StreamRenderer(TurnRenderer):
         stream = self.stream
         if stream is None:
             return
+        self._settle_opening()
         try:
             await (stream.stop() if self.streaming else stream.abandon())
         except StreamFailed as exc:

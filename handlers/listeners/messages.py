@@ -4,13 +4,23 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
 from bot.rights import Requester
 from handlers.answers.feedback import delete_quietly, run_stoppable
+from handlers.answers.opening import (
+    IMAGE,
+    PIPELINES,
+    THREAD,
+    first_steps,
+    images_outcome,
+    pipelines_outcome,
+    thread_outcome,
+)
 from handlers.answers.render import WORKING, TurnRenderer, react
-from handlers.answers.stream_render import renderer_for
+from handlers.answers.stream_render import StreamRenderer, renderer_for
 from handlers.context import SlackBot
 from handlers.state.inflight import resume_plan, turn_key
 from handlers.state.queue import Job
@@ -22,6 +32,7 @@ log = logging.getLogger(__name__)
 # Subtypes that are a person saying something; everything else (edits, deletes, joins, bot_message…) is ignored.
 HUMAN_SUBTYPES = {None, "file_share", "thread_broadcast"}
 FEEDBACK_WAIT = 2.0
+FIRST_STEP_HOPS = 3  # loop turns a 👀 yields after the acks: a first step's own hops to its Slack call (run_turn)
 TITLE_CHARS = 60
 EMPTY_HINT = "Hi! Ask me about a camera or a picture — attach an image or name a camera. `/vision help` lists commands."
 
@@ -74,7 +85,7 @@ def take(bot: SlackBot, body: dict[str, Any], event: dict[str, Any], mentioned: 
     turn = Turn(conv, event.get("text") or "", files, user=event["user"])
     assert bot.queues is not None
     bot.queues.submit(conv.key, conv.message_ts, turn)
-    bot.inflight.add(conv, turn.text, files)  # before the ack: a crash from here on is finished after restart
+    bot.inflight.add(conv, turn.text, files)  # right after the ack: a crash from here on is finished after restart
     return turn
 
 
@@ -93,9 +104,19 @@ def resume_open_turns(bot: SlackBot) -> int:
     return len(open_turns)
 
 
+async def _after_acks(bot: SlackBot, call: Coroutine[Any, Any, Any]) -> Any:
+    """The 👀 call, sent once the envelopes read so far are acked (a burst acks first, then says it is on it), and
+    after the first steps released by the same acks: a step in the thread says more than a reaction."""
+    await bot.acks.wait()
+    for _ in range(FIRST_STEP_HOPS):
+        await asyncio.sleep(0)
+    return await call
+
+
 def _acknowledge(bot: SlackBot, turn: Turn | None, client: Any) -> None:
     if turn is not None:  # feedback at once, even when the thread is still busy with an earlier message
-        turn.feedback = bot.spawn(react(client, turn.conv.channel, turn.conv.message_ts, add=WORKING))
+        turn.feedback = bot.spawn(_after_acks(bot, react(client, turn.conv.channel, turn.conv.message_ts,
+                                                          add=WORKING)))
         bot.feedback.add(turn.feedback)
         turn.feedback.add_done_callback(bot.feedback.discard)
 
@@ -110,15 +131,23 @@ async def handle_message(body: dict[str, Any], event: dict[str, Any], client: An
     _acknowledge(context["vision"], take(context["vision"], body, event, mentioned=False), client)
 
 
+async def _feedback_out(bot: SlackBot) -> None:
+    """Wait (up to FEEDBACK_WAIT in all) until no 👀 or first step is in flight, including those of turns taken
+    while waiting: in a burst, later envelopes are dispatched while the first ones' feedback is on its way."""
+    deadline = asyncio.get_running_loop().time() + FEEDBACK_WAIT
+    while bot.feedback and (left := deadline - asyncio.get_running_loop().time()) > 0:
+        await asyncio.wait(set(bot.feedback), timeout=left)
+
+
 async def run_turn(bot: SlackBot, job: Job) -> None:
     """The queue worker: fetch images, run the agent, render its events, set the final reaction."""
     turn: Turn = job.payload
     r = renderer_for(bot, turn.conv)
     bot.stats.turns += 1
-    if bot.feedback:
-        # Building a prompt holds the event loop for tens of ms; let every pending "working" reaction leave
-        # first, so people see within a moment that we are on it however many threads start at once.
-        await asyncio.wait(set(bot.feedback), timeout=FEEDBACK_WAIT)
+    _first_steps(bot, turn, r)  # on screen while the 👀 is on its way, before the prompt is built
+    # Building a prompt holds the event loop for tens of ms; let every pending "working" reaction and first step
+    # leave first, so people see within a moment that we are on it however many threads start at once.
+    await _feedback_out(bot)
     try:
         if not turn.answered:  # a turn taken up after a restart may only lack its final reaction
             await r.status("is thinking…")
@@ -137,6 +166,25 @@ async def run_turn(bot: SlackBot, job: Job) -> None:
     bot.inflight.done(turn.conv)
 
 
+def _joins_late(bot: SlackBot, conv: Conversation) -> bool:
+    """Mentioned in a thread the bot had no part in: what others wrote there is read before the model is asked."""
+    return (not conv.is_dm and conv.thread_ts is not None and conv.thread_ts != conv.message_ts
+            and bot.agent.sessions.length(conv.key) == 0)
+
+
+def _first_steps(bot: SlackBot, turn: Turn, r: TurnRenderer) -> None:
+    """Open a streamed answer with what the turn does before the model speaks (handlers/answers/opening.py); the
+    call joins `bot.feedback`, so no thread builds its prompt (which holds the event loop) before it is out."""
+    if not isinstance(r, StreamRenderer) or turn.started is not None or turn.answered \
+            or not bot.settings.slack.first_step or bot.llm_unavailable():
+        return
+    steps = first_steps(clean_text(turn.text, bot.bot_user_id), turn.files, _joins_late(bot, turn.conv))
+    task = r.begin(steps, before=bot.acks.wait)
+    if task is not None:
+        bot.feedback.add(task)
+        task.add_done_callback(bot.feedback.discard)
+
+
 async def _converse(bot: SlackBot, turn: Turn, r: TurnRenderer) -> None:
     if turn.started is not None:  # begun before a crash: never ask the same question twice
         plan, text = resume_plan(bot.agent.sessions, turn.conv.key, turn.started)
@@ -150,6 +198,10 @@ async def _converse(bot: SlackBot, turn: Turn, r: TurnRenderer) -> None:
     if turn.files:
         fetched = await bot.fetcher.fetch_all(turn.files, bot.client)
         attachments = fetched.attachments
+        if isinstance(r, StreamRenderer):
+            r.step_done(IMAGE, *images_outcome([a.name for a in attachments], len(fetched.refusals)))
+            if fetched.refusals:  # the refusal reads before the answer: the answer streams on below it
+                await r.split()
         for line in fetched.refusals:
             await r.note(line)
     text = clean_text(turn.text, bot.bot_user_id)
@@ -170,10 +222,13 @@ async def _ask(bot: SlackBot, turn: Turn, r: TurnRenderer, text: str, attachment
     # the asker's (bot/agent/quoting.py); a thread the bot joins late brings what others said there, marked too.
     asker = Requester.slack(turn.user, conv.channel, conv.place, await bot.people.name(bot.client, turn.user))
     first = bot.agent.sessions.length(conv.key) == 0
-    joined = first and not conv.is_dm and conv.thread_ts is not None and conv.thread_ts != conv.message_ts
+    joined = _joins_late(bot, conv)
     earlier = await bot.people.thread_before(bot.client, conv.channel, conv.thread_ts or "", conv.message_ts,
                                              bot.bot_user_id) if joined else []
     bot.inflight.started(conv, bot.agent.sessions.length(conv.key))
+    if isinstance(r, StreamRenderer):  # the prompt about to be built carries these: the first steps are done
+        r.step_done(THREAD, thread_outcome(len(earlier)))
+        r.step_done(PIPELINES, pipelines_outcome([(h.name, h.status) for h in bot.runtime.pipelines.snapshot()]))
 
     async def answer() -> None:
         async for ev in bot.agent.process_message(conv.key, text, attachments, asker, earlier):

@@ -1,12 +1,19 @@
-"""Socket mode that acks every envelope and keeps ordinary reconnects out of the log.
+"""Socket mode that acks every envelope, Events API envelopes before they are dispatched, and keeps ordinary
+reconnects out of the log.
 
 Bolt acks only what a listener handled (status 200): an event type we do not listen to, a payload a listener
 chokes on, or an envelope slack_sdk cannot parse stays unacked, and Slack sends it again three times. Here
 everything is acked once, and what we did not handle is logged once at debug level.
+
+An Events API envelope's ack is always empty (a listener cannot answer Slack through it), so it goes out before
+Bolt's middleware and listener matching run, not after: with 50 threads starting at once, an envelope's ack no
+longer waits behind the dispatch of every envelope read before it (bench/slack_latency.py). Slash commands and
+interactive payloads still go through Bolt first: their ack may carry a body (a reply, a view's response_action).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from typing import Any
@@ -32,21 +39,101 @@ def describe(body: Any) -> str:
     return f"{kind!s:.60}" + (f"/{event['subtype']!s:.40}" if event.get("subtype") else "")
 
 
+class AckGate:
+    """Acks before feedback: Slack calls that can wait a moment (👀, a turn's first step) wait until every envelope
+    read from the socket so far is acked, or `WAIT` at most.
+
+    An ack is the one thing Slack times (it redelivers after 3 s); the feedback calls of a burst of threads would
+    otherwise run between the envelopes' reads and acks (and fill Slack's side with calls while the acks are owed).
+    """
+
+    WAIT = 0.25  # seconds feedback waits at most for acks still owed
+
+    def __init__(self) -> None:
+        self.owed = 0  # envelopes being handled, not yet acked
+        self.queue: asyncio.Queue[Any] | None = None  # the socket client's queue of messages read, not yet handled
+        self._settled: asyncio.Event | None = None
+
+    def taken(self) -> None:
+        self.owed += 1
+
+    def acked(self) -> None:
+        self.owed = max(0, self.owed - 1)
+        if not self.owed and self._settled is not None:
+            self._settled.set()
+
+    def _waiting(self) -> bool:
+        return bool(self.owed or (self.queue is not None and self.queue.qsize()))
+
+    async def wait(self) -> None:
+        """Return once no ack is owed (checked again after each ack: the queue may hold more), or after WAIT."""
+        await asyncio.sleep(0)  # envelopes just taken off the queue reach `taken` first (their tasks are ahead)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.WAIT
+        while self._waiting() and (left := deadline - loop.time()) > 0:
+            self._settled = self._settled or asyncio.Event()
+            self._settled.clear()
+            try:
+                await asyncio.wait_for(self._settled.wait(), min(left, 0.01))  # re-check: the queue is not ours
+            except TimeoutError:
+                pass
+
+
 class AckingSocketModeHandler(AsyncSocketModeHandler):
-    """Bolt's socket-mode handler, but an envelope Bolt did not answer with 200 is acked with an empty body."""
+    """Bolt's socket-mode handler, but an Events API envelope is acked before it is dispatched, and any other
+    envelope Bolt did not answer with 200 is acked with an empty body. `gate` learns which acks are owed."""
+
+    def __init__(self, *args: Any, gate: AckGate | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.gate = gate or AckGate()
+        self.gate.queue = self.client.message_queue
+        self.own_ids: set[str] = set()  # our bot user id and bot id (auth.test): our own messages come back as events
+
+    def own_message(self, payload: Any) -> bool:
+        """A message event of our own (each post or streamed message comes back as one): Bolt's self-event
+        middleware would drop it after building a request and running the middleware before it; dropped here."""
+        event = payload.get("event") if isinstance(payload, dict) else None
+        if not isinstance(event, dict) or event.get("type") != "message" or not self.own_ids:
+            return False
+        inner: dict[str, Any] = event["message"] if isinstance(event.get("message"), dict) else {}
+        return any(isinstance(v, str) and v in self.own_ids for v in (event.get("user"), event.get("bot_id"),
+                                                                       inner.get("user"), inner.get("bot_id")))
 
     async def handle(self, client: Any, req: SocketModeRequest) -> None:
         start = time.time()
+        if req.type == "events_api":
+            self.gate.taken()
+            try:
+                await send_async_response(client, req, BoltResponse(status=200, body=""), start)
+            finally:
+                self.gate.acked()
+            if self.own_message(req.payload):
+                return
+            await asyncio.sleep(0)  # envelopes read in the same burst get their acks before this one is dispatched
+            self._unhandled(req, await self._dispatch(req))
+            return
+        resp = await self._dispatch(req)
+        if self._unhandled(req, resp):
+            resp = BoltResponse(status=200, body="")
+        await send_async_response(client, req, resp, start)
+
+    @staticmethod
+    def _unhandled(req: SocketModeRequest, resp: BoltResponse) -> bool:
+        if resp.status == 200:
+            return False
+        log.debug("envelope %s (%s: %s) not handled (status %s); acked", req.envelope_id, req.type,
+                  describe(req.payload), resp.status)
+        return True
+
+    async def _dispatch(self, req: SocketModeRequest) -> BoltResponse:
+        """Bolt's middleware and listeners on one envelope; a payload Bolt itself chokes on is a 500 (and a debug
+        line), never an exception out of the socket client."""
         try:
             resp = await run_async_bolt_app(self.app, req)
         except Exception:  # Bolt itself choked on the payload: still ack, or Slack redelivers it three times
             log.debug("envelope %s (%s) could not be dispatched", req.envelope_id, req.type, exc_info=True)
             resp = BoltResponse(status=500, body="")
-        if resp.status != 200:
-            log.debug("envelope %s (%s: %s) not handled (status %s); acked", req.envelope_id, req.type,
-                      describe(req.payload), resp.status)
-            resp = BoltResponse(status=200, body="")
-        await send_async_response(client, req, resp, start)
+        return resp
 
 
 async def ack_unparseable(client: Any, message: dict[Any, Any], raw: str | None) -> None:

@@ -43,11 +43,20 @@ class Reply:
     # connection stays open, silent (a stalled stream); cut short when the emulator stops.
     stall_after: int | None = None
     pace: float = 0.0  # seconds between two SSE events: a model writing its answer slowly, token by token
+    # Held until the test sets it (or the emulator stops): "the model has not said a word yet", for as long as a
+    # test needs to look at what the app shows meanwhile, without a timing assumption.
+    gate: threading.Event | None = None
 
 
 def text(t: str, stop_reason: str = "end_turn", delay: float = 0.0, pace: float = 0.0) -> Reply:
     """A plain text answer (`pace`: seconds between streamed events)."""
     return Reply([{"type": "text", "text": t}], stop_reason, delay=delay, pace=pace)
+
+
+def held(reply: Reply, gate: threading.Event) -> Reply:
+    """`reply`, sent only once `gate` is set: the model is "thinking" until the test lets it answer."""
+    reply.gate = gate
+    return reply
 
 
 def tool_use(*calls: tuple[str, dict[str, Any]], text: str = "", thinking: str = "", delay: float = 0.0) -> Reply:
@@ -199,6 +208,8 @@ class FakeAnthropic:
         if reply.stall_after == -1 or (reply.stall_after is not None and not rec.body.get("stream")):
             await self._wait_released(None)  # a JSON reply cannot stop half-way: it never comes
             return self._error(rec, 500, "api_error", "emulator stopped while the reply was hung")
+        if reply.gate is not None:
+            await self._wait_gate(reply.gate)
         if reply.delay:
             await self._wait_released(reply.delay)
         if reply.status >= 400:
@@ -212,6 +223,10 @@ class FakeAnthropic:
             return web.json_response(message, headers={"request-id": f"req_{uuid.uuid4().hex[:16]}"})
         finally:
             rec.answered = time.monotonic()
+
+    async def _wait_gate(self, gate: threading.Event) -> None:
+        while not gate.is_set() and not (self._released is not None and self._released.is_set()):
+            await asyncio.sleep(0.01)  # the emulator's loop keeps serving other requests meanwhile
 
     async def _wait_released(self, seconds: float | None) -> None:
         assert self._released is not None

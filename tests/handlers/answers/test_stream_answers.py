@@ -50,8 +50,10 @@ async def test_a_mention_streams_one_message_with_a_task_card_per_step_and_feedb
     assert start.params["thread_ts"] == ts and start.params["task_display_mode"] == "timeline"
     assert (start.params["recipient_user_id"], start.params["recipient_team_id"]) == (HUMAN, slack_api.team_id)
     steps = tasks(stream_chunks(slack_api, "C0GENERAL", ts))
-    think, listing = dict.fromkeys(i for i, _, _ in steps)
-    assert steps == [(think, "Thinking it through", "in_progress"), (think, "Thinking it through", "complete"),
+    first, think, listing = dict.fromkeys(i for i, _, _ in steps)
+    assert steps[:2] == [(first, "Checking what is running now", "in_progress"),
+                         (first, "Checking what is running now", "complete")]  # before the model said anything
+    assert steps[2:] == [(think, "Thinking it through", "in_progress"), (think, "Thinking it through", "complete"),
                      (listing, "Checking the running pipelines", "in_progress"),
                      (listing, "Checking the running pipelines", "complete")]
     assert reply.count(answer) == 1 and reply.strip() == answer  # markdown as Slack renders it, not mrkdwn
@@ -99,7 +101,8 @@ async def test_a_stream_that_breaks_mid_answer_still_delivers_the_answer_once(
     answer = " ".join(f"Camera {i} saw nobody at the door this morning." for i in range(12))
     anthropic_api.enqueue(text(answer, pace=0.03))
     ts, _ = slack_api.mention("report")
-    await slack_api.await_for("chat.startStream")  # it opens with the first words of the answer
+    await slack_api.await_for("chat.appendStream", lambda c: any(k["type"] == "markdown_text"
+                                                                  for k in c.params["chunks"]))  # the first words
     streaming = next(m for m in slack_api.messages("C0GENERAL", ts) if "stream_mode" in m)
     streaming["streaming"] = False  # Slack ended the stream (as it does with one left idle): appends now fail
     streamed, posted = await await_answers(slack_api, "C0GENERAL", ts, count=2)
@@ -119,6 +122,9 @@ async def test_a_frame_appears_as_an_image_right_after_its_step(
         ts, _ = slack_api.mention("faces?", files=[photo])
         assert await await_answers(slack_api, "C0GENERAL", ts) == ["I see one face."]
         chunks = stream_chunks(slack_api, "C0GENERAL", ts)
+        assert tasks(chunks)[:2] == [("first-image", "Looking at the image", "in_progress"),
+                                     ("first-image", "Looking at the image", "complete")]
+        chunks = [c for c in chunks if not str(c.get("id")).startswith("first-")]  # the model's steps from here
         kinds = [(c["type"], c.get("status")) for c in chunks]
         assert kinds[:3] == [("task_update", "in_progress"), ("task_update", "complete"), ("blocks", None)]
         assert {k for k, _ in kinds[3:]} == {"markdown_text"}  # the answer after the image
@@ -281,7 +287,7 @@ async def test_a_shared_file_is_shown_under_the_name_its_sender_gave_it(
         images = [b for c in chunks if c["type"] == "blocks" for b in c["blocks"] if b["type"] == "image"]
         outcomes = [c["output"] for c in chunks if c["type"] == "task_update" and c.get("output")]
         shown = [i["alt_text"] for i in images] + [i["title"]["text"] for i in images] + outcomes
-        assert len(images) == 2 and len(outcomes) == 2
+        assert len(images) == 2 and len(outcomes) == 3  # the first step (the image received), then two tool calls
         assert all("astronaut on the moon.jpg" in s and photo["id"] not in s for s in shown), shown
         results = [b["content"] for r in anthropic_api.ok_requests[1:] for b in r.body["messages"][-1]["content"]
                    if b.get("type") == "tool_result"]

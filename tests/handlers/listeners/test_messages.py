@@ -33,21 +33,27 @@ def _unmarked(text: str) -> str:
     return found.group(1) if found else text
 
 
-async def test_mention_gets_status_quickly_then_reply_in_its_thread(
+async def test_mention_gets_its_first_step_quickly_then_reply_in_its_thread(
     slack_bot: RunningBot, slack_api: SlackEmulator, anthropic_api: FakeAnthropic
 ) -> None:
     anthropic_api.enqueue(tool_use(("think", {"thought": "plan"})), text("**Two** cameras are online.", delay=0.3))
     sent = time.time()
     ts, envelopes = slack_api.mention("what cameras are there?")
     reaction = (await slack_api.await_for("reactions.add", lambda c: c.params["name"] == "eyes"))[0]
-    status = (await slack_api.await_for("assistant.threads.setStatus"))[0]
+    [start] = await slack_api.await_for("chat.startStream", in_thread("C0GENERAL", ts))
     assert reaction.params["timestamp"] == ts and reaction.time - sent < 1.0
-    assert status.params["thread_ts"] == ts and status.time - sent < 1.0
+    assert start.time - sent < 1.0
+    # the streamed message opens with the turn's first step (handlers/answers/opening.py), not the model's output
+    assert [(c["title"], c["status"]) for c in start.params["chunks"]] == [("Checking what is running now",
+                                                                            "in_progress")]
     [reply] = await await_answers(slack_api, "C0GENERAL", ts)
     assert reply == "**Two** cameras are online."  # markdown, as Slack renders it in a streamed message
     # the step is named for people (bot/agent/steps.py), not by its tool id: a task card in the streamed answer
-    [start] = slack_api.calls_to("chat.startStream", in_thread("C0GENERAL", ts))
-    assert [(c["title"], c["status"]) for c in start.params["chunks"]] == [("Thinking it through", "in_progress")]
+    cards = [(c["title"], c["status"]) for m in slack_api.messages("C0GENERAL", ts) if "stream_mode" in m
+             for c in m["chunks"] if c["type"] == "task_update"]
+    assert cards[:3] == [("Checking what is running now", "in_progress"), ("Checking what is running now", "complete"),
+                         ("Thinking it through", "in_progress")]
+    assert slack_api.calls_to("assistant.threads.setStatus") == []  # the streamed message says what it does
     done = await slack_api.await_for("reactions.add", lambda c: c.params["name"] == "white_check_mark")
     assert done[0].params["timestamp"] == ts
     assert [e.ack_latency is not None and e.ack_latency < 3.0 for e in envelopes] == [True, True]
@@ -206,16 +212,21 @@ async def test_model_failure_ends_with_a_line_and_a_warning_reaction(
 
 
 async def test_status_refused_falls_back_to_reactions(
-    slack_bot: RunningBot, slack_api: SlackEmulator, anthropic_api: FakeAnthropic
+    slack_env: dict[str, str], slack_api: SlackEmulator, anthropic_api: FakeAnthropic
 ) -> None:
-    slack_api.status_error = "not_allowed"
-    anthropic_api.enqueue(text("fine"), text("still fine"))
-    ts, _ = slack_api.mention("status?")
-    await slack_api.await_for("reactions.add", lambda c: c.params["name"] == "white_check_mark")
-    slack_api.message("again", thread_ts=ts)
-    assert await await_answers(slack_api, "C0GENERAL", ts, count=2) == ["fine", "still fine"]
-    failed = [c for c in slack_api.calls if c.method == "assistant.threads.setStatus"]
-    assert len(failed) == 1 and not failed[0].ok  # asked once, then left alone
+    # Without the first step, the status line is what says the bot is at work until the answer streams.
+    running = await start_bot(slack_env, slack_api, slack={"first_step": False})
+    try:
+        slack_api.status_error = "not_allowed"
+        anthropic_api.enqueue(text("fine"), text("still fine"))
+        ts, _ = slack_api.mention("status?")
+        await slack_api.await_for("reactions.add", lambda c: c.params["name"] == "white_check_mark")
+        slack_api.message("again", thread_ts=ts)
+        assert await await_answers(slack_api, "C0GENERAL", ts, count=2) == ["fine", "still fine"]
+        failed = [c for c in slack_api.calls if c.method == "assistant.threads.setStatus"]
+        assert len(failed) == 1 and not failed[0].ok  # asked once, then left alone
+    finally:
+        await stop_bot(running)
 
 
 async def test_without_an_api_key_the_bot_says_so_and_commands_still_work(

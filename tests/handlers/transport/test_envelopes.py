@@ -11,10 +11,11 @@ from typing import Any
 
 import pytest
 
-from handlers.transport.socket import QuietReconnects
+from handlers.transport.socket import AckGate, QuietReconnects
 from tests.fakes.anthropic_api import FakeAnthropic, text
 from tests.fakes.slack_api import SlackEmulator
 from tests.fakes.slack_socket import Envelope
+from tests.fakes.waits import patience
 from tests.fixtures.slack import RunningBot, await_answers, start_bot, stop_bot
 from tests.tools.fake_backend import FakeBackend
 
@@ -143,3 +144,79 @@ async def test_unknown_event_is_acked_once_and_not_redelivered(slack_bot: Runnin
     await slack_api.await_ack(env, timeout=5)
     await asyncio.sleep(0.5)
     assert env.retry_attempt == 0 and len(env.sent_at) == 1
+
+
+async def test_an_event_is_acked_before_it_is_dispatched(
+    slack_bot: RunningBot, slack_api: SlackEmulator, anthropic_api: FakeAnthropic
+) -> None:
+    """An Events API ack is empty whatever the listeners do, so it goes out before Bolt's middleware runs: held
+    middleware (here: a gate the test opens) cannot delay it. Slash commands keep Bolt's order (their ack has a body)."""
+    gate = asyncio.Event()
+    dispatched: list[str] = []
+
+    async def held(context: Any, body: dict[str, Any], next: Any) -> None:  # noqa: A002 - Bolt's argument name
+        dispatched.append(str(body.get("type")))
+        await gate.wait()
+        await next()
+
+    slack_bot.bot.app.use(held)
+    anthropic_api.enqueue(text("Here."))
+    ts, envelopes = slack_api.mention("are you there?")
+    for env in envelopes:  # both twins acked while every dispatch is held
+        await slack_api.await_ack(env, timeout=patience(10))
+    assert not gate.is_set() and all(e.retry_attempt == 0 for e in envelopes)
+    gate.set()
+    assert await await_answers(slack_api, "C0GENERAL", ts, timeout=patience(15)) == ["Here."]
+    assert dispatched.count("event_callback") >= 2
+
+
+async def test_feedback_waits_for_the_acks_still_owed() -> None:
+    gate = AckGate()
+    gate.WAIT = 60.0  # far beyond the test: only the ack may release it
+    gate.taken()
+    gate.taken()
+    waiting = asyncio.ensure_future(gate.wait())
+    for _ in range(20):
+        await asyncio.sleep(0)
+    gate.acked()
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert not waiting.done()  # one ack still owed
+    gate.acked()
+    await asyncio.wait_for(waiting, patience(10))
+    queue: asyncio.Queue[str] = asyncio.Queue()
+    gate.queue = queue
+    queue.put_nowait("read, not yet handled")
+    waiting = asyncio.ensure_future(gate.wait())
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert not waiting.done()  # a message read from the socket owes an ack too
+    queue.get_nowait()
+    await asyncio.wait_for(waiting, patience(10))
+    gate.WAIT = 0.0
+    gate.taken()
+    await asyncio.wait_for(gate.wait(), patience(10))  # never stuck: an ack lost somewhere costs WAIT at most
+
+
+async def test_our_own_messages_coming_back_are_acked_and_never_dispatched(
+    slack_bot: RunningBot, slack_api: SlackEmulator, anthropic_api: FakeAnthropic, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    # Bolt's self-event middleware says "Skipped self event" for each one that reaches it (its level: set at start)
+    caplog.set_level(logging.DEBUG, logger="slack_bolt.IgnoringSelfEvents")
+    seen: list[dict[str, Any]] = []
+
+    async def record(body: dict[str, Any], next: Any) -> None:  # noqa: A002 - Bolt's argument name
+        seen.append(body.get("event") or {})
+        await next()
+
+    slack_bot.bot.app.use(record)
+    anthropic_api.enqueue(text("Two people."))
+    ts, _ = slack_api.mention("who is there?")
+    assert await await_answers(slack_api, "C0GENERAL", ts) == ["Two people."]
+    await slack_api.await_for("reactions.add", lambda c: c.params["name"] == "white_check_mark")
+    echoes = [e for e in slack_api.envelopes.values() if (e.payload.get("event") or {}).get("user") == slack_api.bot_user_id]
+    assert echoes and all(e.acked_at is not None and e.retry_attempt == 0 for e in echoes)  # Slack sent them back
+    assert [e for e in seen if e.get("user") == slack_api.bot_user_id] == []
+    assert any(e.get("type") == "app_mention" for e in seen)  # people's events still are
+    assert [r for r in caplog.records if "Skipped self event" in r.getMessage()] == []

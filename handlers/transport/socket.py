@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import OrderedDict
 from typing import Any
 
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
@@ -27,6 +28,8 @@ from slack_sdk.socket_mode.request import SocketModeRequest
 log = logging.getLogger(__name__)
 socket_log = logging.getLogger("handlers.transport.socket.sdk")  # the SDK's socket client logs here, through QuietReconnects
 
+MENTIONS_KEPT = 1000  # app_mentions remembered for their message twin (it comes within moments)
+TWIN_SUBTYPES = (None, "file_share", "thread_broadcast")  # a person's message: the ones an app_mention has a twin of
 QUIET_FOR = 60.0  # seconds a socket may be down (reconnecting) before it is worth a warning
 
 
@@ -88,6 +91,7 @@ class AckingSocketModeHandler(AsyncSocketModeHandler):
         self.gate = gate or AckGate()
         self.gate.queue = self.client.message_queue
         self.own_ids: set[str] = set()  # our bot user id and bot id (auth.test): our own messages come back as events
+        self._mentions: OrderedDict[tuple[str, str], None] = OrderedDict()  # (channel, ts) of app_mentions dispatched
 
     def own_message(self, payload: Any) -> bool:
         """A message event of our own (each post or streamed message comes back as one): Bolt's self-event
@@ -99,6 +103,27 @@ class AckingSocketModeHandler(AsyncSocketModeHandler):
         return any(isinstance(v, str) and v in self.own_ids for v in (event.get("user"), event.get("bot_id"),
                                                                        inner.get("user"), inner.get("bot_id")))
 
+    def mention_twin(self, payload: Any) -> bool:
+        """The message event Slack sends beside an app_mention already dispatched (message.channels / .groups carry
+        the same message, same channel and ts): the listener would drop it at its dedupe, after Bolt built a request
+        and ran its middleware for it, half the dispatch work of a burst of mentions. Dropped here instead. A message
+        event that comes first still goes through (the listener then drops the app_mention), as do edits and other
+        subtypes."""
+        event = payload.get("event") if isinstance(payload, dict) else None
+        if not isinstance(event, dict) or not isinstance(event.get("channel"), str) \
+                or not isinstance(event.get("ts"), str):
+            return False
+        key = (event["channel"], event["ts"])
+        if event.get("type") == "app_mention":
+            self._mentions[key] = None
+            while len(self._mentions) > MENTIONS_KEPT:
+                self._mentions.popitem(last=False)
+            return False
+        if event.get("type") != "message" or event.get("subtype") not in TWIN_SUBTYPES or key not in self._mentions:
+            return False
+        del self._mentions[key]
+        return True
+
     async def handle(self, client: Any, req: SocketModeRequest) -> None:
         start = time.time()
         if req.type == "events_api":
@@ -107,7 +132,7 @@ class AckingSocketModeHandler(AsyncSocketModeHandler):
                 await send_async_response(client, req, BoltResponse(status=200, body=""), start)
             finally:
                 self.gate.acked()
-            if self.own_message(req.payload):
+            if self.own_message(req.payload) or self.mention_twin(req.payload):
                 return
             await asyncio.sleep(0)  # envelopes read in the same burst get their acks before this one is dispatched
             self._unhandled(req, await self._dispatch(req))

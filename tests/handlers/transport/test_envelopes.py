@@ -248,3 +248,26 @@ async def test_a_mentions_message_twin_is_acked_and_dispatched_once(
     while not any(e.get("ts") == other for e in seen) and time.monotonic() < deadline:
         await asyncio.sleep(0.01)
     assert [e.get("type") for e in seen if e.get("ts") == other] == ["message"]
+
+
+async def test_a_burst_is_dispatched_in_the_order_it_came_after_its_acks(
+    slack_bot: RunningBot, slack_api: SlackEmulator, anthropic_api: FakeAnthropic
+) -> None:
+    """Bolt's work on a burst waits for the burst's acks, then runs on every envelope held, in the order Slack sent
+    them (a thread's messages are taken in the order people wrote them)."""
+    seen: list[str] = []
+
+    async def record(body: dict[str, Any], next: Any) -> None:  # noqa: A002 - Bolt's argument name
+        seen.append(str((body.get("event") or {}).get("text")))
+        await next()
+
+    slack_bot.bot.app.use(record)
+    said = [f"note {n} about the yard" for n in range(13)]
+    envelopes = [slack_api.message(words, channel="C0GENERAL")[1] for words in said]
+    for env in envelopes:
+        await slack_api.await_ack(env, timeout=patience(10))
+    deadline = time.monotonic() + patience(10)
+    while len(seen) < len(said) and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)
+    assert seen == said
+    assert all(e.retry_attempt == 0 and len(e.sent_at) == 1 for e in envelopes)

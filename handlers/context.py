@@ -62,6 +62,7 @@ class SlackBot:
     stats: Stats = field(default_factory=Stats)
     socket: Any = None  # the socket-mode client, for health
     feedback: set[asyncio.Task[Any]] = field(default_factory=set)  # "working" reactions still in flight
+    feedback_drain: asyncio.Task[None] | None = None  # the one wait of a burst's turns for `feedback` (messages.py)
     running: RunningTurns = field(default_factory=RunningTurns)  # turns a Stop button can cancel
     people: PeopleBook = field(default_factory=PeopleBook)  # display names, for marking who wrote what
     acks: AckGate = field(default_factory=AckGate)  # feedback waits for the socket's owed acks (transport/socket.py)

@@ -142,7 +142,17 @@ async def handle_message(body: dict[str, Any], event: dict[str, Any], client: An
 
 async def _feedback_out(bot: SlackBot) -> None:
     """Wait (up to FEEDBACK_WAIT in all) until no 👀 or first step is in flight, including those of turns taken
-    while waiting: in a burst, later envelopes are dispatched while the first ones' feedback is on its way."""
+    while waiting: in a burst, later envelopes are dispatched while the first ones' feedback is on its way.
+    The turns of a burst share one wait (each waiting on every feedback call itself cost 50 x 100 callbacks at
+    50 threads, spent while the last first steps were still to go out)."""
+    if not bot.feedback:
+        return
+    if bot.feedback_drain is None or bot.feedback_drain.done():
+        bot.feedback_drain = asyncio.ensure_future(_drain_feedback(bot))
+    await asyncio.shield(bot.feedback_drain)
+
+
+async def _drain_feedback(bot: SlackBot) -> None:
     deadline = asyncio.get_running_loop().time() + FEEDBACK_WAIT
     while bot.feedback and (left := deadline - asyncio.get_running_loop().time()) > 0:
         await asyncio.wait(set(bot.feedback), timeout=left)

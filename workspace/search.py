@@ -42,6 +42,7 @@ COMPACT_SHARE, COMPACT_MIN = 0.25, 1_000  # the store is written afresh when dro
 # Up to this many notes recall scores every note exactly; past it, the approximate path above. 50 k notes score in
 # ~25 ms; the cap is where the approximate path starts to pay.
 EXACT_MAX = 50_000
+TIES_MAX = 4_096  # notes tied at the cut of the best ones put in text order (more: row order decides)
 CANDIDATES = 256  # notes each side (meaning, keywords) proposes on the approximate path
 
 
@@ -430,8 +431,7 @@ class MemoryIndex:
 
     def _mmr(self, chunks: list[Chunk], score: np.ndarray, matrix: np.ndarray | None, k: int) -> list[Hit]:
         """Maximal marginal relevance: each pick trades relevance against similarity to the ones already picked."""
-        order = np.argsort(-score) if len(score) <= self.exact_max else _top(score, max(4 * k, 20))
-        pool = [int(i) for i in order[: max(4 * k, 20)] if score[i] > 0]
+        pool = self._best(chunks, score, max(4 * k, 20))
         if not pool:
             return []
         top = float(score[pool[0]])
@@ -449,6 +449,18 @@ class MemoryIndex:
         return [
             Hit(chunks[i].context_text, chunks[i].source, round(float(score[i]), 4), chunks[i].date) for i in picked
         ]
+
+    @staticmethod
+    def _best(chunks: list[Chunk], score: np.ndarray, want: int) -> list[int]:
+        """The `want` best-scoring rows (score > 0), equal scores in file and text order rather than row order, so
+        the answer does not depend on the order the notes reached the index in."""
+        cand = np.flatnonzero(score > 0)
+        if len(cand) > want:
+            part = cand[np.argpartition(-score[cand], want - 1)[:want]]
+            floor = score[part].min()
+            ties = np.flatnonzero(score == floor)
+            cand = np.union1d(part[score[part] > floor], ties) if len(ties) <= TIES_MAX else part
+        return sorted(cand.tolist(), key=lambda i: (-score[i], chunks[i].source, chunks[i].text))[:want]
 
     @staticmethod
     def _sim(i: int, j: int, matrix: np.ndarray | None, tokens: dict[int, set[str]]) -> float:

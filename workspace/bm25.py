@@ -25,11 +25,12 @@ MERGE_MIN = 20_000  # notes in the per-term tail before it is merged into the ar
 MERGE_SHARE = 0.125  # ... or this share of the notes already merged, whichever is more
 
 
-def grown(arr: np.ndarray, need: int) -> np.ndarray:
-    """`arr` with room for at least `need` rows (capacity doubles, so appending one at a time stays cheap)."""
+def grown(arr: np.ndarray, need: int, factor: float = 2.0) -> np.ndarray:
+    """`arr` with room for at least `need` rows (capacity grows by `factor`, so appending one at a time stays
+    cheap; a big array grows by less, its copy and its spare room cost more)."""
     if len(arr) >= need:
         return arr
-    out = np.zeros((max(need, 2 * len(arr), 16), *arr.shape[1:]), dtype=arr.dtype)
+    out = np.zeros((max(need, int(factor * len(arr)), 16), *arr.shape[1:]), dtype=arr.dtype)
     out[: len(arr)] = arr
     return out
 

@@ -43,7 +43,7 @@ class Loaded:
     chunks: list[Chunk] = field(default_factory=list)
     alive: list[bool] = field(default_factory=list)
     embedded: list[bool] = field(default_factory=list)
-    vectors: np.ndarray | None = None  # (rows, width) float32 when the width is known
+    vectors: np.ndarray | None = None  # (at least rows, width) float32 when the width is known
 
 
 @dataclass
@@ -126,8 +126,12 @@ class Store:
             if have > self.rows * row_bytes:  # a change's vectors written, its line not: cut them off
                 with contextlib.suppress(OSError):
                     os.truncate(self.vector_path, self.rows * row_bytes)
-            out.vectors = np.fromfile(self.vector_path, dtype=np.float32, count=self.rows * self.width).reshape(
-                self.rows, self.width)
+            # an eighth spare room: the next notes land without copying every vector
+            out.vectors = np.zeros((self.rows + self.rows // 8 + 64, self.width), dtype=np.float32)
+            with open(self.vector_path, "rb") as fh:
+                got = fh.readinto(memoryview(out.vectors[: self.rows]).cast("B"))
+            if got != self.rows * self.width * 4:
+                raise ValueError("vector file shorter than its rows")
         return out
 
     def _apply(self, rec: dict[str, Any], out: Loaded, have: int) -> None:

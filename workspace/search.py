@@ -224,6 +224,14 @@ class MemoryIndex:
         """Write the store afresh with only its live rows, numbered file by file (the dropped rows go)."""
         order = np.asarray([r for name in sorted(self._files) for r in sorted(self._files[name]["rows"])],
                            dtype=np.int64)
+        if len(order) == len(self._chunks) and np.array_equal(order, np.arange(len(order))):
+            # rows already live and file by file (a first build): written as they are, nothing renumbered
+            vectors = self._buf[: len(order)] if self._buf is not None else None
+            self._store.rewrite(self._files, self._chunks, self._embedded[: len(order)].tolist(), vectors)
+            if self._ivf is not None:
+                self._ivf.save(self.index_dir / LISTS_FILE, self._store.epoch)
+            (self.index_dir / META_FILE).unlink(missing_ok=True)
+            return
         chunks = [self._chunks[r] for r in order.tolist()]
         embedded = self._embedded[order].tolist()
         vectors = self._buf[order] if self._buf is not None else None
@@ -252,11 +260,11 @@ class MemoryIndex:
             for p in self.mem_dir.glob("*.md") if self.mem_dir.is_dir() else []:
                 st = p.stat()
                 seen[p.name] = (st.st_mtime_ns, st.st_size)
-            changed = [
+            changed = sorted(  # in name order: a first build's rows are then file by file, as a rewrite numbers them
                 n
                 for n, sig in seen.items()
                 if (self._files.get(n, {}).get("mtime_ns"), self._files.get(n, {}).get("size")) != sig
-            ]
+            )
             changes = [Change(n, None, None, [], self._files.pop(n)["rows"]) for n in [m for m in self._files if m not in seen]]
             for n in changed:
                 text = (self.mem_dir / n).read_text(encoding="utf-8", errors="replace")
@@ -322,7 +330,8 @@ class MemoryIndex:
         by_text = dict(zip(texts, vecs, strict=True))
         if self._buf is None:
             self._buf = np.zeros((0, vecs.shape[1]), dtype=np.float32)
-        self._buf = grown(self._buf, n)
+        if len(self._buf) < n:  # an eighth spare: the next notes land without copying every vector
+            self._buf = grown(self._buf, n + n // 8 + 64, factor=1.125)
         late: dict[int, np.ndarray] = {}
         for r in todo.tolist():
             self._buf[r] = by_text[self._chunks[r].context_text]

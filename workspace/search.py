@@ -117,7 +117,7 @@ class MemoryIndex:
         self.exact_max = EXACT_MAX
         self.last_refresh: dict[str, int] = {"files_read": 0, "embedded": 0}
         self._recency_cache: tuple[tuple[Any, ...], np.ndarray] | None = None
-        self._lists_read = False  # the saved lists were tried (once per process)
+        self._lists_saved: IVF | None = None  # the lists saved for the rows loaded, until they are used
         self._load()
 
     def _reset(self, chunks: list[Chunk], alive: list[bool], embedded: list[bool], vectors: np.ndarray | None) -> None:
@@ -182,6 +182,8 @@ class MemoryIndex:
         if loaded is not None:
             self._files = loaded.files
             self._reset(loaded.chunks, loaded.alive, loaded.embedded, loaded.vectors)
+            if loaded.vectors is not None:  # read now: the rows they cover are the ones just loaded
+                self._lists_saved = IVF.load(self.index_dir / LISTS_FILE, self._store.epoch, len(loaded.chunks))
             return
         self._load_old_format()
 
@@ -222,6 +224,7 @@ class MemoryIndex:
 
     def _rewrite(self) -> None:
         """Write the store afresh with only its live rows, numbered file by file (the dropped rows go)."""
+        self._lists_saved = None  # numbered for the store being replaced
         order = np.asarray([r for name in sorted(self._files) for r in sorted(self._files[name]["rows"])],
                            dtype=np.int64)
         if len(order) == len(self._chunks) and np.array_equal(order, np.arange(len(order))):
@@ -349,9 +352,8 @@ class MemoryIndex:
             self._ivf = None
             return
         n, ivf = len(matrix), self._ivf
-        if ivf is None and not self._lists_read:
-            self._lists_read = True
-            ivf = IVF.load(self.index_dir / LISTS_FILE, self._store.epoch, n)
+        if ivf is None:
+            ivf, self._lists_saved = self._lists_saved, None
         if ivf is None or n > ivf.trained_on * RETRAIN_GROWTH:
             ivf = IVF.build(matrix)
         elif n - ivf.covered > max(TAIL_MIN, int(TAIL_SHARE * n)):

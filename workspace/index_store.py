@@ -33,6 +33,7 @@ log = logging.getLogger(__name__)
 
 LOG_FILE = "memory_log.jsonl"
 FORMAT = 2
+MAX_WIDTH = 8_192  # wider is a damaged line, not a sentence model
 
 
 @dataclass
@@ -93,7 +94,7 @@ class Store:
             head = json.loads(lines[0])
             if head.get("format") != FORMAT or not isinstance(head.get("epoch"), str):
                 raise ValueError(f"unknown header {lines[0][:80]!r}")
-        except (ValueError, UnicodeDecodeError, AttributeError) as exc:
+        except (ValueError, AttributeError, RecursionError) as exc:
             log.warning("memory index log unreadable (%s); rebuilding it from the notes", exc)
             return None
         if head.get("model") != self.model:
@@ -109,7 +110,7 @@ class Store:
         for line in lines[1:-1]:  # the last piece follows the last newline: empty unless a line was torn
             try:
                 self._apply(json.loads(line), out, have)
-            except (ValueError, KeyError, TypeError, IndexError) as exc:
+            except (ValueError, KeyError, TypeError, IndexError, AttributeError, RecursionError) as exc:
                 bad = str(exc)
                 break
             good += len(line) + 1
@@ -137,9 +138,12 @@ class Store:
     def _apply(self, rec: dict[str, Any], out: Loaded, have: int) -> None:
         """One log line into `out`; raises when it does not follow on from the lines before it."""
         if "width" in rec:
-            self.width = int(rec["width"])
-            if have < len(out.chunks) * self.width * 4:
+            width = int(rec["width"])
+            if not 0 < width <= MAX_WIDTH or (self.width is not None and width != self.width):
+                raise ValueError(f"vector width {width}")
+            if have < len(out.chunks) * width * 4:
                 raise ValueError("vector file shorter than its rows")
+            self.width = width
             return
         if "embedded" in rec:
             rows = [int(r) for r in rec["embedded"]]

@@ -154,6 +154,10 @@ def test_a_crash_mid_append_is_cut_off_and_its_notes_read_again(
         "vectors, no line": (intact_log, appended_vec),
         "line, vectors cut short": (appended_log, appended_vec[: len(intact_vec) + 7]),
         "garbage line": (intact_log + b'{"f": "2026-03-04.md", "first": 3\n', intact_vec),
+        "absurd width": (intact_log + b'{"width": 1000000000000}\n', intact_vec),
+        "deep nesting": (intact_log + b"[" * 100_000 + b"\n", intact_vec),
+        "rows that do not follow on": (intact_log + appended_log[len(intact_log):].replace(b'"first": 90', b'"first": 7'),
+                                       appended_vec),
     }
     for what, (log_bytes, vec_bytes) in crashes.items():
         log_path.write_bytes(log_bytes)

@@ -17,6 +17,7 @@ import contextlib
 import json
 import logging
 import math
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -260,9 +261,12 @@ class MemoryIndex:
         """Bring the index up to date with the files; True if anything changed."""
         with self._lock:
             seen: dict[str, tuple[int, int]] = {}
-            for p in self.mem_dir.glob("*.md") if self.mem_dir.is_dir() else []:
-                st = p.stat()
-                seen[p.name] = (st.st_mtime_ns, st.st_size)
+            if self.mem_dir.is_dir():  # scandir, not glob: every query starts here (a thousand files: ~2 vs ~15 ms)
+                with os.scandir(self.mem_dir) as entries:
+                    for e in entries:
+                        if e.name.endswith(".md") and e.is_file():
+                            st = e.stat()
+                            seen[e.name] = (st.st_mtime_ns, st.st_size)
             changed = sorted(  # in name order: a first build's rows are then file by file, as a rewrite numbers them
                 n
                 for n, sig in seen.items()
@@ -413,8 +417,8 @@ class MemoryIndex:
         get their cosine; every other note keeps its keyword part only (its cosine counts as under MIN_SIMILARITY)."""
         rows, _ = ivf.search(matrix, query, CANDIDATES)
         if mode != "vector":
-            best = _top(kw, CANDIDATES)
-            rows = np.union1d(rows, best[kw[best] > 0])
+            hit = np.flatnonzero(kw)  # the notes with a query word: usually far fewer than the notes
+            rows = np.union1d(rows, hit[_top(kw[hit], CANDIDATES)])
         sims = matrix[rows] @ query
         vec = np.where(sims >= MIN_SIMILARITY, sims, 0.0)
         score = np.zeros(len(kw)) if mode == "vector" else self.bm25_weight * kw

@@ -14,7 +14,7 @@ import pytest
 
 from tests.fakes.waits import patience
 from tests.fixtures import faulty
-from tests.fixtures.health_watch import start_watched
+from tests.fixtures.health_watch import direct_backend, start_watched
 from tests.fixtures.mjpeg import MjpegCamera
 
 pytestmark = pytest.mark.slow
@@ -23,13 +23,7 @@ WINDOW = 6.0  # seconds of the camera's frames counted
 
 @pytest.fixture(scope="module")
 def backend(tmp_path_factory: pytest.TempPathFactory):
-    from bot.backends.direct.backend import DirectBackend
-    from bot.config import load_settings
-
-    ws = tmp_path_factory.mktemp("rate-ws")
-    backend = DirectBackend(load_settings({"VISION_AGENT_WORKSPACE": str(ws), "VISION_AGENT_HEARTBEAT_MINUTES": "0"}))
-    yield backend
-    asyncio.run(backend.close())
+    yield from direct_backend(tmp_path_factory, "rate-ws")
 
 
 @pytest.mark.parametrize("fps", [3.0, 10.0])

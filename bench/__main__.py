@@ -103,6 +103,10 @@ def summary(outcomes: list[Outcome], quick: bool) -> str:
         figure = h.get("figure") or ("CRASHED" if o.rc else "no figures")
         met = "FAILED" if not o.ok else ("(quick)" if quick and h.get("met") is not None else mark[h.get("met")])
         lines.append(f"{o.name:<20} {_fit(figure, fig_w)} {_fit(h.get('goal', ''), 28)} {met:<8} {o.seconds:6.1f}")
+        for more in h.get("more") or []:  # each further goal the bench measures: its figure beside that goal
+            met = "(quick)" if quick and more.get("met") is not None else mark[more.get("met")]
+            lines.append(f"{_fit('  ' + more['name'], 20)} {_fit(more['figure'], fig_w)} {_fit(more['goal'], 28)} "
+                         f"{met:<8}")
     return "\n".join(lines)
 
 

@@ -67,6 +67,7 @@ class AnswerStream:
         self._tail = ""  # the last characters of text the current message shows ("": none yet)
         self._apart = False  # the next text belongs to a new model call (after a tool call)
         self._riders: list[dict[str, Any]] = []  # chunks that go out with the next call (`later`)
+        self.on_open: Callable[[str], None] | None = None  # told each message's ts once Slack opened it
 
     def text(self, piece: str) -> None:
         """Queue answer text; it goes out within `interval` (at once if nothing went out lately)."""
@@ -227,6 +228,8 @@ class AnswerStream:
             self.broken = StreamFailed("chat.startStream", error, refused=first, permanent=first and permanent)
             raise self.broken from exc
         self.ts, self._started, self._size, self._tail = str(resp["ts"]), True, 0, ""
+        if self.on_open is not None:
+            self.on_open(self.ts)
 
     async def _next_message(self) -> None:
         """This message is full: stop it; the next text starts a new streamed message in the same thread. Steps

@@ -66,6 +66,7 @@ class StreamRenderer(TurnRenderer):
         self.stream: AnswerStream | None = None
         self._titles: dict[str, str] = {}
         self._opening: dict[str, str] = {}  # first steps (handlers/answers/opening.py) not yet marked done
+        self.on_stream: Callable[[str], None] | None = None  # told each streamed message's ts once Slack opened it
 
     def begin(self, steps: list[Step], before: Callable[[], Awaitable[None]] | None = None
               ) -> asyncio.Task[bool] | None:
@@ -185,6 +186,7 @@ class StreamRenderer(TurnRenderer):
     def _open(self) -> AnswerStream:
         if self.stream is None:
             self.stream = AnswerStream(self.client, self.conv)
+            self.stream.on_open = self.on_stream
         return self.stream
 
     async def _send(self, chunks: list[dict[str, Any]], ev: AgentEvent | None, optional: bool = False,
@@ -253,4 +255,6 @@ def renderer_for(bot: Any, conv: Conversation) -> TurnRenderer:
                 if bot.settings.slack.stream_answers else TurnRenderer(bot.client, conv, bot.status_supported))
     renderer.timezone = bot.settings.heartbeat.timezone
     renderer.book = getattr(bot, "posted_alerts", None)
+    if isinstance(renderer, StreamRenderer):  # a process killed mid-turn leaves it open: the restart deletes it
+        renderer.on_stream = lambda ts: bot.inflight.stream_opened(conv, ts)
     return renderer

@@ -96,6 +96,9 @@ def resume_open_turns(bot: SlackBot) -> int:
     for t in open_turns:
         if t.stop_line:  # its Stop button died with the process that offered it
             bot.spawn(delete_quietly(bot.client, t.conv.channel, t.stop_line))
+        if not t.answered:  # its streamed steps stay "in progress" forever: the turn is answered afresh below them
+            for ts in t.streams:
+                bot.spawn(delete_quietly(bot.client, t.conv.channel, ts))
         turn = Turn(t.conv, t.text, t.files, user=t.conv.user, started=t.started, answered=t.answered)
         bot.queues.submit(t.conv.key, t.conv.message_ts, turn)
         _acknowledge(bot, turn, bot.client)

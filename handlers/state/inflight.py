@@ -1,7 +1,7 @@
 """Turns taken but not finished, on disk, so a turn the process died in is finished after the restart.
 
-One JSON line per step (`add` when a message is queued, `start` when the agent begins it, `answer` once the
-answer is posted, `done` once the final reaction is set); loading replays the lines and keeps the open turns.
+One JSON line per step (`add` when a message is queued, `start` when the agent begins it, `stream` for each
+streamed message it opens, `answer` once the answer is posted, `done` once the final reaction is set); loading replays the lines and keeps the open turns.
 The `start` mark is the session's length before the turn began: after a crash, a longer session means the
 question is already in it and the turn is resumed, not asked again (no duplicate user message, and an answer
 already paid for is posted rather than asked for twice).
@@ -32,6 +32,7 @@ class OpenTurn:
     started: int | None = None  # session length when the agent began the turn; None: not begun
     answered: bool = False  # the answer (or the error line) is in the thread; only the reaction is left
     stop_line: str | None = None  # ts of the "Working on it… Stop" line, which a killed process never deleted
+    streams: list[str] = field(default_factory=list)  # ts of the streamed messages it opened (never stopped if killed)
 
     @property
     def key(self) -> str:
@@ -99,6 +100,11 @@ class InflightBook:
         """The turn's Stop line is in the thread (its ts): the restart deletes it if this process dies first."""
         self._step(conv, "stop", ts=ts)
 
+    def stream_opened(self, conv: Conversation, ts: str) -> None:
+        """The turn opened a streamed message (its first steps, then its answer): a process killed before the turn
+        answered leaves it open with steps in progress forever, so the restart deletes it and answers afresh."""
+        self._step(conv, "stream", ts=ts)
+
     def done(self, conv: Conversation) -> None:
         self._step(conv, "done")
 
@@ -120,7 +126,8 @@ class InflightBook:
         op = row["op"]
         if op == "add":
             turn = OpenTurn(Conversation(**row["conv"]), str(row["text"]), list(row.get("files") or []),
-                            row.get("started"), bool(row.get("answered")), row.get("stop_line"))
+                            row.get("started"), bool(row.get("answered")), row.get("stop_line"),
+                           _stamps(row.get("streams")))
             self._open[turn.key] = turn
         elif op == "done":
             self._open.pop(row["key"], None)
@@ -131,11 +138,19 @@ class InflightBook:
                 known.answered = True
             elif op == "stop":
                 known.stop_line = str(row["ts"])
+            elif op == "stream":
+                known.streams.append(str(row["ts"]))
 
     @staticmethod
     def _row(turn: OpenTurn) -> dict[str, Any]:
         return {"op": "add", "conv": asdict(turn.conv), "text": turn.text, "files": turn.files,
-                "started": turn.started, "answered": turn.answered, "stop_line": turn.stop_line}
+                "started": turn.started, "answered": turn.answered, "stop_line": turn.stop_line,
+                "streams": turn.streams}
+
+
+def _stamps(value: Any) -> list[str]:
+    """A record's stream stamps: a list of strings, or none (a record of another shape is read without them)."""
+    return [ts for ts in value if isinstance(ts, str)] if isinstance(value, list) else []
 
 
 def _ts(ts: str) -> float:

@@ -31,6 +31,22 @@ def test_open_turns_survive_a_reload_with_their_progress_and_a_torn_last_line(tm
     assert len(path.read_text().splitlines()) == 2  # compacted to the open turns
 
 
+def test_opened_streams_are_kept_through_reloads_and_a_record_of_another_shape_is_read_without_them(
+        tmp_path: Path) -> None:
+    path = tmp_path / "inflight.jsonl"
+    book = InflightBook(path)
+    book.add(conv("1.0"), "q", [])
+    book.stream_opened(conv("1.0"), "1.5")
+    book.stream_opened(conv("1.0"), "1.7")  # the answer outgrew one message
+    book.stream_opened(conv("8.0"), "8.5")  # not a turn of ours: not written
+    with path.open("a") as f:  # an older or hand-edited record: streams of another shape
+        f.write('{"op": "add", "conv": {"team": "T1", "channel": "C1", "thread_ts": "2.0", "message_ts": "2.0", '
+                '"user": "U1"}, "text": "r", "files": [], "streams": "2.5"}\n')
+    again = InflightBook(path)
+    assert [(t.conv.message_ts, t.streams) for t in again.open_turns()] == [("1.0", ["1.5", "1.7"]), ("2.0", [])]
+    assert [t.streams for t in InflightBook(path).open_turns()] == [["1.5", "1.7"], []]  # the compacted file too
+
+
 def test_the_file_starts_afresh_once_no_turn_is_open(tmp_path: Path) -> None:
     book = InflightBook(tmp_path / "inflight.jsonl")
     book.add(conv("1.0"), "q", [])

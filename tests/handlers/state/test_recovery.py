@@ -85,7 +85,11 @@ def test_turns_in_flight_at_kill_9_are_answered_after_restart_without_a_new_mess
     finally:
         if first.poll() is None:
             first.kill()
-    assert all([p["text"] for p in bot_posts(slack_api, "C0GENERAL", ts)] == [STOP_TEXT] for ts in roots)
+    for ts in roots:  # each thread shows the turn's first step, still in progress, and its Stop line
+        posts = bot_posts(slack_api, "C0GENERAL", ts)
+        assert [p["text"] for p in posts if not p.get("streaming")] == [STOP_TEXT]
+        opened = [p for p in posts if p.get("streaming")]
+        assert len(opened) == 1 and [t["status"] for t in opened[0]["tasks"].values()] == ["in_progress"]
     assert saved_questions(workspace) == THREADS  # each question was in its session when the process died
     anthropic_api.handler = answer_by_thread
     second = serve(slack_env)
@@ -93,6 +97,7 @@ def test_turns_in_flight_at_kill_9_are_answered_after_restart_without_a_new_mess
         slack_api.wait_connected(count=2, timeout=60)
         slack_api.wait_for("reactions.add", lambda c: c.params["name"] == "white_check_mark", count=THREADS,
                            timeout=60)
+        slack_api.wait_for("chat.delete", lambda c: True, count=2 * THREADS, timeout=60)  # Stop lines, open streams
         for i, ts in enumerate(roots):
             assert [p["text"] for p in bot_posts(slack_api, "C0GENERAL", ts)] == [f"Lobby count for thread {i}: three."]
             assert reactions(slack_api, "C0GENERAL", ts) == {"white_check_mark"}

@@ -235,3 +235,45 @@ def test_when_a_quarter_of_the_rows_are_dropped_the_store_is_written_afresh(
     reopened.refresh()
     assert reopened.last_refresh == {"files_read": 0, "embedded": 0} and len(reopened._chunks) == 50
     assert log_path.is_file()
+
+
+def test_lists_saved_for_rows_a_crash_cut_off_are_not_used_for_the_notes_read_in_their_place(
+        tmp_path: Path, embedder: Embedder) -> None:
+    rng = random.Random(12)
+    for d in range(4):
+        write(tmp_path, f"2026-02-{10 + d}.md", day(rng, f"2026-02-{10 + d}", 60))
+    first = MemoryIndex(tmp_path, embedder=embedder, clock=lambda: NOW)
+    first.exact_max = 100
+    first.refresh()
+    assert first._ivf is not None and first._ivf.covered == 240  # saved, covering every row
+    log_path, _ = store_files(tmp_path)
+    lines = log_path.read_bytes().splitlines(keepends=True)
+    log_path.write_bytes(b"".join(lines[:-1]) + lines[-1][:20])  # the last day's line torn
+    write(tmp_path, "2026-02-13.md", day(random.Random(13), "2026-02-13", 60))  # and that day rewritten since
+    again = MemoryIndex(tmp_path, embedder=embedder, clock=lambda: NOW)
+    again.exact_max = 100
+    again.refresh()
+    assert again._ivf is not None and again._matrix is not None
+    ivf, matrix = again._ivf, again._matrix
+    assert np.array_equal(ivf.assign, ann.nearest(matrix[: ivf.covered], ivf.centroids))  # every row in its list
+    same(answers(again), answers(fresh(tmp_path, tmp_path / "fresh", embedder, 100)))
+
+
+def test_two_processes_writing_one_store_leave_one_that_loads_whole(tmp_path: Path, embedder: Embedder) -> None:
+    """The bot and a one-shot command may both refresh the index: the second writer finds the log not as it left
+    it and writes its whole view instead of appending after the other's lines."""
+    write(tmp_path, "2026-03-04.md", "## cam1\n- 09:00:00 a van parked at the dock\n")
+    a = MemoryIndex(tmp_path, embedder=embedder, clock=lambda: NOW)
+    b = MemoryIndex(tmp_path, embedder=embedder, clock=lambda: NOW)
+    a.refresh()
+    b.refresh()
+    for i, (who, text) in enumerate([(a, "a dog crossed the yard"), (b, "the gate barrier failed"),
+                                     (a, "smoke above the boiler room"), (b, "a bicycle was stolen")]):
+        with open(tmp_path / "memory" / "2026-03-04.md", "a", encoding="utf-8") as fh:
+            fh.write(f"- 10:0{i}:00 {text}\n")
+        who.refresh()
+    reopened = MemoryIndex(tmp_path, embedder=embedder, clock=lambda: NOW)
+    reopened.refresh()
+    assert reopened.last_refresh == {"files_read": 0, "embedded": 0}
+    assert len(reopened._chunks) == 5 and not reopened._dead
+    assert "bicycle" in reopened.search("someone took a bike")[0].text

@@ -272,7 +272,8 @@ class MemoryIndex:
                 for n, sig in seen.items()
                 if (self._files.get(n, {}).get("mtime_ns"), self._files.get(n, {}).get("size")) != sig
             )
-            changes = [Change(n, None, None, [], self._files.pop(n)["rows"]) for n in [m for m in self._files if m not in seen]]
+            gone = [n for n in self._files if n not in seen]
+            changes = [Change(n, None, None, [], self._files.pop(n)["rows"]) for n in gone]
             for n in changed:
                 text = (self.mem_dir / n).read_text(encoding="utf-8", errors="replace")
                 changes.append(self._changed(n, seen[n], chunk_markdown(text, n)))

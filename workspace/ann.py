@@ -3,8 +3,9 @@
 Scoring every note is one matrix-vector product: ~5 ms at 10 k notes, but ~450 ms at a million on two busy cores
 (1.5 GB of float32 read per query). Past `workspace.search.EXACT_MAX` notes the vectors are grouped into about
 sqrt(N) lists around k-means centroids; a query compares itself with the centroids and reads only the `probe`
-nearest lists (a few percent of the notes). The lists are kept per note key, so a new note joins its nearest list
-without re-clustering; the centroids are trained again only when the notes have grown by half since.
+nearest lists (a few percent of the notes). New notes are appended rows: every query reads them (the tail) until
+they are many enough to file under their nearest lists without re-clustering (`extend`); the centroids are trained
+again only when the notes have grown by half since.
 
 The notes least like any centroid are read by every query (the spill list): routine notes cluster tightly (cosine
 0.75+ to their centroid) but the unusual note someone later asks about (the fire, the stolen bike) sits at 0.3 to
@@ -14,7 +15,6 @@ without the spill list it missed the one planted note of 18 whose list ranked 39
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from pathlib import Path
 
@@ -26,6 +26,8 @@ TRAIN_SAMPLE = 64  # training rows per list (k-means on a sample: the centroids,
 ITERATIONS = 8
 PROBE = 32  # lists read per query
 RETRAIN_GROWTH = 1.5  # retrain when the notes have grown by this factor since the centroids were trained
+TAIL_MIN = 4_096  # rows appended since the lists were filed that every query reads, before they are filed ...
+TAIL_SHARE = 0.01  # ... or this share of the rows, whichever is more (10 k rows at a million: ~4 ms a query)
 SPILL_SIMILARITY = 0.6  # a note less similar than this to its centroid is read by every query ...
 SPILL_MAX = 0.02  # ... the least similar ones, up to this share of the notes
 
@@ -54,47 +56,69 @@ def train(matrix: np.ndarray, lists: int, seed: int = 0) -> np.ndarray:
     return centroids.astype(np.float32)
 
 
-def spilled(matrix: np.ndarray, centroids: np.ndarray, assign: np.ndarray, batch: int = 65_536) -> np.ndarray:
-    """The rows least like their own centroid (under SPILL_SIMILARITY, at most SPILL_MAX of them), by row number."""
-    sims = np.empty(len(matrix), dtype=np.float32)
-    for s in range(0, len(matrix), batch):
+def similarities(matrix: np.ndarray, centroids: np.ndarray, assign: np.ndarray, batch: int = 65_536) -> np.ndarray:
+    """Each row's similarity to its own centroid."""
+    sims = np.empty(len(assign), dtype=np.float32)
+    for s in range(0, len(assign), batch):
         sims[s:s + batch] = np.einsum("ij,ij->i", matrix[s:s + batch], centroids[assign[s:s + batch]])
+    return sims
+
+
+def spilled(sims: np.ndarray) -> np.ndarray:
+    """The rows least like their own centroid (under SPILL_SIMILARITY, at most SPILL_MAX of them), by row number."""
     far = np.flatnonzero(sims < SPILL_SIMILARITY)
-    cap = max(1, int(len(matrix) * SPILL_MAX))
+    cap = max(1, int(len(sims) * SPILL_MAX))
     if len(far) > cap:
         far = far[np.argpartition(sims[far], cap - 1)[:cap]]
     return np.sort(far).astype(np.int64)
 
 
 class IVF:
-    """The lists of one matrix: `order` holds the row numbers list by list, `starts` where each list begins."""
+    """The lists of the first `covered` rows of a matrix: `order` holds their row numbers list by list, `starts`
+    where each list begins. Rows appended since (the tail) are read by every query until `extend` files them."""
 
-    def __init__(self, centroids: np.ndarray, assign: np.ndarray, trained_on: int, spill: np.ndarray) -> None:
-        self.centroids, self.assign, self.trained_on, self.spill = centroids, assign, trained_on, spill
+    def __init__(self, centroids: np.ndarray, assign: np.ndarray, trained_on: int, sims: np.ndarray) -> None:
+        self.centroids, self.assign, self.trained_on, self.sims = centroids, assign, trained_on, sims
+        self.covered = len(assign)
+        self.spill = spilled(sims)
         self.order = np.argsort(assign, kind="stable")
         self.starts = np.searchsorted(assign[self.order], np.arange(len(centroids) + 1))
 
     @classmethod
-    def build(cls, matrix: np.ndarray, keys: list[str], previous: IVF | None = None,
-              known: dict[str, int] | None = None) -> IVF:
-        """Lists for `matrix` (rows in `keys` order): the previous centroids and each known key's list where they
-        still fit, else trained anew."""
+    def build(cls, matrix: np.ndarray) -> IVF:
+        """Centroids trained on `matrix` and every row filed under its nearest."""
         n = len(matrix)
-        if previous is not None and known is not None and n <= previous.trained_on * RETRAIN_GROWTH:
-            assign = np.fromiter((known.get(k, -1) for k in keys), dtype=np.int32, count=n)
-            new = np.flatnonzero(assign < 0)
-            if len(new):
-                assign[new] = nearest(matrix[new], previous.centroids)
-            return cls(previous.centroids, assign, previous.trained_on, spilled(matrix, previous.centroids, assign))
-        lists = max(16, int(np.sqrt(n)))
-        centroids = train(matrix, lists)
+        centroids = train(matrix, max(16, int(np.sqrt(n))))
         assign = nearest(matrix, centroids)
-        return cls(centroids, assign, n, spilled(matrix, centroids, assign))
+        return cls(centroids, assign, n, similarities(matrix, centroids, assign))
+
+    def extend(self, matrix: np.ndarray) -> IVF:
+        """The same centroids with the rows appended since filed under their nearest (no training)."""
+        tail = matrix[self.covered:]
+        assign = nearest(tail, self.centroids)
+        sims = similarities(tail, self.centroids, assign)
+        return IVF(self.centroids, np.concatenate([self.assign, assign]), self.trained_on,
+                   np.concatenate([self.sims, sims]))
+
+    def kept(self, rows: np.ndarray, matrix: np.ndarray) -> IVF:
+        """The lists after the store kept only `rows` (old numbers) and numbered them 0.. in that order; `matrix`
+        is the renumbered one. Rows the lists held keep their list, the tail's are filed now (no training)."""
+        inside = rows < self.covered
+        assign = np.empty(len(rows), dtype=np.int32)
+        sims = np.empty(len(rows), dtype=np.float32)
+        assign[inside], sims[inside] = self.assign[rows[inside]], self.sims[rows[inside]]
+        if not inside.all():
+            tail = matrix[~inside]
+            assign[~inside] = nearest(tail, self.centroids)
+            sims[~inside] = similarities(tail, self.centroids, assign[~inside])
+        return IVF(self.centroids, assign, self.trained_on, sims)
 
     def search(self, matrix: np.ndarray, query: np.ndarray, k: int, probe: int = PROBE) -> tuple[np.ndarray, np.ndarray]:
-        """(rows, similarities) of about the `k` most similar rows among the `probe` nearest lists."""
+        """(rows, similarities) of about the `k` most similar rows among the `probe` nearest lists, the spill list
+        and the tail."""
         near = np.argpartition(-(self.centroids @ query), min(probe, len(self.centroids)) - 1)[:probe]
-        rows = np.concatenate([self.spill, *(self.order[self.starts[c]:self.starts[c + 1]] for c in near)])
+        rows = np.concatenate([self.spill, *(self.order[self.starts[c]:self.starts[c + 1]] for c in near),
+                               np.arange(self.covered, len(matrix), dtype=np.int64)])
         rows = np.unique(rows)  # sorted: reading the matrix in row order is kinder to the page cache
         if not len(rows):
             return rows, np.zeros(0, dtype=np.float32)
@@ -104,31 +128,27 @@ class IVF:
             rows, sims = rows[top], sims[top]
         return rows, sims
 
-    # persistence: beside the vectors, checked against the keys it was built for ---------------------------------
-    @staticmethod
-    def digest(keys: list[str]) -> str:
-        h = hashlib.sha1()
-        for k in keys:
-            h.update(k.encode("ascii", "replace"))
-        return h.hexdigest()
-
-    def save(self, path: Path, keys: list[str]) -> None:
+    # persistence: beside the vectors, valid for the store generation (epoch) it was built in ---------------------
+    def save(self, path: Path, epoch: str) -> None:
         tmp = path.with_name(path.name + ".tmp")
         with open(tmp, "wb") as fh:
             np.savez(fh, centroids=self.centroids, assign=self.assign, trained_on=np.int64(self.trained_on),
-                     spill=self.spill, digest=np.array(self.digest(keys)))
+                     sims=self.sims, epoch=np.array(epoch))
         tmp.replace(path)
 
     @classmethod
-    def load(cls, path: Path, keys: list[str]) -> IVF | None:
-        """The saved lists if they were built for exactly these keys; None when missing, stale or damaged (then
-        they are built again: a damaged file never stops start-up)."""
+    def load(cls, path: Path, epoch: str, rows: int) -> IVF | None:
+        """The saved lists if they were built in this store generation for at most `rows` rows (rows are only
+        appended within one, so the lists still hold); None when missing, stale or damaged (then they are built
+        again: a damaged file never stops start-up)."""
         try:
             with np.load(path, allow_pickle=False) as z:
-                if str(z["digest"]) != cls.digest(keys) or len(z["assign"]) != len(keys):
+                if "epoch" not in z or str(z["epoch"]) != epoch or len(z["assign"]) > rows:
                     return None
-                return cls(z["centroids"], z["assign"].astype(np.int32), int(z["trained_on"]),
-                           z["spill"].astype(np.int64))
+                assign, sims = z["assign"].astype(np.int32), z["sims"].astype(np.float32)
+                if len(sims) != len(assign) or (len(assign) and int(assign.max()) >= len(z["centroids"])):
+                    raise ValueError("lists and centroids disagree")
+                return cls(z["centroids"], assign, int(z["trained_on"]), sims)
         except FileNotFoundError:
             return None
         except Exception as exc:  # noqa: BLE001 - torn zip, bad header, wrong shapes: all mean "build them again"

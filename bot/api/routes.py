@@ -226,7 +226,7 @@ async def remove_rule(request: web.Request) -> web.Response:
 # routes -----------------------------------------------------------------
 async def list_routes(request: web.Request) -> web.Response:
     router = need(_host(request).services.router, "alert routing")
-    return ok(routes=router.routes(), default_channel=router.default_channel)
+    return ok(routes=router.routes(), verify=router.route_checks(), default_channel=router.default_channel)
 
 
 async def set_route(request: web.Request) -> web.Response:
@@ -236,7 +236,7 @@ async def set_route(request: web.Request) -> web.Response:
     router = need(ctx.services.router, "alert routing")
     with user_errors():
         route_alerts(body, ctx)  # as /vision route
-    return ok(routes=router.routes())
+    return ok(routes=router.routes(), verify=router.route_checks())
 
 
 async def remove_route(request: web.Request) -> web.Response:

@@ -16,6 +16,14 @@ def is_live(reference: str) -> bool:
     return ref.isdigit() or ("://" in ref and not ref.lower().startswith("file://"))
 
 
+def buffer_strategies(reference: str) -> tuple[str, str]:
+    """(filling, consumption) of the source's frame buffer, InferencePipeline's names, for every backend: a file's
+    every frame, in order (WAIT, LAZY); a camera's newest frame (DROP_OLDEST, EAGER). Not the library's default for
+    streams (ADAPTIVE_DROP_OLDEST): it paces decoding against the rate the stream declares, and FFmpeg declares an
+    MJPEG camera 25 fps whatever it sends, so a 5 fps camera was cut to 0.6 fps without a word."""
+    return ("DROP_OLDEST", "EAGER") if is_live(reference) else ("WAIT", "LAZY")
+
+
 def capture_reference(reference: str) -> str | int:
     """What OpenCV / InferencePipeline open: a webcam index as an int, anything else as given."""
     ref = str(reference).strip()

@@ -125,6 +125,12 @@ class AlertRouter:
     def routes(self) -> dict[str, str]:
         return {r["camera"]: r["channel"] for r in self._routes.all() if "camera" in r and "channel" in r}
 
+    def route_checks(self) -> dict[str, str]:
+        """Each route's own `verify` (on | hold | off), for the routes that set one (the others follow the rule's
+        own verify, else monitoring.verify): what GET /api/routes shows beside the channels."""
+        return {r["camera"]: r["verify"] for r in self._routes.all()
+                if "camera" in r and r.get("verify") in ("on", "hold", "off")}
+
     def route_owner(self, camera: str | None) -> Owner | None:
         """Who set the route of `camera` (None: every camera's); None when there is none or the operator set it."""
         row = self._routes.get(camera=camera or DEFAULT_CAMERA)

@@ -150,7 +150,7 @@ def test_chunking_splits_bullets_and_windows_long_paragraphs() -> None:
 def test_a_damaged_index_is_rebuilt_from_the_files(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     write(tmp_path, "2026-03-04.md", DAY_LOG)
     index(tmp_path, None).refresh()
-    (tmp_path / ".index" / "memory_meta.json").write_text("{not json", encoding="utf-8")
+    (tmp_path / ".index" / "memory_log.jsonl").write_text("{not json", encoding="utf-8")
 
     with caplog.at_level(logging.WARNING, logger="workspace.search"):
         idx = index(tmp_path, None)

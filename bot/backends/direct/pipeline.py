@@ -18,7 +18,7 @@ from bot.backends.orientation import Orientation, orientation_of, turn_frame
 from bot.backends.pipeline_base import PipelineBase
 from bot.config import Settings
 from bot.media.frame_limit import SAID_SIZES, scaled_note
-from bot.media.sources import capture_reference, file_fps, is_live
+from bot.media.sources import buffer_strategies, capture_reference, file_fps, is_live
 
 log = logging.getLogger(__name__)
 STARTUP_WAIT = 10.0  # seconds start() waits to learn whether the source opened
@@ -103,6 +103,7 @@ class DirectPipeline(PipelineBase):
             self._ended.set()
             return
         from inference.core.interfaces.legacy_stream.inference_pipeline import InferencePipeline
+        from streamvision.camera.buffer_strategies import BufferConsumptionStrategy, BufferFillingStrategy
 
         _quiet_source_errors()
 
@@ -114,6 +115,7 @@ class DirectPipeline(PipelineBase):
             pipeline_class, max_fps = sampled_file(InferencePipeline, max_fps, file_fps(self._reference))
         self.pace.target = max_fps  # what it should deliver: a camera's cap, a file's paced rate (None: flat out)
         depth = queue_depth(self._settings.monitoring.frame_buffer_bytes, self._reference)
+        filling, consumption = buffer_strategies(self._reference)  # a camera: its newest frame; a file: every one
         # Frames over media.max_pixels are scaled where they are decoded, before any queue holds them (capture.py).
         source = BoundedSource(capture_reference(self._reference), self._settings.media.max_pixels, self._on_scaled,
                                self.watch)  # ... and its frames and reconnections tell the camera's faults
@@ -130,6 +132,8 @@ class DirectPipeline(PipelineBase):
                 model_manager=self._runtime.model_manager,
                 decoding_buffer_size=depth,
                 predictions_queue_size=depth,
+                source_buffer_filling_strategy=BufferFillingStrategy(filling),
+                source_buffer_consumption_strategy=BufferConsumptionStrategy(consumption),
             )
             try:
                 self._pipeline.start(use_main_thread=False)

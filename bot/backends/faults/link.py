@@ -11,6 +11,7 @@ is opened again at once.
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -26,11 +27,15 @@ _REASONS = (
 )
 
 
+# Addresses in the decoder's words (a URL, host:port): their digits are no HTTP status (port 44013 holds "401").
+_ADDRESS = re.compile(r"\S+://\S*|[\w.-]+:\d+")
+
+
 def reason_of(message: str) -> str:
     """A failed open's cause in a few fixed words (the underlying message may carry the source's password)."""
-    low = message.lower()
+    low = _ADDRESS.sub(" ", message.lower())
     for needles, words in _REASONS:
-        if any(n in low for n in needles):
+        if any(re.search(rf"\b{re.escape(n)}\b", low) for n in needles):
             return words
     return "it cannot be opened" if low.strip() else ""
 

@@ -20,7 +20,7 @@ from bot.backends.shared import BackendBase, fetch_saved_workflow, inline_spec, 
 from bot.backends.workflows import describe_spec, is_builtin, roboflow_model_id
 from bot.config import Settings
 from bot.media.reach import is_loopback
-from bot.media.sources import capture_reference, is_live
+from bot.media.sources import buffer_strategies, capture_reference, is_live
 
 LAUNCH_TIMEOUT = 60.0  # seconds a server may take to start a pipeline (it spawns a process for it)
 
@@ -217,14 +217,13 @@ class HttpBackend(BackendBase):
 
     def _launch_args(self, reference: str, spec: dict, parameters: dict | None, max_fps: float | None) -> dict:
         """What starts this pipeline on a server: kept, so another server can start it the same way."""
-        live = is_live(reference)
+        filling, consumption = buffer_strategies(reference)
         return {
             "video_reference": capture_reference(reference),
             "workflows_parameters": parameters,
             "max_fps": max_fps,
-            # Files: process every frame; live streams: always the newest frame.
-            "source_buffer_filling_strategy": "DROP_OLDEST" if live else "WAIT",
-            "source_buffer_consumption_strategy": "EAGER" if live else "LAZY",
+            "source_buffer_filling_strategy": filling,
+            "source_buffer_consumption_strategy": consumption,
             "results_buffer_size": self._settings.monitoring.result_buffer_size,
             "workflow_specification": spec,
             # The server's queues of decoded frames and of results awaiting the sink, bounded per pipeline in bytes

@@ -258,6 +258,15 @@ async def test_routes_set_list_remove(api: Api) -> None:
     assert status == 404
 
 
+async def test_a_routes_verify_setting_is_listed_beside_its_channel(api: Api) -> None:
+    status, body = await api.call("PUT", "/api/routes", json={"channel": "C0ALERTS", "camera": "gate", "verify": "hold"})
+    assert status == 200 and body["verify"] == {"gate": "hold"}
+    await api.call("PUT", "/api/routes", json={"channel": "C0ALERTS", "camera": "dock"})  # follows monitoring.verify
+    status, body = await api.call("GET", "/api/routes")
+    assert status == 200 and body["routes"] == {"gate": "C0ALERTS", "dock": "C0ALERTS"}
+    assert body["verify"] == {"gate": "hold"}
+
+
 async def test_events_since_and_by_camera(api: Api) -> None:
     now = time.time()
     for camera, age, text in (("dock", 7200, "old"), ("dock", 60, "new"), ("gate", 30, "gate one")):

@@ -263,6 +263,11 @@ def test_a_frame_starts_the_backoff_afresh_and_a_stop_ends_its_wait() -> None:
     ("Connection to tcp://10.0.0.9:554 failed: Connection timed out", "no answer"),
     ("Failed to resolve hostname cam.example: Name or service not known", "address unreachable"),
     ("Invalid data found when processing input", "it cannot be opened"),
+    ("Server returned 403 Forbidden (access denied)", "it refuses the credentials"),
+    # an address's digits are no status: a camera on port 44013 or 40123 that is away is refused, not unauthorized
+    ("Connection to tcp://127.0.0.1:44013?timeout=0 failed: Connection refused", "connection refused"),
+    ("http://127.0.0.1:40123/mjpeg: Connection refused", "connection refused"),
+    ("Error opening input http://cam.local:8404/x: Input/output error", "it cannot be opened"),
 ])
 def test_a_failed_open_is_said_in_fixed_words(message, words) -> None:
     assert reason_of(message) == words

@@ -6,7 +6,6 @@ each fault must be said once, its end once with how long it lasted, and the pipe
 
 from __future__ import annotations
 
-import asyncio
 import time
 
 import numpy as np
@@ -16,7 +15,13 @@ from bot.backends.faults.link import MAX_DELAY
 from bot.backends.faults.watch import VIDEO_SECONDS
 from bot.pipelines.status import status_line
 from tests.fixtures import faulty
-from tests.fixtures.health_watch import SAID_WITHIN, back_then_frozen_then_moving, said_of, start_watched
+from tests.fixtures.health_watch import (
+    SAID_WITHIN,
+    back_then_frozen_then_moving,
+    direct_backend,
+    said_of,
+    start_watched,
+)
 from tests.fixtures.mjpeg import MjpegCamera
 
 pytestmark = pytest.mark.slow
@@ -24,13 +29,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def backend(tmp_path_factory: pytest.TempPathFactory):
-    from bot.backends.direct.backend import DirectBackend
-    from bot.config import load_settings
-
-    ws = tmp_path_factory.mktemp("faults-ws")
-    backend = DirectBackend(load_settings({"VISION_AGENT_WORKSPACE": str(ws), "VISION_AGENT_HEARTBEAT_MINUTES": "0"}))
-    yield backend
-    asyncio.run(backend.close())
+    yield from direct_backend(tmp_path_factory, "faults-ws")
 
 
 @pytest.fixture(scope="module")

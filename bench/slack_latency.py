@@ -285,7 +285,7 @@ def main(quick: bool = False) -> Headline:
     ratio_met = None if quick else ratios[ON] <= GOAL_RATIO
     return Headline("first step p95 " + " / ".join(f"{first[n]:.0f}" for n in rounds)
                     + f" ms at {'/'.join(map(str, rounds))} threads", f"first step p95 < {GOAL_FIRST_MS:.0f} ms",
-                    first_met, more=(Figure("ack p99 vs bare Bolt", f"{ratios[ON]:.2f}x at {top} threads "
+                    first_met, more=(Figure("ack p99 / bare Bolt", f"{ratios[ON]:.2f}x at {top} threads "
                                             f"({len(ack[BARE])} acks; a burst's p99 {spread[ON]} vs {spread[BARE]} ms)",
                                             f"ack p99 <= {GOAL_RATIO}x bare Bolt", ratio_met),))
 

@@ -13,6 +13,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.monitoring.lanes import Lanes
 from handlers.answers.feedback import RunningTurns
+from handlers.answers.opening import Openings
 from handlers.state.alert_book import AlertBook
 from handlers.state.inflight import InflightBook
 from handlers.state.queue import SessionQueues
@@ -61,9 +62,11 @@ class SlackBot:
     stats: Stats = field(default_factory=Stats)
     socket: Any = None  # the socket-mode client, for health
     feedback: set[asyncio.Task[Any]] = field(default_factory=set)  # "working" reactions still in flight
+    feedback_drain: asyncio.Task[None] | None = None  # the one wait of a burst's turns for `feedback` (messages.py)
     running: RunningTurns = field(default_factory=RunningTurns)  # turns a Stop button can cancel
     people: PeopleBook = field(default_factory=PeopleBook)  # display names, for marking who wrote what
     acks: AckGate = field(default_factory=AckGate)  # feedback waits for the socket's owed acks (transport/socket.py)
+    openings: Openings = field(default_factory=Openings)  # a 👀 waits for the first steps due (answers/opening.py)
     _tasks: set[asyncio.Task[Any]] = field(default_factory=set)
 
     @property

@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 # Subtypes that are a person saying something; everything else (edits, deletes, joins, bot_message…) is ignored.
 HUMAN_SUBTYPES = {None, "file_share", "thread_broadcast"}
 FEEDBACK_WAIT = 2.0
-FIRST_STEP_HOPS = 3  # loop turns a 👀 yields after the acks: a first step's own hops to its Slack call (run_turn)
+FIRST_STEP_HOPS = 3  # loop turns a 👀 yields after the acks: turns their dispatch releases are taken meanwhile
 TITLE_CHARS = 60
 EMPTY_HINT = "Hi! Ask me about a camera or a picture — attach an image or name a camera. `/vision help` lists commands."
 
@@ -46,6 +46,7 @@ class Turn:
     feedback: asyncio.Task[Any] | None = None  # the "working" reaction, sent before any turn starts
     started: int | None = None  # taken up again after a restart: session length when it first began
     answered: bool = False  # taken up again after a restart with its answer already in the thread
+    opening: bool = False  # counted in bot.openings: taken into an idle thread, its first step not yet out
 
 
 _FIELD_TYPES = {"channel": str, "ts": str, "user": str, "text": str, "thread_ts": str, "files": list}
@@ -84,6 +85,9 @@ def take(bot: SlackBot, body: dict[str, Any], event: dict[str, Any], mentioned: 
     files = [f for f in event.get("files") or [] if isinstance(f, dict)]
     turn = Turn(conv, event.get("text") or "", files, user=event["user"])
     assert bot.queues is not None
+    if bot.queues.idle(conv.key):  # it starts at once: the 👀s of this burst go after its first step
+        turn.opening = True
+        bot.openings.expect()
     bot.queues.submit(conv.key, conv.message_ts, turn)
     bot.inflight.add(conv, turn.text, files)  # right after the ack: a crash from here on is finished after restart
     return turn
@@ -109,10 +113,12 @@ def resume_open_turns(bot: SlackBot) -> int:
 
 async def _after_acks(bot: SlackBot, call: Coroutine[Any, Any, Any]) -> Any:
     """The 👀 call, sent once the envelopes read so far are acked (a burst acks first, then says it is on it), and
-    after the first steps released by the same acks: a step in the thread says more than a reaction."""
+    after the first steps of the turns taken meanwhile (bot.openings): a step in the thread says more than a
+    reaction, and at 50 threads the reactions' calls would otherwise go out ahead of the last threads' steps."""
     await bot.acks.wait()
     for _ in range(FIRST_STEP_HOPS):
         await asyncio.sleep(0)
+    await bot.openings.wait()
     return await call
 
 
@@ -136,7 +142,17 @@ async def handle_message(body: dict[str, Any], event: dict[str, Any], client: An
 
 async def _feedback_out(bot: SlackBot) -> None:
     """Wait (up to FEEDBACK_WAIT in all) until no 👀 or first step is in flight, including those of turns taken
-    while waiting: in a burst, later envelopes are dispatched while the first ones' feedback is on its way."""
+    while waiting: in a burst, later envelopes are dispatched while the first ones' feedback is on its way.
+    The turns of a burst share one wait (each waiting on every feedback call itself cost 50 x 100 callbacks at
+    50 threads, spent while the last first steps were still to go out)."""
+    if not bot.feedback:
+        return
+    if bot.feedback_drain is None or bot.feedback_drain.done():
+        bot.feedback_drain = asyncio.ensure_future(_drain_feedback(bot))
+    await asyncio.shield(bot.feedback_drain)
+
+
+async def _drain_feedback(bot: SlackBot) -> None:
     deadline = asyncio.get_running_loop().time() + FEEDBACK_WAIT
     while bot.feedback and (left := deadline - asyncio.get_running_loop().time()) > 0:
         await asyncio.wait(set(bot.feedback), timeout=left)
@@ -145,9 +161,13 @@ async def _feedback_out(bot: SlackBot) -> None:
 async def run_turn(bot: SlackBot, job: Job) -> None:
     """The queue worker: fetch images, run the agent, render its events, set the final reaction."""
     turn: Turn = job.payload
-    r = renderer_for(bot, turn.conv)
-    bot.stats.turns += 1
-    _first_steps(bot, turn, r)  # on screen while the 👀 is on its way, before the prompt is built
+    opening = None
+    try:
+        r = renderer_for(bot, turn.conv)
+        bot.stats.turns += 1
+        opening = _first_steps(bot, turn, r)  # on screen before the 👀 (which waits for it) and the prompt
+    finally:
+        _opened(bot, turn, opening)
     # Building a prompt holds the event loop for tens of ms; let every pending "working" reaction and first step
     # leave first, so people see within a moment that we are on it however many threads start at once.
     await _feedback_out(bot)
@@ -175,17 +195,30 @@ def _joins_late(bot: SlackBot, conv: Conversation) -> bool:
             and bot.agent.sessions.length(conv.key) == 0)
 
 
-def _first_steps(bot: SlackBot, turn: Turn, r: TurnRenderer) -> None:
+def _first_steps(bot: SlackBot, turn: Turn, r: TurnRenderer) -> asyncio.Task[Any] | None:
     """Open a streamed answer with what the turn does before the model speaks (handlers/answers/opening.py); the
-    call joins `bot.feedback`, so no thread builds its prompt (which holds the event loop) before it is out."""
+    call joins `bot.feedback`, so no thread builds its prompt (which holds the event loop) before it is out.
+    Returns the task sending it, None when the turn has no first step."""
     if not isinstance(r, StreamRenderer) or turn.started is not None or turn.answered \
             or not bot.settings.slack.first_step or bot.llm_unavailable():
-        return
+        return None
     steps = first_steps(clean_text(turn.text, bot.bot_user_id), turn.files, _joins_late(bot, turn.conv))
     task = r.begin(steps, before=bot.acks.wait)
     if task is not None:
         bot.feedback.add(task)
         task.add_done_callback(bot.feedback.discard)
+    return task
+
+
+def _opened(bot: SlackBot, turn: Turn, sending: asyncio.Task[Any] | None) -> None:
+    """The turn's first step is out (or it has none): it no longer holds back the 👀s (once per turn)."""
+    if not turn.opening:
+        return
+    turn.opening = False
+    if sending is None:
+        bot.openings.settle()
+    else:
+        sending.add_done_callback(lambda _t: bot.openings.settle())
 
 
 async def _converse(bot: SlackBot, turn: Turn, r: TurnRenderer) -> None:

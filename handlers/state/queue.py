@@ -56,6 +56,10 @@ class SessionQueues:
             self._pending.pop(session, None)
             self._workers.pop(session, None)
 
+    def idle(self, session: str) -> bool:
+        """No turn of this session is running or queued: a message submitted now starts at once."""
+        return session not in self._workers
+
     @property
     def busy_sessions(self) -> int:
         return len(self._workers)

@@ -6,9 +6,11 @@ chokes on, or an envelope slack_sdk cannot parse stays unacked, and Slack sends 
 everything is acked once, and what we did not handle is logged once at debug level.
 
 An Events API envelope's ack is always empty (a listener cannot answer Slack through it), so it goes out before
-Bolt's middleware and listener matching run, not after: with 50 threads starting at once, an envelope's ack no
-longer waits behind the dispatch of every envelope read before it (bench/slack_latency.py). Slash commands and
-interactive payloads still go through Bolt first: their ack may carry a body (a reply, a view's response_action).
+Bolt's middleware and listener matching run, not after, and Bolt's work waits until every envelope read so far is
+acked: with 50 threads starting at once, reading and acking an envelope no longer waits behind the dispatch of the
+ones read before it (bench/slack_latency.py). Our own messages coming back and the message twin of an app_mention
+are acked and never dispatched. Slash commands and interactive payloads still go through Bolt first: their ack may
+carry a body (a reply, a view's response_action).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import OrderedDict
 from typing import Any
 
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
@@ -27,6 +30,8 @@ from slack_sdk.socket_mode.request import SocketModeRequest
 log = logging.getLogger(__name__)
 socket_log = logging.getLogger("handlers.transport.socket.sdk")  # the SDK's socket client logs here, through QuietReconnects
 
+MENTIONS_KEPT = 1000  # app_mentions remembered for their message twin (it comes within moments)
+TWIN_SUBTYPES = (None, "file_share", "thread_broadcast")  # a person's message: the ones an app_mention has a twin of
 QUIET_FOR = 60.0  # seconds a socket may be down (reconnecting) before it is worth a warning
 
 
@@ -65,11 +70,12 @@ class AckGate:
     def _waiting(self) -> bool:
         return bool(self.owed or (self.queue is not None and self.queue.qsize()))
 
-    async def wait(self) -> None:
-        """Return once no ack is owed (checked again after each ack: the queue may hold more), or after WAIT."""
+    async def wait(self, deadline: float | None = None) -> None:
+        """Return once no ack is owed (checked again after each ack: the queue may hold more), or after WAIT (or at
+        `deadline`, a loop time)."""
         await asyncio.sleep(0)  # envelopes just taken off the queue reach `taken` first (their tasks are ahead)
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.WAIT
+        deadline = loop.time() + self.WAIT if deadline is None else deadline
         while self._waiting() and (left := deadline - loop.time()) > 0:
             self._settled = self._settled or asyncio.Event()
             self._settled.clear()
@@ -88,6 +94,10 @@ class AckingSocketModeHandler(AsyncSocketModeHandler):
         self.gate = gate or AckGate()
         self.gate.queue = self.client.message_queue
         self.own_ids: set[str] = set()  # our bot user id and bot id (auth.test): our own messages come back as events
+        self._mentions: OrderedDict[tuple[str, str], None] = OrderedDict()  # (channel, ts) of app_mentions dispatched
+        self._held: list[tuple[SocketModeRequest, float]] = []  # acked, not yet dispatched (with a loop-time bound)
+        self._dispatcher: asyncio.Task[None] | None = None  # dispatches `_held` once the acks owed are out
+        self._dispatches: set[asyncio.Task[None]] = set()  # dispatches running (kept from garbage collection)
 
     def own_message(self, payload: Any) -> bool:
         """A message event of our own (each post or streamed message comes back as one): Bolt's self-event
@@ -99,6 +109,27 @@ class AckingSocketModeHandler(AsyncSocketModeHandler):
         return any(isinstance(v, str) and v in self.own_ids for v in (event.get("user"), event.get("bot_id"),
                                                                        inner.get("user"), inner.get("bot_id")))
 
+    def mention_twin(self, payload: Any) -> bool:
+        """The message event Slack sends beside an app_mention already dispatched (message.channels / .groups carry
+        the same message, same channel and ts): the listener would drop it at its dedupe, after Bolt built a request
+        and ran its middleware for it, half the dispatch work of a burst of mentions. Dropped here instead. A message
+        event that comes first still goes through (the listener then drops the app_mention), as do edits and other
+        subtypes."""
+        event = payload.get("event") if isinstance(payload, dict) else None
+        if not isinstance(event, dict) or not isinstance(event.get("channel"), str) \
+                or not isinstance(event.get("ts"), str):
+            return False
+        key = (event["channel"], event["ts"])
+        if event.get("type") == "app_mention":
+            self._mentions[key] = None
+            while len(self._mentions) > MENTIONS_KEPT:
+                self._mentions.popitem(last=False)
+            return False
+        if event.get("type") != "message" or event.get("subtype") not in TWIN_SUBTYPES or key not in self._mentions:
+            return False
+        del self._mentions[key]
+        return True
+
     async def handle(self, client: Any, req: SocketModeRequest) -> None:
         start = time.time()
         if req.type == "events_api":
@@ -107,15 +138,33 @@ class AckingSocketModeHandler(AsyncSocketModeHandler):
                 await send_async_response(client, req, BoltResponse(status=200, body=""), start)
             finally:
                 self.gate.acked()
-            if self.own_message(req.payload):
-                return
-            await asyncio.sleep(0)  # envelopes read in the same burst get their acks before this one is dispatched
-            self._unhandled(req, await self._dispatch(req))
+            if not (self.own_message(req.payload) or self.mention_twin(req.payload)):
+                self._dispatch_after_acks(req)
             return
         resp = await self._dispatch(req)
         if self._unhandled(req, resp):
             resp = BoltResponse(status=200, body="")
         await send_async_response(client, req, resp, start)
+
+    def _dispatch_after_acks(self, req: SocketModeRequest) -> None:
+        """Dispatch `req` once every envelope read so far is acked (AckGate; WAIT at most from the first one held):
+        a burst's envelopes are all read and acked before Bolt works on any of them (reading the next envelope no
+        longer waits behind the dispatch of the ones before it); then all those held are dispatched at once, in the
+        order they came."""
+        self._held.append((req, asyncio.get_running_loop().time() + self.gate.WAIT))
+        if self._dispatcher is None or self._dispatcher.done():
+            self._dispatcher = asyncio.ensure_future(self._release())
+
+    async def _release(self) -> None:
+        while self._held:
+            await self.gate.wait(self._held[0][1])
+            held, self._held = self._held, []
+            for req, _ in held:  # tasks start in the order they are made
+                self._dispatches.add(task := asyncio.ensure_future(self._dispatch_event(req)))
+                task.add_done_callback(self._dispatches.discard)
+
+    async def _dispatch_event(self, req: SocketModeRequest) -> None:
+        self._unhandled(req, await self._dispatch(req))
 
     @staticmethod
     def _unhandled(req: SocketModeRequest, resp: BoltResponse) -> bool:

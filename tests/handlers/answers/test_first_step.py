@@ -5,12 +5,21 @@ without a clock; the order of the emulator's recorded calls says the rest."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from typing import Any
 
 import pytest
 
-from handlers.answers.opening import IMAGE, PIPELINES, THREAD, first_steps, images_outcome, pipelines_outcome
+from handlers.answers.opening import (
+    IMAGE,
+    PIPELINES,
+    THREAD,
+    Openings,
+    first_steps,
+    images_outcome,
+    pipelines_outcome,
+)
 from tests.fakes.anthropic_api import FakeAnthropic, held, text, tool_use
 from tests.fakes.slack_api import ApiCall, SlackEmulator
 from tests.fakes.slack_events import HUMAN
@@ -146,6 +155,48 @@ async def test_ten_threads_at_once_each_show_their_first_step_before_any_model_w
         assert await await_answers(slack_api, "C0GENERAL", ts, timeout=60) == ["Two people."]
         calls = thread_stream(slack_api, "C0GENERAL", ts)
         assert cards(calls[0]) and not has_words(calls[0]) and any(has_words(c) for c in calls[1:])
+
+
+@pytest.mark.parametrize("threads", [1, 7])
+async def test_the_eyes_go_out_after_the_first_steps_even_when_slack_holds_them(
+    slack_bot: RunningBot, slack_api: SlackEmulator, anthropic_api: FakeAnthropic, threads: int
+) -> None:
+    """A step in the thread says more than a reaction, so the 👀 of a burst waits for its first steps: here Slack
+    answers every thread's first chat.startStream with a 429 (the client waits Retry-After and sends it again), and
+    still no 👀 of those threads reaches Slack before that thread's step."""
+    slack_bot.bot.openings.WAIT = 600.0  # far beyond the test: only the steps going out may release the 👀
+    anthropic_api.handler = lambda body: text("Two people.")
+    slack_api.rate_limit("chat.startStream", calls=threads)
+    stamps = [slack_api.mention(f"question {n}: who is at the door?")[0] for n in range(threads)]
+    for ts in stamps:
+        assert await await_answers(slack_api, "C0GENERAL", ts, timeout=60) == ["Two people."]
+    ok = [c for c in slack_api.calls if c.ok]
+    for ts in stamps:
+        step = next(n for n, c in enumerate(ok) if c.method == "chat.startStream" and c.params["thread_ts"] == ts)
+        eyes = next(n for n, c in enumerate(ok) if c.method == "reactions.add" and c.params["timestamp"] == ts
+                    and c.params["name"] == "eyes")
+        assert step < eyes, f"the 👀 of {ts} reached Slack before its first step"
+    assert slack_bot.bot.openings.due == 0
+
+
+async def test_openings_hold_the_eyes_until_every_first_step_due_is_out() -> None:
+    openings = Openings()
+    openings.WAIT = 60.0  # far beyond the test: only the steps may release it
+    openings.expect()
+    openings.expect()
+    waiting = asyncio.ensure_future(openings.wait())
+    for _ in range(20):
+        await asyncio.sleep(0)
+    openings.settle()
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert not waiting.done()  # one first step still due
+    openings.settle()
+    await asyncio.wait_for(waiting, 60)
+    await asyncio.wait_for(openings.wait(), 60)  # none due: at once
+    openings.WAIT = 0.0
+    openings.expect()
+    await asyncio.wait_for(openings.wait(), 60)  # never stuck: a step that never settles costs WAIT at most
 
 
 async def test_with_first_step_off_the_answer_opens_with_the_model_and_a_status_line_says_it_works(

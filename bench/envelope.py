@@ -408,6 +408,9 @@ def main(quick: bool = False) -> Headline:
     except DataUnavailable as exc:
         print(f"skipped: {exc}")
         return Headline("skipped: no opencv-doc footage", "every cell met")
+    # ENVELOPE_CELLS: only the cells of these names, ';'-separated (names hold commas), e.g. for a before/after check
+    if wanted := {w.strip() for w in os.environ.get("ENVELOPE_CELLS", "").split(";") if w.strip()}:
+        jobs = [j for j in jobs if j.name in wanted]
     workers = 1 if quick else max(1, min(len(jobs), int(os.environ.get("ENVELOPE_WORKERS", os.cpu_count() or 1))))
     if workers == 1:
         cells = [run_cell(j) for j in jobs]

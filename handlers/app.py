@@ -140,6 +140,7 @@ async def run(settings: Settings, runtime: Runtime | None = None, *, on_ready: C
         # full collection of the start-up heap held the event loop 112 ms, acks and first steps waiting behind it.
         gc.collect()
         gc.freeze()
+        stack.callback(gc.unfreeze)  # a serve() that returns (tests run it in-process) leaves the collector as it was
         await handler.connect_async()
         say(ready_line(identity, runtime, settings))
         await runtime.announce_stored()  # stored data set aside at start-up: one note where alerts go

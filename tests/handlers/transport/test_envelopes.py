@@ -198,19 +198,25 @@ async def test_feedback_waits_for_the_acks_still_owed() -> None:
     await asyncio.wait_for(gate.wait(), patience(10))  # never stuck: an ack lost somewhere costs WAIT at most
 
 
-async def test_our_own_messages_coming_back_are_acked_and_never_dispatched(
-    slack_bot: RunningBot, slack_api: SlackEmulator, anthropic_api: FakeAnthropic, caplog: pytest.LogCaptureFixture
-) -> None:
-    caplog.set_level(logging.DEBUG)
-    # Bolt's self-event middleware says "Skipped self event" for each one that reaches it (its level: set at start)
-    caplog.set_level(logging.DEBUG, logger="slack_bolt.IgnoringSelfEvents")
+def events_reaching_bolt(bot: RunningBot) -> list[dict[str, Any]]:
+    """The inner events Bolt's middleware sees from now on, in order (what was dropped before Bolt never shows)."""
     seen: list[dict[str, Any]] = []
 
     async def record(body: dict[str, Any], next: Any) -> None:  # noqa: A002 - Bolt's argument name
         seen.append(body.get("event") or {})
         await next()
 
-    slack_bot.bot.app.use(record)
+    bot.bot.app.use(record)
+    return seen
+
+
+async def test_our_own_messages_coming_back_are_acked_and_never_dispatched(
+    slack_bot: RunningBot, slack_api: SlackEmulator, anthropic_api: FakeAnthropic, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    # Bolt's self-event middleware says "Skipped self event" for each one that reaches it (its level: set at start)
+    caplog.set_level(logging.DEBUG, logger="slack_bolt.IgnoringSelfEvents")
+    seen = events_reaching_bolt(slack_bot)
     anthropic_api.enqueue(text("Two people."))
     ts, _ = slack_api.mention("who is there?")
     assert await await_answers(slack_api, "C0GENERAL", ts) == ["Two people."]
@@ -229,13 +235,7 @@ async def test_a_mentions_message_twin_is_acked_and_dispatched_once(
     """Slack sends an app_mention and a message event for one mention: the twin that comes second is acked and never
     reaches Bolt (the listener's dedupe would drop it after Bolt's work); the message event coming first is the one
     dispatched then. Either way one answer; a plain message in the same channel is still dispatched."""
-    seen: list[dict[str, Any]] = []
-
-    async def record(body: dict[str, Any], next: Any) -> None:  # noqa: A002 - Bolt's argument name
-        seen.append(body.get("event") or {})
-        await next()
-
-    slack_bot.bot.app.use(record)
+    seen = events_reaching_bolt(slack_bot)
     anthropic_api.enqueue(text("Three cars."))
     ts, envelopes = slack_api.mention("how many cars?", message_first=message_first)
     assert await await_answers(slack_api, "C0GENERAL", ts) == ["Three cars."]
@@ -255,19 +255,13 @@ async def test_a_burst_is_dispatched_in_the_order_it_came_after_its_acks(
 ) -> None:
     """Bolt's work on a burst waits for the burst's acks, then runs on every envelope held, in the order Slack sent
     them (a thread's messages are taken in the order people wrote them)."""
-    seen: list[str] = []
-
-    async def record(body: dict[str, Any], next: Any) -> None:  # noqa: A002 - Bolt's argument name
-        seen.append(str((body.get("event") or {}).get("text")))
-        await next()
-
-    slack_bot.bot.app.use(record)
+    events = events_reaching_bolt(slack_bot)
     said = [f"note {n} about the yard" for n in range(13)]
     envelopes = [slack_api.message(words, channel="C0GENERAL")[1] for words in said]
     for env in envelopes:
         await slack_api.await_ack(env, timeout=patience(10))
     deadline = time.monotonic() + patience(10)
-    while len(seen) < len(said) and time.monotonic() < deadline:
+    while len(events) < len(said) and time.monotonic() < deadline:
         await asyncio.sleep(0.01)
-    assert seen == said
+    assert [str(e.get("text")) for e in events] == said
     assert all(e.retry_attempt == 0 and len(e.sent_at) == 1 for e in envelopes)

@@ -10,11 +10,11 @@ while the 👀 reaction is on its way, before the prompt is built (bench/slack_l
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 from typing import Any
 
 from bot.media.sniff import CHAT_TYPES as IMAGE_TYPES
+from handlers.transport.owed import Owed
 
 IMAGE, THREAD, PIPELINES = "first-image", "first-thread", "first-pipelines"
 
@@ -47,36 +47,18 @@ def first_steps(text: str, files: list[dict[str, Any]], joined: bool) -> list[St
     return steps
 
 
-class Openings:
+class Openings(Owed):
     """First steps before 👀: how many turns taken into an idle thread have not yet sent their first step (or found
     they have none). A 👀 waits until none is due, or WAIT at most: in a burst of threads every first step goes out
     before the first reaction, so the reactions' Web API calls are not spent ahead of the last threads' steps (a
     step in the thread says more than a reaction; bench/slack_latency.py measures both)."""
 
     WAIT = 0.5  # seconds a 👀 waits at most for first steps still due
+    expect, settle = Owed.owe, Owed.paid
 
-    def __init__(self) -> None:
-        self.due = 0
-        self._none: asyncio.Event | None = None
-
-    def expect(self) -> None:
-        self.due += 1
-
-    def settle(self) -> None:
-        self.due = max(0, self.due - 1)
-        if not self.due and self._none is not None:
-            self._none.set()
-
-    async def wait(self) -> None:
-        """Return once no first step is due, or after WAIT."""
-        if not self.due:
-            return
-        self._none = self._none or asyncio.Event()
-        self._none.clear()
-        try:
-            await asyncio.wait_for(self._none.wait(), self.WAIT)
-        except TimeoutError:
-            pass
+    @property
+    def due(self) -> int:
+        return self.count
 
 
 def images_outcome(received: list[str], refused: int) -> tuple[str, bool]:

@@ -27,6 +27,8 @@ from slack_bolt.error import BoltUnhandledRequestError
 from slack_bolt.response import BoltResponse
 from slack_sdk.socket_mode.request import SocketModeRequest
 
+from handlers.transport.owed import Owed
+
 log = logging.getLogger(__name__)
 socket_log = logging.getLogger("handlers.transport.socket.sdk")  # the SDK's socket client logs here, through QuietReconnects
 
@@ -44,7 +46,7 @@ def describe(body: Any) -> str:
     return f"{kind!s:.60}" + (f"/{event['subtype']!s:.40}" if event.get("subtype") else "")
 
 
-class AckGate:
+class AckGate(Owed):
     """Acks before feedback: Slack calls that can wait a moment (👀, a turn's first step) wait until every envelope
     read from the socket so far is acked, or `WAIT` at most.
 
@@ -53,36 +55,26 @@ class AckGate:
     """
 
     WAIT = 0.25  # seconds feedback waits at most for acks still owed
+    POLL = 0.01  # the socket client's queue is not ours: nobody tells us when it empties
+    taken, acked = Owed.owe, Owed.paid
 
     def __init__(self) -> None:
-        self.owed = 0  # envelopes being handled, not yet acked
+        super().__init__()
         self.queue: asyncio.Queue[Any] | None = None  # the socket client's queue of messages read, not yet handled
-        self._settled: asyncio.Event | None = None
 
-    def taken(self) -> None:
-        self.owed += 1
+    @property
+    def owed(self) -> int:
+        """Envelopes being handled, not yet acked."""
+        return self.count
 
-    def acked(self) -> None:
-        self.owed = max(0, self.owed - 1)
-        if not self.owed and self._settled is not None:
-            self._settled.set()
-
-    def _waiting(self) -> bool:
-        return bool(self.owed or (self.queue is not None and self.queue.qsize()))
+    def waiting(self) -> bool:
+        return bool(self.count or (self.queue is not None and self.queue.qsize()))
 
     async def wait(self, deadline: float | None = None) -> None:
         """Return once no ack is owed (checked again after each ack: the queue may hold more), or after WAIT (or at
         `deadline`, a loop time)."""
         await asyncio.sleep(0)  # envelopes just taken off the queue reach `taken` first (their tasks are ahead)
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.WAIT if deadline is None else deadline
-        while self._waiting() and (left := deadline - loop.time()) > 0:
-            self._settled = self._settled or asyncio.Event()
-            self._settled.clear()
-            try:
-                await asyncio.wait_for(self._settled.wait(), min(left, 0.01))  # re-check: the queue is not ours
-            except TimeoutError:
-                pass
+        await super().wait(deadline)
 
 
 class AckingSocketModeHandler(AsyncSocketModeHandler):

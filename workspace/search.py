@@ -183,8 +183,8 @@ class MemoryIndex:
         if loaded is not None:
             self._files = loaded.files
             self._reset(loaded.chunks, loaded.alive, loaded.embedded, loaded.vectors)
-            if loaded.vectors is not None:  # read now: the rows they cover are the ones just loaded
-                self._lists_saved = IVF.load(self.index_dir / LISTS_FILE, self._store.epoch, len(loaded.chunks))
+            if self._matrix is not None:  # read now: the rows they cover are the ones just loaded
+                self._lists_saved = IVF.load(self.index_dir / LISTS_FILE, self._store.epoch, self._matrix)
             return
         self._load_old_format()
 

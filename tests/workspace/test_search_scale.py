@@ -102,6 +102,57 @@ def test_a_new_note_is_read_by_every_query_until_it_joins_a_list_without_trainin
     assert np.array_equal(again.assign[4_000:], np.argmax(grown[4_000:] @ first.centroids.T, axis=1))
 
 
+@pytest.mark.parametrize("n,dim,tail,seed", [(700, 16, 0, 21), (5_000, 48, 37, 22), (12_345, 32, 500, 23)])
+def test_probing_every_list_scores_exactly_the_rows_the_exact_path_scores(n: int, dim: int, tail: int,
+                                                                            seed: int) -> None:
+    """The lists score their rows as slices of their own list-ordered copy: every row (spilled, listed or in the
+    tail) is read exactly once, with the similarity the row-ordered matrix gives, so reading every list returns
+    the exact top k."""
+    odd = np.random.default_rng(seed + 3).standard_normal((n // 100, dim)).astype(np.float32)  # far from any
+    matrix = np.vstack([clustered(n - len(odd), dim, 25, seed), odd / np.linalg.norm(odd, axis=1, keepdims=True)])
+    ivf = IVF.build(matrix)
+    assert np.array_equal(np.sort(ivf.order), np.arange(n))  # each row once: in the spill list or in one list
+    assert np.array_equal(ivf.vectors, matrix[ivf.order]) and ivf.vectors.flags.c_contiguous
+    assert len(ivf.spill) and ivf.starts[0] == len(ivf.spill)  # the spill block first, then the lists
+    for c in range(len(ivf.centroids)):  # list c's slice: its rows, none of them spilled
+        rows = ivf.order[ivf.starts[c]:ivf.starts[c + 1]]
+        assert (ivf.assign[rows] == c).all() and not np.isin(rows, ivf.spill).any()
+    grown = np.vstack([matrix, clustered(tail, dim, 25, seed + 1)]) if tail else matrix
+    rng = np.random.default_rng(seed + 2)
+    for q in grown[rng.choice(len(grown), 12, replace=False)] + 0.1 * rng.standard_normal((12, dim)).astype(np.float32):
+        q = q / np.linalg.norm(q)
+        exact = grown @ q
+        k = int(rng.integers(1, 60))
+        rows, sims = ivf.search(grown, q, k, probe=len(ivf.centroids))
+        assert len(rows) == len(set(rows.tolist())) == k
+        assert np.allclose(sims, exact[rows])
+        assert np.isclose(np.sort(sims)[::-1], np.sort(exact)[::-1][:k]).all()  # the exact top k (ties aside)
+
+
+def test_the_list_ordered_copy_follows_extend_and_renumbering() -> None:
+    matrix = clustered(3_000, 24, 20, 31)
+    ivf = IVF.build(matrix)
+    grown = np.vstack([matrix, clustered(300, 24, 20, 32)])
+    ext = ivf.extend(grown)
+    assert ext.covered == 3_300 and np.array_equal(ext.vectors, grown[ext.order])
+    keep = np.sort(np.random.default_rng(33).choice(3_300, 2_000, replace=False))  # a rewrite kept these rows
+    kept = ivf.kept(keep, grown[keep])  # the old lists, the kept tail rows filed now
+    assert kept.covered == 2_000 and np.array_equal(kept.vectors, grown[keep][kept.order])
+    assert np.array_equal(kept.assign[keep < 3_000], ivf.assign[keep[keep < 3_000]])
+
+
+def test_saved_lists_of_another_width_are_built_again(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Lists saved for vectors of another width (a hand-copied .index/, a damaged file that still unzips) would
+    make every query fail; they are built again instead."""
+    path = tmp_path / LISTS_FILE
+    IVF.build(clustered(2_000, 24, 10, 41)).save(path, "e1")
+    assert IVF.load(path, "e1", clustered(2_000, 24, 10, 41)) is not None
+    with caplog.at_level(logging.WARNING, logger="workspace.ann"):
+        assert IVF.load(path, "e1", clustered(2_000, 32, 10, 41)) is None
+    assert "building them again" in caplog.text
+    assert IVF.load(path, "e2", clustered(2_000, 24, 10, 41)) is None  # another store generation's: stale
+
+
 def many_notes(tmp_path: Path, days: int = 8, per_day: int = 60) -> None:
     rng = random.Random(9)
     things = ["person", "cyclist", "box", "pallet", "courier", "cleaner", "manager", "technician"]
@@ -143,7 +194,8 @@ def test_past_the_exact_cap_recall_still_finds_the_planted_notes_and_keeps_its_l
         hits = damaged.search("fault code E-4471", max_results=3)
     assert "building them again" in caplog.text
     assert [h.text for h in hits] == expected[("fault code E-4471", "hybrid")]
-    assert IVF.load(tmp_path / ".index" / LISTS_FILE, damaged._store.epoch, len(damaged._chunks)) is not None  # anew
+    assert damaged._matrix is not None
+    assert IVF.load(tmp_path / ".index" / LISTS_FILE, damaged._store.epoch, damaged._matrix) is not None  # anew
 
 
 def test_a_store_from_before_the_lists_loads_and_a_damaged_vector_file_is_rebuilt(

@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import math
 import random
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -196,6 +197,39 @@ def test_past_the_exact_cap_recall_still_finds_the_planted_notes_and_keeps_its_l
     assert [h.text for h in hits] == expected[("fault code E-4471", "hybrid")]
     assert damaged._matrix is not None
     assert IVF.load(tmp_path / ".index" / LISTS_FILE, damaged._store.epoch, damaged._matrix) is not None  # anew
+
+
+def test_the_approximate_path_reading_every_note_scores_as_the_exact_path(
+        tmp_path: Path, embedder: Embedder, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The approximate path scores only the rows that can rank (its candidates and the notes with a query word) and
+    applies recency, dropped rows and the asker's audiences to those alone; given every note as a candidate it
+    must answer exactly as the exact path, hit for hit and score for score."""
+    many_notes(tmp_path, days=5, per_day=50)
+    write(tmp_path, "2026-03-01.md", "## cam3\n- 10:00:00 [for dm:U1] the van at the dock was Bob's\n"
+          "- 10:05:00 [for dm:U2] a truck waiting at the dock for an hour\n- 10:06:00 the dock door stuck\n")
+    monkeypatch.setattr("workspace.search.CANDIDATES", 10**6)  # every note a candidate: nothing left out
+    approx = MemoryIndex(tmp_path, embedder=embedder, clock=lambda: NOW)
+    approx.exact_max = 50
+    approx.refresh()
+    write(tmp_path, "2026-02-11.md", "## cam1\n- 06:00:00 person left by the office\n")  # rows dropped
+    approx.refresh()
+    shutil.copytree(tmp_path / "memory", tmp_path / "fresh" / "memory")  # its own store: one writer each
+    exact = MemoryIndex(tmp_path / "fresh", embedder=embedder, clock=lambda: NOW)
+    exact.exact_max = 10**9
+    exact.refresh()
+    assert approx._ivf is not None and exact._ivf is None and approx._dead > 0
+    assert len(approx._ivf.centroids) <= 32  # a query probes every list
+    for query in ("truck waiting at the dock", "fault code E-4471", "dock", "person left by the office"):
+        for mode in ("hybrid", "vector", "bm25"):
+            for viewer in (None, "dm:U1", "dm:U2"):
+                def visible(a: str, v: str | None = viewer) -> bool:
+                    return a == "site" or a == v
+                args = {"max_results": 6, "mode": mode, "visible": visible if viewer else None}
+                want = exact.search(query, **args)  # type: ignore[arg-type]
+                got = approx.search(query, **args)  # type: ignore[arg-type]
+                assert [(h.text, h.source) for h in got] == [(h.text, h.source) for h in want], (query, mode, viewer)
+                assert np.allclose([h.score for h in got], [h.score for h in want], atol=1e-4)
+                assert viewer != "dm:U2" or all("Bob's" not in h.text for h in got)
 
 
 def test_a_store_from_before_the_lists_loads_and_a_damaged_vector_file_is_rebuilt(

@@ -12,9 +12,9 @@ The notes least like any centroid are read by every query (the spill list): rout
 0.45 from every centroid, so its list is often not among a query's nearest ones (measured on the recall bench:
 without the spill list it missed the one planted note of 18 whose list ranked 39th of 54).
 
-The lists keep their own copy of the vectors in list order (`IVF.vectors`: the spill list first, then list by
-list), so a query scores each probed list as one contiguous slice. Reading the ~50 k rows of 32 lists from their
-scattered places in the row-ordered matrix cost 33-50 ms at a million notes; the same rows as slices cost 6-16 ms.
+The lists keep their own copy of the vectors in list order (`Segment`), so a query scores each probed list as
+contiguous slices. Reading the ~50 k rows of 32 lists from their scattered places in the row-ordered matrix cost
+33-50 ms at a million notes; the same rows as slices cost 6-16 ms.
 The copy is derived from the matrix whenever the lists are built, extended or renumbered, and never written to
 disk: nothing on disk can be stale or damaged, the store stays one vector file, and at a million notes the copy
 costs ~1.5 GB of memory and ~0.6 s to make at start-up.
@@ -23,6 +23,7 @@ costs ~1.5 GB of memory and ~0.6 s to make at start-up.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -37,6 +38,8 @@ TAIL_MIN = 4_096  # rows appended since the lists were filed that every query re
 TAIL_SHARE = 0.01  # ... or this share of the rows, whichever is more (10 k rows at a million: ~4 ms a query)
 SPILL_SIMILARITY = 0.6  # a note less similar than this to its centroid is read by every query ...
 SPILL_MAX = 0.02  # ... the least similar ones, up to this share of the notes
+SEGMENTS_MAX = 8  # extends that copy only their new rows, before the lists are copied afresh as one ...
+RESTACK_SHARE = 0.1  # ... or once the rows filed since the last full copy are this share of the rows
 
 
 def nearest(rows: np.ndarray, centroids: np.ndarray, batch: int = 65_536) -> np.ndarray:
@@ -80,25 +83,68 @@ def spilled(sims: np.ndarray) -> np.ndarray:
     return np.sort(far).astype(np.int64)
 
 
+@dataclass(frozen=True)
+class Segment:
+    """Rows filed under the lists at one time, list by list: list c's rows are `order[starts[c]:starts[c + 1]]`,
+    their vectors the same slice of `vectors` (a copy in that order)."""
+
+    order: np.ndarray
+    starts: np.ndarray
+    vectors: np.ndarray
+
+    @classmethod
+    def of(cls, matrix: np.ndarray, assign: np.ndarray, rows: np.ndarray, lists: int) -> Segment:
+        rows = rows[np.argsort(assign[rows], kind="stable")].astype(np.int64)
+        # np.take, not matrix[rows]: 5x faster at a million rows (measured 0.6 vs 3-5 s)
+        return cls(rows, np.searchsorted(assign[rows], np.arange(lists + 1)), np.take(matrix, rows, axis=0))
+
+
 class IVF:
-    """The lists of the first `covered` rows of a matrix: `order` holds their row numbers, the spill list's first
-    (`order[:starts[0]]`), then list by list (list c is `order[starts[c]:starts[c + 1]]`, the spilled rows not in
-    it); `vectors` holds those rows' vectors in that order. Rows appended since (the tail) are read by every query
-    until `extend` files them."""
+    """The lists of the first `covered` rows of a matrix, in segments (`Segment`): the first made when the lists
+    were built (or renumbered), one more each time `extend` filed the rows appended since. The spilled rows are in
+    no list: they have their own block (`spill`, `spill_vectors`), so no row is scored twice. Rows appended since
+    the last extend (the tail) are read by every query until `extend` files them.
+
+    Extending copies only the new rows (a new segment) until the segments are SEGMENTS_MAX or the rows filed since
+    the first segment pass RESTACK_SHARE of the rows; then the lists are copied afresh into one segment. (Copying
+    all of them at every extend cost 0.7-4.8 s at a million rows, once every ~10 k new notes, under the index's
+    lock; a segment of 10 k rows costs milliseconds, and a query reads each probed list's slice in every segment.)"""
+
+    segments: list[Segment]
+    copied: int
+    spill: np.ndarray
+    spill_vectors: np.ndarray
 
     def __init__(self, centroids: np.ndarray, assign: np.ndarray, trained_on: int, sims: np.ndarray,
-                 matrix: np.ndarray) -> None:
+                 matrix: np.ndarray, base: IVF | None = None) -> None:
         self.centroids, self.assign, self.trained_on, self.sims = centroids, assign, trained_on, sims
         self.covered = len(assign)
+        lists, matrix = len(centroids), matrix[: self.covered]
+        if base is not None and len(base.segments) < SEGMENTS_MAX and \
+                self.covered - base.copied <= RESTACK_SHARE * self.covered:
+            new = np.arange(base.covered, self.covered, dtype=np.int64)
+            far = new[spilled(sims[base.covered:])]  # the new rows' own least-like ones, at most SPILL_MAX of them
+            self.spill = np.concatenate([base.spill, far])
+            self.spill_vectors = np.concatenate([base.spill_vectors, np.take(matrix, far, axis=0)])
+            self.segments = [*base.segments, Segment.of(matrix, assign, np.setdiff1d(new, far), lists)]
+            self.copied = base.copied
+            return
         self.spill = spilled(sims)
+        self.spill_vectors = np.take(matrix, self.spill, axis=0)
         listed = np.ones(self.covered, dtype=bool)
-        listed[self.spill] = False  # read by every query already: in no list, so no row is scored twice
-        rows = np.flatnonzero(listed)
-        rows = rows[np.argsort(assign[rows], kind="stable")]
-        self.order = np.concatenate([self.spill, rows]).astype(np.int64)
-        self.starts = len(self.spill) + np.searchsorted(assign[rows], np.arange(len(centroids) + 1))
-        # np.take, not matrix[order]: 5x faster at a million rows (measured 0.6 vs 3-5 s)
-        self.vectors = np.take(matrix[: self.covered], self.order, axis=0)
+        listed[self.spill] = False
+        self.segments = [Segment.of(matrix, assign, np.flatnonzero(listed), lists)]
+        self.copied = self.covered  # rows copied into the first segment
+
+    @property
+    def order(self) -> np.ndarray:
+        """Every covered row once, as the lists hold them: the spilled ones, then segment by segment."""
+        return np.concatenate([self.spill, *(s.order for s in self.segments)])
+
+    @property
+    def vectors(self) -> np.ndarray:
+        """The lists' copy of the vectors of `order`, in that order."""
+        return np.concatenate([self.spill_vectors, *(s.vectors for s in self.segments)])
 
     @classmethod
     def build(cls, matrix: np.ndarray) -> IVF:
@@ -114,7 +160,7 @@ class IVF:
         assign = nearest(tail, self.centroids)
         sims = similarities(tail, self.centroids, assign)
         return IVF(self.centroids, np.concatenate([self.assign, assign]), self.trained_on,
-                   np.concatenate([self.sims, sims]), matrix)
+                   np.concatenate([self.sims, sims]), matrix, base=self)
 
     def kept(self, rows: np.ndarray, matrix: np.ndarray) -> IVF:
         """The lists after the store kept only `rows` (old numbers) and numbered them 0.. in that order; `matrix`
@@ -131,16 +177,17 @@ class IVF:
 
     def search(self, matrix: np.ndarray, query: np.ndarray, k: int, probe: int = PROBE) -> tuple[np.ndarray, np.ndarray]:
         """(rows, similarities) of about the `k` most similar rows among the `probe` nearest lists, the spill list
-        and the tail, each scored as one contiguous slice (of `vectors`, or of `matrix` for the tail)."""
+        and the tail, each scored as contiguous slices (of the lists' copy, or of `matrix` for the tail)."""
         near = np.argpartition(-(self.centroids @ query), min(probe, len(self.centroids)) - 1)[:probe]
         near.sort()  # the slices in memory order: kinder to the caches
-        spans = [(0, int(self.starts[0]))] + [(int(self.starts[c]), int(self.starts[c + 1])) for c in near]
-        spans = [(a, b) for a, b in spans if b > a]
-        rows = np.concatenate([self.order[a:b] for a, b in spans]
-                              + [np.arange(self.covered, len(matrix), dtype=np.int64)])
+        spans = [(seg, int(seg.starts[c]), int(seg.starts[c + 1])) for seg in self.segments for c in near]
+        spans = [(seg, a, b) for seg, a, b in spans if b > a]
+        rows = np.concatenate([self.spill, *(seg.order[a:b] for seg, a, b in spans),
+                               np.arange(self.covered, len(matrix), dtype=np.int64)])
         if not len(rows):
             return rows, np.zeros(0, dtype=np.float32)
-        sims = np.concatenate([self.vectors[a:b] @ query for a, b in spans] + [matrix[self.covered:] @ query])
+        sims = np.concatenate([self.spill_vectors @ query, *(seg.vectors[a:b] @ query for seg, a, b in spans),
+                               matrix[self.covered:] @ query])
         if len(rows) > k:
             top = np.argpartition(-sims, k - 1)[:k]
             rows, sims = rows[top], sims[top]

@@ -15,6 +15,7 @@ import pytest
 from rank_bm25 import BM25Okapi
 
 from tests.workspace.test_search import DAY_LOG, NOW, write
+from workspace import ann
 from workspace.ann import IVF
 from workspace.bm25 import BM25
 from workspace.embeddings import Embedder, default_embedder
@@ -99,7 +100,7 @@ def test_a_new_note_is_read_by_every_query_until_it_joins_a_list_without_trainin
         assert row in first.search(grown, grown[row], 5, probe=1)[0].tolist()
     again = first.extend(grown)
     assert again.centroids is first.centroids and np.array_equal(again.assign[:4_000], first.assign)
-    assert again.starts[-1] == again.covered == 4_010
+    assert len(again.order) == again.covered == 4_010
     assert np.array_equal(again.assign[4_000:], np.argmax(grown[4_000:] @ first.centroids.T, axis=1))
 
 
@@ -114,9 +115,10 @@ def test_probing_every_list_scores_exactly_the_rows_the_exact_path_scores(n: int
     ivf = IVF.build(matrix)
     assert np.array_equal(np.sort(ivf.order), np.arange(n))  # each row once: in the spill list or in one list
     assert np.array_equal(ivf.vectors, matrix[ivf.order]) and ivf.vectors.flags.c_contiguous
-    assert len(ivf.spill) and ivf.starts[0] == len(ivf.spill)  # the spill block first, then the lists
+    assert len(ivf.spill) and len(ivf.segments) == 1  # the spill block, then the lists
+    seg = ivf.segments[0]
     for c in range(len(ivf.centroids)):  # list c's slice: its rows, none of them spilled
-        rows = ivf.order[ivf.starts[c]:ivf.starts[c + 1]]
+        rows = seg.order[seg.starts[c]:seg.starts[c + 1]]
         assert (ivf.assign[rows] == c).all() and not np.isin(rows, ivf.spill).any()
     grown = np.vstack([matrix, clustered(tail, dim, 25, seed + 1)]) if tail else matrix
     rng = np.random.default_rng(seed + 2)
@@ -136,10 +138,42 @@ def test_the_list_ordered_copy_follows_extend_and_renumbering() -> None:
     grown = np.vstack([matrix, clustered(300, 24, 20, 32)])
     ext = ivf.extend(grown)
     assert ext.covered == 3_300 and np.array_equal(ext.vectors, grown[ext.order])
+    assert len(ext.segments) == 2 and ext.segments[0] is ivf.segments[0]  # only the new rows copied
     keep = np.sort(np.random.default_rng(33).choice(3_300, 2_000, replace=False))  # a rewrite kept these rows
     kept = ivf.kept(keep, grown[keep])  # the old lists, the kept tail rows filed now
     assert kept.covered == 2_000 and np.array_equal(kept.vectors, grown[keep][kept.order])
     assert np.array_equal(kept.assign[keep < 3_000], ivf.assign[keep[keep < 3_000]])
+
+
+def test_extends_stack_segments_until_the_lists_are_copied_afresh_and_every_list_stays_whole() -> None:
+    """Each extend files its rows in a segment of their own; past SEGMENTS_MAX segments or RESTACK_SHARE of the
+    rows filed since, the lists are copied again as one. At every step a query reading every list scores every
+    row exactly once, as the exact path would."""
+    dim = 24
+    ivf = IVF.build(clustered(2_000, dim, 20, 51))
+    matrix = clustered(2_000, dim, 20, 51)
+    rng = np.random.default_rng(52)
+    counts = []
+    for step in range(14):
+        more = clustered(int(rng.integers(20, 120)), dim, 20, 60 + step)
+        if step % 3 == 0:  # now and then a note unlike any other: spilled
+            more[0] = rng.standard_normal(dim).astype(np.float32)
+            more[0] /= np.linalg.norm(more[0])
+        matrix = np.vstack([matrix, more])
+        ivf = ivf.extend(matrix)
+        counts.append(len(ivf.segments))
+        assert np.array_equal(np.sort(ivf.order), np.arange(len(matrix)))  # each row once, nowhere twice
+        assert np.array_equal(ivf.vectors, matrix[ivf.order])
+        for seg in ivf.segments:
+            assert not np.isin(seg.order, ivf.spill).any()
+            for c in rng.choice(len(ivf.centroids), 3, replace=False):
+                assert (ivf.assign[seg.order[seg.starts[c]:seg.starts[c + 1]]] == c).all()
+        q = matrix[rng.integers(len(matrix))]
+        rows, sims = ivf.search(matrix, q, len(matrix), probe=len(ivf.centroids))
+        assert len(rows) == len(matrix) and np.allclose(np.sort(sims), np.sort(matrix @ q), atol=1e-5)
+        assert len(ivf.segments) <= ann.SEGMENTS_MAX
+        assert len(ivf.segments) == 1 or ivf.covered - ivf.copied <= ann.RESTACK_SHARE * ivf.covered
+    assert max(counts) > 1 and 1 in counts[1:]  # stacked, and copied afresh on the way
 
 
 def test_saved_lists_of_another_width_are_built_again(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:

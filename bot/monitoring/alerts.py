@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from bot.monitoring.alert import Alert, AlertSink, Evidence, LateClip, Verdict
 from bot.monitoring.alert_frames import AlertFrames
-from bot.monitoring.events_log import EventLog, event_type_of
+from bot.monitoring.events_log import CHECKED, EventLog, event_type_of
 from bot.monitoring.in_flight import InFlight
 from bot.monitoring.lanes import Lanes
 from bot.objects.owner import Owner
@@ -200,6 +200,11 @@ class AlertRouter:
         if not await self.in_flight.wait((alert.alert_id,)):
             log.warning("check of alert %s given before the alert was delivered", alert.alert_id)
         await self._send(self._check_sinks, alert, alert.channel or self.channel_for(alert.camera))
+        if self.events is not None and alert.check is not None:  # the webhook and the log hear the verdict too
+            self.events.append({
+                "event_type": CHECKED, "rule": CHECKED, "camera": alert.camera, "text": alert.check.line(),
+                "summary": alert.check.line(), "about": [alert.alert_id], "check": alert.check.verdict(),
+                "counts": {}, "time": self._clock(), "pipeline_id": alert.pipeline_id})
 
     async def drop(self, alert: Alert, reason: str) -> None:
         """An alert decide() let through that will not be delivered after all (a route that holds unverified alerts:

@@ -13,8 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bot.monitoring.events_log import CHECKED
+
 # Posts that report rather than detect: a digest never counts them (nor itself).
-REPORTS = frozenset({"daily_summary", "snapshot", "heartbeat_cap", "digest"})
+REPORTS = frozenset({"daily_summary", "snapshot", "heartbeat_cap", "digest", CHECKED})  # not alerts themselves
 MAX_ALERTS = 10  # listed with their links; the rest are counted
 MAX_SERIES = 6  # docs.slack.dev data visualization block: 1-6 series
 BUCKET_SECONDS = (300, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400)

@@ -32,12 +32,17 @@ HEALTH_RULES = frozenset({"pipeline_error", "source_dropped", "stalled", "low_fp
                           "camera_turned", "server_failover"})
 HEALTH_RULES |= CAMERA_RULES  # a camera's faults and their ends (video_lost, video_back, picture_frozen, …)
 EventListener = Callable[[dict[str, Any]], None]
+# The model's look at an alert already posted (verified alerts, verify=on): its own event, `about` that alert's id,
+# so a webhook receiver hears the verdict too; reports and searches read it as words about that alert, not an alert.
+CHECKED = "alert_checked"
 
 
 def event_type_of(rule: str) -> str:
     """The event type of an alert's rule id: 'line_crossed', 'count_over:person>3' -> 'count_over', 'stalled' -> 'health'."""
     if rule in HEALTH_RULES:
         return "health"
+    if rule == CHECKED:
+        return CHECKED
     kind = rule.split(":", 1)[0].split(">", 1)[0]
     if kind in KINDS or kind == "heartbeat":
         return kind

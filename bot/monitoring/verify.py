@@ -55,6 +55,10 @@ class Check:
         mark = "✓ seen" if self.seen else "✗ likely not"
         return f"{mark}: {self.what}" + (f" — {self.reason}" if self.reason else "")
 
+    def verdict(self) -> dict[str, bool | str | None]:
+        """What an event (and so a webhook) carries of it: seen, the model's words (`what`, `reason`; untrusted)."""
+        return {"seen": self.seen, "what": self.what, "reason": self.reason}
+
     def quoted(self) -> str:
         """The check as a model may read it (an alert thread's seed): quoted as data, never instructions."""
         return untrusted("model's check of the alert", self.line(), 400)

@@ -6,31 +6,25 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from slack_sdk.errors import SlackApiError
-
 from bot.media.redaction import redact
 from bot.monitoring.digest import Digest
 from bot.monitoring.digest_text import alert_text, bucket_labels, digest_text, same_day, table_rows, title
-from handlers.state.alert_book import AlertBook
+from handlers.state.alert_book import AlertBook, permalinks
 from handlers.transport.mrkdwn import SECTION_LIMIT, escape
+from handlers.transport.tables import table_block as rows_table
 
-# docs.slack.dev: table block <= 100 rows of <= 20 cells; data visualization title <= 50, series name, data label
-# and category <= 20 characters, 1-6 series of 1-20 points
-MAX_TABLE_ROWS = 100
+# docs.slack.dev: data visualization title <= 50, series name, data label and category <= 20 characters, 1-6 series
+# of 1-20 points (the table's bounds: handlers/transport/tables.py)
 CHART_TITLE_MAX = 50
 CHART_LABEL_MAX = 20
 MAX_POINTS = 20
 FALLBACK_MAX = 3000
 
 
-def _cell(text: str) -> dict[str, Any]:
-    return {"type": "raw_text", "text": redact(text) or "-"}  # a cell's text may not be empty
-
-
 def table_block(d: Digest) -> dict[str, Any]:
-    rows = table_rows(d)[:MAX_TABLE_ROWS]
-    settings = [{"align": "left", "is_wrapped": True}] + [{"align": "right"}] * (len(rows[0]) - 1)
-    return {"type": "table", "rows": [[_cell(c) for c in row] for row in rows], "column_settings": settings}
+    """One row per camera (its name wraps), its counts aligned right."""
+    rows = table_rows(d)
+    return rows_table(rows, wrapped=0, right=range(1, len(rows[0])))
 
 
 def chart_block(d: Digest, tz: str) -> dict[str, Any] | None:
@@ -68,19 +62,8 @@ def _short(name: str) -> str:
 
 
 async def message_links(client: Any, book: AlertBook | None, d: Digest) -> dict[str, str]:
-    """alert id -> the link of the alert message this bot posted (its frame is in it); alerts it did not post, or
-    whose link Slack will not give (message deleted, channel left), are left out."""
-    links: dict[str, str] = {}
-    for a in d.alerts:
-        posted = book.get(a.alert_id) if book is not None and not a.held else None
-        if posted is None or not posted.ts:
-            continue
-        try:
-            resp = await client.chat_getPermalink(channel=posted.channel, message_ts=posted.ts)
-        except SlackApiError:
-            continue
-        links[a.alert_id] = str(resp.get("permalink") or "")
-    return {k: v for k, v in links.items() if v}
+    """alert id -> the link of the alert message this bot posted (a held alert was not posted)."""
+    return await permalinks(client, book, [a.alert_id for a in d.alerts if not a.held])
 
 
 def _alerts_section(d: Digest, tz: str, posts: dict[str, str]) -> dict[str, Any] | None:

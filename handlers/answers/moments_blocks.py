@@ -10,64 +10,39 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from slack_sdk.errors import SlackApiError
-
 from bot.media.redaction import redact
 from bot.monitoring.search.moments import Moments, clock, moments_text, table_rows, title
-from handlers.state.alert_book import AlertBook
+from handlers.state.alert_book import AlertBook, permalinks
 from handlers.transport.mrkdwn import SECTION_LIMIT, escape
+from handlers.transport.tables import link_cell
+from handlers.transport.tables import table_block as rows_table
 from handlers.transport.uploads import upload_unshared
 
 log = logging.getLogger(__name__)
 
-MAX_TABLE_ROWS = 100  # the header and 99 moments at most (a search asks for 50 at most)
-CELL_MAX = 300
+CELL_MAX = 300  # a moment's words in one cell
 FALLBACK_MAX = 3000
 
 
-def _cell(text: str) -> dict[str, Any]:
-    return {"type": "raw_text", "text": redact(text)[:CELL_MAX] or "-"}  # a cell's text may not be empty
-
-
-def _link_cell(url: str, label: str) -> dict[str, Any]:
-    return {"type": "rich_text", "elements": [{"type": "rich_text_section", "elements": [
-        {"type": "link", "url": url, "text": label}]}]}
-
-
 def table_block(m: Moments, tz: str, posts: dict[str, str]) -> dict[str, Any]:
-    """Header + one row per moment; the last cell links the alert's message, else its frame or clip (REST)."""
-    rows = table_rows(m, tz)[:MAX_TABLE_ROWS]
-    out = [[_cell(c) for c in rows[0]]]
+    """Header + one row per moment (time right, what it was wrapped); the last cell links the alert's message, else
+    its frame or clip (REST)."""
+    rows = table_rows(m, tz)
+    out: list[list[str | dict[str, Any]]] = [list(rows[0])]
     for moment, row in zip(m.moments, rows[1:], strict=False):
-        cells = [_cell(c) for c in row[:-1]]
-        post = posts.get(moment.alert_id or "")
-        link = moment.link
+        post, link = posts.get(moment.alert_id or ""), moment.link
+        last: str | dict[str, Any] = row[-1]
         if post:
-            cells.append(_link_cell(post, "alert"))
+            last = link_cell(post, "alert")
         elif link:
-            cells.append(_link_cell(link, "clip" if "/api/clips/" in link else "frame"))
-        else:
-            cells.append(_cell(row[-1]))
-        out.append(cells)
-    settings = [{"align": "right"}, {"align": "left"}, {"align": "left"}, {"align": "left", "is_wrapped": True},
-                {"align": "left"}]
-    return {"type": "table", "rows": out, "column_settings": settings}
+            last = link_cell(link, "clip" if "/api/clips/" in link else "frame")
+        out.append([*row[:-1], last])
+    return rows_table(out, wrapped=3, right=(0,), limit=CELL_MAX)
 
 
 async def message_links(client: Any, book: AlertBook | None, m: Moments) -> dict[str, str]:
     """alert id -> the link of the alert message this bot posted (left out when Slack will not give it)."""
-    links: dict[str, str] = {}
-    for moment in m.moments:
-        posted = book.get(moment.alert_id) if book is not None and moment.alert_id else None
-        if posted is None or not posted.ts:
-            continue
-        try:
-            resp = await client.chat_getPermalink(channel=posted.channel, message_ts=posted.ts)
-        except SlackApiError:
-            continue
-        if resp.get("permalink"):
-            links[moment.alert_id or ""] = str(resp["permalink"])
-    return links
+    return await permalinks(client, book, [moment.alert_id for moment in m.moments if moment.alert_id])
 
 
 async def upload_pictures(client: Any, m: Moments) -> dict[str, str]:

@@ -6,9 +6,12 @@ click trusts this record, never the button's value, for what the alert was. Kept
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
+
+from slack_sdk.errors import SlackApiError
 
 from bot.monitoring.alerts import Alert
 from bot.storage import Backend, Storage, open_storage, records
@@ -85,3 +88,20 @@ class AlertBook:
 
     def close(self) -> None:
         self._store.close()
+
+
+async def permalinks(client: Any, book: AlertBook | None, alert_ids: Iterable[str]) -> dict[str, str]:
+    """alert id -> the link of the alert message this bot posted (its frame is in it), for a digest's or a search's
+    answer; alerts it did not post, or whose link Slack will not give (message deleted, channel left), are left out."""
+    links: dict[str, str] = {}
+    for alert_id in alert_ids:
+        posted = book.get(alert_id) if book is not None and alert_id else None
+        if posted is None or not posted.ts:
+            continue
+        try:
+            resp = await client.chat_getPermalink(channel=posted.channel, message_ts=posted.ts)
+        except SlackApiError:
+            continue
+        if resp.get("permalink"):
+            links[alert_id] = str(resp["permalink"])
+    return links

@@ -26,6 +26,8 @@ from workspace.chunking import tokenize
 from workspace.embeddings import Embedder, default_embedder
 from workspace.search import MIN_SIMILARITY
 
+CHECKED_EVENT = "alert_checked"  # events_log.CHECKED (the search sits below the event log: it cannot import it)
+
 
 class EventLog(Protocol):
     """What the index reads of bot.monitoring.events_log.EventLog (which keeps the pictures of this package, so it is
@@ -150,6 +152,8 @@ class EventIndex:
                     if i is not None:
                         self._docs[i].extra.append(str(ev["summary"]))
                         touched = True
+            if ev.get("event_type") == CHECKED_EVENT:
+                continue  # the model's look: words of the alert it is about, not a moment of its own
             keywords, meaning = words_of(ev)
             tokens = Counter(tokenize(keywords))
             n = len(self._docs)

@@ -34,6 +34,14 @@ def event_body(ev: dict[str, Any], alert: Alert | None, *, inline: bool, api_bas
         "summary": redact(summary) if summary else None, "dropped_before": dropped,
         "alert_id": ev.get("alert_id"), "held": held, "frame_url": None, "clip_url": None,
     }
+    check = alert.check.verdict() if alert is not None and alert.check is not None else ev.get("check")
+    if isinstance(check, dict):  # verified alerts: the model's verdict (its words are untrusted data)
+        seen = check.get("seen")
+        body["check"] = {"seen": seen if isinstance(seen, bool) else None,
+                         "what": redact(str(check.get("what") or "")), "reason": redact(str(check.get("reason") or ""))}
+    about = ev.get("about")
+    if isinstance(about, list) and about:  # a follow-up (the model's look, a summary): the alerts it is about
+        body["about"] = [str(a) for a in about]
     frame = alert.frame if alert is not None else None
     clip = (alert.clip_path if alert is not None else None) or ev.get("clip_path")
     if frame and inline:

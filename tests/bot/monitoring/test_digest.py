@@ -16,7 +16,7 @@ from bot.monitoring.alerts import Alert, AlertRouter
 from bot.monitoring.digest import build
 from bot.monitoring.digest_log import from_log
 from bot.monitoring.digest_text import bucket_labels, digest_text, sparkline, table_rows
-from bot.monitoring.events_log import EventLog
+from bot.monitoring.events_log import CHECKED, EventLog
 from bot.monitoring.false_alarms import FalseAlarm, FalseAlarms
 
 TZ = "UTC"
@@ -50,6 +50,8 @@ async def test_the_digest_counts_what_the_event_log_holds(rig) -> None:
     assert await router.dispatch(yard) is None
     router.record(Alert("yard", "stalled", "no frames from yard for 40s", time=start + 4000))
     router.record(Alert("*", "daily_summary", "Daily summary", time=start + 5000))  # a report, not an event
+    events.append({"camera": "yard", "rule": CHECKED, "event_type": CHECKED, "about": [yard.alert_id],  # verify=on:
+                   "text": "✓ seen: a person", "time": start + 3010})  # the model's look, words about the alert
     FalseAlarms(router, None, None, settings).mark(
         FalseAlarm("yard", yard.rule, yard.text, {}, yard.time, "U1", yard.alert_id))
 
@@ -57,7 +59,7 @@ async def test_the_digest_counts_what_the_event_log_holds(rig) -> None:
 
     rows = {r.camera: r for r in d.rows}
     assert set(rows) == {"door", "yard"}  # the summary is not counted
-    logged = [e for e in events.query(since=start, limit=1000) if e["rule"] != "daily_summary"]
+    logged = [e for e in events.query(since=start, limit=1000) if e["rule"] not in ("daily_summary", CHECKED)]
     assert rows["door"].posted + rows["door"].held + rows["yard"].posted + rows["yard"].health == len(logged)
     assert (rows["door"].posted, rows["door"].held, rows["door"].crossed_in, rows["door"].crossed_out) == (1, 1, 5, 1)
     assert (rows["yard"].posted, rows["yard"].false_alarms, rows["yard"].health) == (1, 1, 1)

@@ -227,3 +227,18 @@ def test_the_index_follows_the_log_as_it_grows_and_trims(tmp_path: Path) -> None
             assert all(f.event["id"] in kept for f in found) and white == sorted(white, reverse=True)  # white first
             newest_white = max((e for e in kept.values() if e["seen"].startswith("white")), key=lambda e: e["id"])
             assert newest_white["id"] in [f.event["id"] for f in found]
+
+
+def test_the_models_look_at_an_alert_is_searched_with_that_alert_not_as_a_moment_of_its_own(tmp_path: Path) -> None:
+    """verify=on: the verdict comes later as its own event (a webhook hears it); a search finds the alert by it."""
+    from bot.monitoring.events_log import CHECKED
+    from bot.monitoring.search.index import CHECKED_EVENT
+
+    assert CHECKED_EVENT == CHECKED  # the search names the log's event type without importing it
+    log = EventLog(tmp_path / "events.jsonl")
+    log.append({"camera": "gate", "rule": "class_appears:person", "text": "person appears", "alert_id": "a1",
+                "seen": "person (small, 70 px tall, left)"})
+    log.append({"camera": "gate", "rule": CHECKED, "event_type": CHECKED, "about": ["a1"],
+                "text": "✓ seen: a courier holding a parcel", "summary": "✓ seen: a courier holding a parcel"})
+    found = EventIndex(log, use_embeddings=False).search("courier parcel")
+    assert [f.event.get("alert_id") for f in found] == ["a1"]

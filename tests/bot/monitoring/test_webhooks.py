@@ -354,3 +354,36 @@ def test_a_bad_webhook_url_is_one_settings_line(base_env) -> None:
 
     with pytest.raises(SettingsError, match="VISION_AGENT_WEBHOOK_URL"):
         load_settings(dict(base_env, VISION_AGENT_WEBHOOK_URL="ftp://x"))
+
+
+async def test_the_models_verdict_reaches_the_webhook_with_the_alert_or_after_it(receiver: Receiver, base_env,
+                                                                                 tmp_path) -> None:
+    """verify=hold: the alert goes out with its check, a dropped one held with it; verify=on: the alert at once, then
+    an `alert_checked` event `about` it with the verdict (the model's words redacted like every text)."""
+    from dataclasses import replace
+
+    from bot.monitoring.verify import Check
+
+    r, events, sender = wired(tmp_path, base_env, receiver.url, batch_max=1)
+    try:
+        held_back = Alert("gate", "class_appears:person", "person appears", check=Check(True, "a courier"))
+        await r.dispatch(held_back)  # hold: posted once seen, with what was seen
+        dropped = Alert("gate", "class_appears:cat", "cat appears", check=Check(False, "a plastic bag"))
+        r.decide(dropped)
+        await r.drop(dropped, "not verified: a plastic bag")
+        posted = Alert("yard", "class_appears:person", "person appears", pipeline_id="p9")
+        await r.dispatch(posted)  # on: posted at once ...
+        await r.checked(replace(posted, check=Check(False, "a shadow, password=hunter2", "no legs")))  # ... then
+        await until(lambda: len(bodies_of(receiver)) == 4)
+        assert await sender.drain(5)
+    finally:
+        await sender.close()
+    first, second, third, fourth = bodies_of(receiver)
+    assert first["check"] == {"seen": True, "what": "a courier", "reason": ""} and first["held"] is None
+    assert second["check"]["seen"] is False and second["held"] == "not verified: a plastic bag"
+    assert "check" not in third and third["alert_id"] == posted.alert_id
+    assert fourth["event_type"] == "alert_checked" and fourth["about"] == [posted.alert_id]
+    assert fourth["check"]["seen"] is False and fourth["check"]["reason"] == "no legs"
+    assert "hunter2" not in json.dumps(fourth)
+    assert (fourth["camera"], fourth["pipeline_id"]) == ("yard", "p9") and fourth["text"].startswith("✗ likely not")
+    assert [e["id"] for e in bodies_of(receiver)] == [e["id"] for e in events.query()]

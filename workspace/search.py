@@ -183,8 +183,8 @@ class MemoryIndex:
         if loaded is not None:
             self._files = loaded.files
             self._reset(loaded.chunks, loaded.alive, loaded.embedded, loaded.vectors)
-            if loaded.vectors is not None:  # read now: the rows they cover are the ones just loaded
-                self._lists_saved = IVF.load(self.index_dir / LISTS_FILE, self._store.epoch, len(loaded.chunks))
+            if self._matrix is not None:  # read now: the rows they cover are the ones just loaded
+                self._lists_saved = IVF.load(self.index_dir / LISTS_FILE, self._store.epoch, self._matrix)
             return
         self._load_old_format()
 
@@ -396,7 +396,9 @@ class MemoryIndex:
                 terms = tokenize(query)
                 if terms and bm25 is not None:
                     raw = np.asarray(bm25.get_scores(terms), dtype=np.float64)
-                    kw = raw / raw.max() if raw.max() > 0 else kw
+                    top = raw.max()
+                    kw = raw / top if top > 0 else kw
+            support: np.ndarray | None = None  # the rows that may score above 0 (None: any)
             if mode == "bm25" or matrix is None or query_vecs is None:
                 score = kw
             elif ivf is None:
@@ -404,27 +406,40 @@ class MemoryIndex:
                 vec = np.where(sims >= MIN_SIMILARITY, sims, 0.0)
                 score = vec if mode == "vector" else self.bm25_weight * kw + (1 - self.bm25_weight) * vec
             else:
-                score = self._approximate(matrix, ivf, query_vecs[0], kw, mode)
-            score = score * self._recency(n)
-            if self._dead:
-                score[~self._alive[:n]] = 0.0
-            if visible is not None:
-                score = score * np.array([1.0 if visible(a) else 0.0 for a in self._audiences])[
-                    self._audience_codes[:n]]
-            return self._mmr(chunks, score, matrix, max_results)
+                support, part = self._approximate(matrix, ivf, query_vecs[0], kw, mode)
+            if support is None:
+                score = score * self._recency(n)
+                if self._dead:
+                    score[~self._alive[:n]] = 0.0
+                if visible is not None:
+                    score = score * self._visible(visible)[self._audience_codes[:n]]
+            else:  # the same factors, on the rows they can change only (each pass over a million rows costs ms)
+                part = part * self._recency(n)[support]
+                if self._dead:
+                    part[~self._alive[support]] = 0.0
+                if visible is not None:
+                    part = part * self._visible(visible)[self._audience_codes[support]]
+                score = np.zeros(n)
+                score[support] = part
+            return self._mmr(chunks, score, matrix, max_results, support)
 
-    def _approximate(self, matrix: np.ndarray, ivf: IVF, query: np.ndarray, kw: np.ndarray, mode: Mode) -> np.ndarray:
-        """The exact path's scores for the notes that can rank: the nearest lists' best notes and BM25's best notes
-        get their cosine; every other note keeps its keyword part only (its cosine counts as under MIN_SIMILARITY)."""
+    def _visible(self, visible: Callable[[str], bool]) -> np.ndarray:
+        return np.array([1.0 if visible(a) else 0.0 for a in self._audiences])
+
+    def _approximate(self, matrix: np.ndarray, ivf: IVF, query: np.ndarray, kw: np.ndarray,
+                     mode: Mode) -> tuple[np.ndarray, np.ndarray]:
+        """The exact path's scores for the notes that can rank, as (rows in order, their scores); every other note
+        scores 0. The nearest lists' best notes and BM25's best notes get their cosine; the other notes with a query
+        word keep their keyword part only (their cosine counts as under MIN_SIMILARITY)."""
         rows, _ = ivf.search(matrix, query, CANDIDATES)
-        if mode != "vector":
-            hit = np.flatnonzero(kw)  # the notes with a query word: usually far fewer than the notes
-            rows = np.union1d(rows, hit[_top(kw[hit], CANDIDATES)])
+        hit = np.flatnonzero(kw) if mode != "vector" else np.zeros(0, dtype=np.int64)  # usually far fewer than N
+        rows = np.union1d(rows, hit[_top(kw[hit], CANDIDATES)])
         sims = matrix[rows] @ query
         vec = np.where(sims >= MIN_SIMILARITY, sims, 0.0)
-        score = np.zeros(len(kw)) if mode == "vector" else self.bm25_weight * kw
-        score[rows] += vec if mode == "vector" else (1 - self.bm25_weight) * vec
-        return score
+        support = np.union1d(rows, hit)
+        part = np.zeros(len(support)) if mode == "vector" else self.bm25_weight * kw[support]
+        part[np.searchsorted(support, rows)] += vec if mode == "vector" else (1 - self.bm25_weight) * vec
+        return support, part
 
     def _recency(self, n: int) -> np.ndarray:
         """Dated notes lose up to recency_weight of their score, half of it every half_life_days."""
@@ -445,9 +460,10 @@ class MemoryIndex:
         self._recency_cache = (key, out)
         return out
 
-    def _mmr(self, chunks: list[Chunk], score: np.ndarray, matrix: np.ndarray | None, k: int) -> list[Hit]:
+    def _mmr(self, chunks: list[Chunk], score: np.ndarray, matrix: np.ndarray | None, k: int,
+             support: np.ndarray | None = None) -> list[Hit]:
         """Maximal marginal relevance: each pick trades relevance against similarity to the ones already picked."""
-        pool = self._best(chunks, score, max(4 * k, 20))
+        pool = self._best(chunks, score, max(4 * k, 20), support)
         if not pool:
             return []
         top = float(score[pool[0]])
@@ -467,14 +483,16 @@ class MemoryIndex:
         ]
 
     @staticmethod
-    def _best(chunks: list[Chunk], score: np.ndarray, want: int) -> list[int]:
+    def _best(chunks: list[Chunk], score: np.ndarray, want: int, support: np.ndarray | None = None) -> list[int]:
         """The `want` best-scoring rows (score > 0), equal scores in file and text order rather than row order, so
-        the answer does not depend on the order the notes reached the index in."""
-        cand = np.flatnonzero(score > 0)
+        the answer does not depend on the order the notes reached the index in. `support`: the sorted rows outside
+        which every score is 0 (read instead of every row)."""
+        rows = np.arange(len(score)) if support is None else support
+        cand = rows[score[rows] > 0]
         if len(cand) > want:
             part = cand[np.argpartition(-score[cand], want - 1)[:want]]
             floor = score[part].min()
-            ties = np.flatnonzero(score == floor)
+            ties = rows[score[rows] == floor]
             cand = np.union1d(part[score[part] > floor], ties) if len(ties) <= TIES_MAX else part
         return sorted(cand.tolist(), key=lambda i: (-score[i], chunks[i].source, chunks[i].text))[:want]
 

@@ -127,6 +127,9 @@ def test_notes_added_one_change_at_a_time_answer_as_an_index_built_at_once(
     reopened.refresh()
     assert reopened.last_refresh == {"files_read": 0, "embedded": 0}
     same(answers(reopened), grown)
+    for index in (idx, reopened):  # the lists' own copy of the vectors is the rows it names, whatever path made it
+        if index._ivf is not None and index._matrix is not None:
+            assert np.array_equal(index._ivf.vectors, index._matrix[index._ivf.order])
 
 
 def store_files(root: Path) -> tuple[Path, Path]:
@@ -256,6 +259,7 @@ def test_lists_saved_for_rows_a_crash_cut_off_are_not_used_for_the_notes_read_in
     assert again._ivf is not None and again._matrix is not None
     ivf, matrix = again._ivf, again._matrix
     assert np.array_equal(ivf.assign, ann.nearest(matrix[: ivf.covered], ivf.centroids))  # every row in its list
+    assert np.array_equal(ivf.vectors, matrix[ivf.order])  # and its vector the row read again, not the cut one
     same(answers(again), answers(fresh(tmp_path, tmp_path / "fresh", embedder, 100)))
 
 

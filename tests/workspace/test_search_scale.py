@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import math
 import random
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +15,7 @@ import pytest
 from rank_bm25 import BM25Okapi
 
 from tests.workspace.test_search import DAY_LOG, NOW, write
+from workspace import ann
 from workspace.ann import IVF
 from workspace.bm25 import BM25
 from workspace.embeddings import Embedder, default_embedder
@@ -98,8 +100,92 @@ def test_a_new_note_is_read_by_every_query_until_it_joins_a_list_without_trainin
         assert row in first.search(grown, grown[row], 5, probe=1)[0].tolist()
     again = first.extend(grown)
     assert again.centroids is first.centroids and np.array_equal(again.assign[:4_000], first.assign)
-    assert again.starts[-1] == again.covered == 4_010
+    assert len(again.order) == again.covered == 4_010
     assert np.array_equal(again.assign[4_000:], np.argmax(grown[4_000:] @ first.centroids.T, axis=1))
+
+
+@pytest.mark.parametrize("n,dim,tail,seed", [(700, 16, 0, 21), (5_000, 48, 37, 22), (12_345, 32, 500, 23)])
+def test_probing_every_list_scores_exactly_the_rows_the_exact_path_scores(n: int, dim: int, tail: int,
+                                                                            seed: int) -> None:
+    """The lists score their rows as slices of their own list-ordered copy: every row (spilled, listed or in the
+    tail) is read exactly once, with the similarity the row-ordered matrix gives, so reading every list returns
+    the exact top k."""
+    odd = np.random.default_rng(seed + 3).standard_normal((n // 100, dim)).astype(np.float32)  # far from any
+    matrix = np.vstack([clustered(n - len(odd), dim, 25, seed), odd / np.linalg.norm(odd, axis=1, keepdims=True)])
+    ivf = IVF.build(matrix)
+    assert np.array_equal(np.sort(ivf.order), np.arange(n))  # each row once: in the spill list or in one list
+    assert np.array_equal(ivf.vectors, matrix[ivf.order]) and ivf.vectors.flags.c_contiguous
+    assert len(ivf.spill) and len(ivf.segments) == 1  # the spill block, then the lists
+    seg = ivf.segments[0]
+    for c in range(len(ivf.centroids)):  # list c's slice: its rows, none of them spilled
+        rows = seg.order[seg.starts[c]:seg.starts[c + 1]]
+        assert (ivf.assign[rows] == c).all() and not np.isin(rows, ivf.spill).any()
+    grown = np.vstack([matrix, clustered(tail, dim, 25, seed + 1)]) if tail else matrix
+    rng = np.random.default_rng(seed + 2)
+    for q in grown[rng.choice(len(grown), 12, replace=False)] + 0.1 * rng.standard_normal((12, dim)).astype(np.float32):
+        q = q / np.linalg.norm(q)
+        exact = grown @ q
+        k = int(rng.integers(1, 60))
+        rows, sims = ivf.search(grown, q, k, probe=len(ivf.centroids))
+        assert len(rows) == len(set(rows.tolist())) == k
+        assert np.allclose(sims, exact[rows])
+        assert np.isclose(np.sort(sims)[::-1], np.sort(exact)[::-1][:k]).all()  # the exact top k (ties aside)
+
+
+def test_the_list_ordered_copy_follows_extend_and_renumbering() -> None:
+    matrix = clustered(3_000, 24, 20, 31)
+    ivf = IVF.build(matrix)
+    grown = np.vstack([matrix, clustered(300, 24, 20, 32)])
+    ext = ivf.extend(grown)
+    assert ext.covered == 3_300 and np.array_equal(ext.vectors, grown[ext.order])
+    assert len(ext.segments) == 2 and ext.segments[0] is ivf.segments[0]  # only the new rows copied
+    keep = np.sort(np.random.default_rng(33).choice(3_300, 2_000, replace=False))  # a rewrite kept these rows
+    kept = ivf.kept(keep, grown[keep])  # the old lists, the kept tail rows filed now
+    assert kept.covered == 2_000 and np.array_equal(kept.vectors, grown[keep][kept.order])
+    assert np.array_equal(kept.assign[keep < 3_000], ivf.assign[keep[keep < 3_000]])
+
+
+def test_extends_stack_segments_until_the_lists_are_copied_afresh_and_every_list_stays_whole() -> None:
+    """Each extend files its rows in a segment of their own; past SEGMENTS_MAX segments or RESTACK_SHARE of the
+    rows filed since, the lists are copied again as one. At every step a query reading every list scores every
+    row exactly once, as the exact path would."""
+    dim = 24
+    ivf = IVF.build(clustered(2_000, dim, 20, 51))
+    matrix = clustered(2_000, dim, 20, 51)
+    rng = np.random.default_rng(52)
+    counts = []
+    for step in range(14):
+        more = clustered(int(rng.integers(20, 120)), dim, 20, 60 + step)
+        if step % 3 == 0:  # now and then a note unlike any other: spilled
+            more[0] = rng.standard_normal(dim).astype(np.float32)
+            more[0] /= np.linalg.norm(more[0])
+        matrix = np.vstack([matrix, more])
+        ivf = ivf.extend(matrix)
+        counts.append(len(ivf.segments))
+        assert np.array_equal(np.sort(ivf.order), np.arange(len(matrix)))  # each row once, nowhere twice
+        assert np.array_equal(ivf.vectors, matrix[ivf.order])
+        for seg in ivf.segments:
+            assert not np.isin(seg.order, ivf.spill).any()
+            for c in rng.choice(len(ivf.centroids), 3, replace=False):
+                assert (ivf.assign[seg.order[seg.starts[c]:seg.starts[c + 1]]] == c).all()
+        q = matrix[rng.integers(len(matrix))]
+        rows, sims = ivf.search(matrix, q, len(matrix), probe=len(ivf.centroids))
+        assert len(rows) == len(matrix) and np.allclose(np.sort(sims), np.sort(matrix @ q), atol=1e-5)
+        assert len(ivf.segments) <= ann.SEGMENTS_MAX
+        assert len(ivf.segments) == 1 or ivf.covered - ivf.copied <= ann.RESTACK_SHARE * ivf.covered
+    assert max(counts) > 1 and 1 in counts[1:]  # stacked, and copied afresh on the way
+
+
+def test_saved_lists_of_another_width_are_built_again(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Lists saved for vectors of another width (a hand-copied .index/, a damaged file that still unzips) would
+    make every query fail; they are built again instead."""
+    path = tmp_path / LISTS_FILE
+    IVF.build(clustered(2_000, 24, 10, 41)).save(path, "e1")
+    assert IVF.load(path, "e1", clustered(2_000, 24, 10, 41)) is not None
+    with caplog.at_level(logging.WARNING, logger="workspace.ann"):
+        assert IVF.load(path, "e1", clustered(2_000, 32, 10, 41)) is None
+    assert "building them again" in caplog.text
+    assert IVF.load(path, "e2", clustered(2_000, 24, 10, 41)) is None  # another store generation's: stale
 
 
 def many_notes(tmp_path: Path, days: int = 8, per_day: int = 60) -> None:
@@ -143,7 +229,41 @@ def test_past_the_exact_cap_recall_still_finds_the_planted_notes_and_keeps_its_l
         hits = damaged.search("fault code E-4471", max_results=3)
     assert "building them again" in caplog.text
     assert [h.text for h in hits] == expected[("fault code E-4471", "hybrid")]
-    assert IVF.load(tmp_path / ".index" / LISTS_FILE, damaged._store.epoch, len(damaged._chunks)) is not None  # anew
+    assert damaged._matrix is not None
+    assert IVF.load(tmp_path / ".index" / LISTS_FILE, damaged._store.epoch, damaged._matrix) is not None  # anew
+
+
+def test_the_approximate_path_reading_every_note_scores_as_the_exact_path(
+        tmp_path: Path, embedder: Embedder, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The approximate path scores only the rows that can rank (its candidates and the notes with a query word) and
+    applies recency, dropped rows and the asker's audiences to those alone; given every note as a candidate it
+    must answer exactly as the exact path, hit for hit and score for score."""
+    many_notes(tmp_path, days=5, per_day=50)
+    write(tmp_path, "2026-03-01.md", "## cam3\n- 10:00:00 [for dm:U1] the van at the dock was Bob's\n"
+          "- 10:05:00 [for dm:U2] a truck waiting at the dock for an hour\n- 10:06:00 the dock door stuck\n")
+    monkeypatch.setattr("workspace.search.CANDIDATES", 10**6)  # every note a candidate: nothing left out
+    approx = MemoryIndex(tmp_path, embedder=embedder, clock=lambda: NOW)
+    approx.exact_max = 50
+    approx.refresh()
+    write(tmp_path, "2026-02-11.md", "## cam1\n- 06:00:00 person left by the office\n")  # rows dropped
+    approx.refresh()
+    shutil.copytree(tmp_path / "memory", tmp_path / "fresh" / "memory")  # its own store: one writer each
+    exact = MemoryIndex(tmp_path / "fresh", embedder=embedder, clock=lambda: NOW)
+    exact.exact_max = 10**9
+    exact.refresh()
+    assert approx._ivf is not None and exact._ivf is None and approx._dead > 0
+    assert len(approx._ivf.centroids) <= 32  # a query probes every list
+    for query in ("truck waiting at the dock", "fault code E-4471", "dock", "person left by the office"):
+        for mode in ("hybrid", "vector", "bm25"):
+            for viewer in (None, "dm:U1", "dm:U2"):
+                def visible(a: str, v: str | None = viewer) -> bool:
+                    return a == "site" or a == v
+                args = {"max_results": 6, "mode": mode, "visible": visible if viewer else None}
+                want = exact.search(query, **args)  # type: ignore[arg-type]
+                got = approx.search(query, **args)  # type: ignore[arg-type]
+                assert [(h.text, h.source) for h in got] == [(h.text, h.source) for h in want], (query, mode, viewer)
+                assert np.allclose([h.score for h in got], [h.score for h in want], atol=1e-4)
+                assert viewer != "dm:U2" or all("Bob's" not in h.text for h in got)
 
 
 def test_a_store_from_before_the_lists_loads_and_a_damaged_vector_file_is_rebuilt(

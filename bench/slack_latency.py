@@ -10,6 +10,11 @@ starts), so a moment of load on the shared machine falls on all three alike and 
 (the ack p99 at 50 threads 800, with the spread of one burst's p99 beside it). The app's CPU per thread (from /proc)
 is printed beside the latencies: it says what the bot costs whatever else the machine runs.
 `--quick` (make test): 1 and 5 threads, a few rounds, the same three apps.
+
+SLACK_TRACE=1: where a first step's time goes. The bot with the first step on runs as bench/_slack_trace.py (it
+writes when slack_sdk sends each request: the bot's clock) and each thread's first step is split into: event sent ->
+the bot issued chat.startStream (the bot), issued -> the emulator began handling it (the wire and the emulator's
+queue), began -> recorded (the emulator's own handling); the machine's one clock serves both processes.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import Figure, Headline  # noqa: E402
 from bench._slack_answers import answer_times, first_words  # noqa: E402
+from bench._slack_trace import read as read_trace  # noqa: E402
 from tests.fakes.anthropic_api import API_KEY, FakeAnthropic, text  # noqa: E402
 from tests.fakes.slack_api import SlackEmulator  # noqa: E402
 from tests.fakes.slack_socket import Envelope  # noqa: E402
@@ -39,6 +45,10 @@ ROUNDS = {1: 40, 10: 5, 50: 8}
 QUICK_ROUNDS = {1: 3, 5: 1}
 LOG_TAIL = 30  # lines of an app's output shown when a run fails
 LLM_DELAY = 0.2  # seconds the emulated model takes per answer
+TRACE = os.environ.get("SLACK_TRACE") == "1"
+TRACE_PARTS = ("bot", "wire", "emulator", "lag", "gc")  # of a first step: sent -> issued -> began -> recorded; the
+# emulator loop's lateness while a burst's first steps were due (burst by burst: its largest); the bot's cyclic
+# collections (generation 1-2) meanwhile (burst by burst: their total)
 GOAL_RATIO, GOAL_FIRST_MS = 1.2, 150.0  # issue 34: ack p99 within 1.2x bare Bolt at 50 threads; first step p95
 
 
@@ -163,6 +173,8 @@ class App:
     proc: subprocess.Popen
     done: str | None
     out: dict[int, Samples] = dataclasses.field(default_factory=dict)
+    trace: str | None = None  # SLACK_TRACE: the file the bot writes its Web API requests to
+    lags: list[tuple[float, float]] = dataclasses.field(default_factory=list)  # SLACK_TRACE: (time, emulator loop lag)
 
     async def burst(self, threads: int, n: int) -> None:
         got = self.out.setdefault(threads, {"ack": [], "eyes": [], "first": [], "words": [], "ack_p99": [],
@@ -194,6 +206,47 @@ class App:
         got["ack_p99"].append(pct(acks(envelopes), 99))
         if lat["first"]:
             got["first_p95"].append(pct(lat["first"], 95))
+        if self.trace:
+            parts = _first_step_parts(self.slack, self.trace, envelopes)
+            t0 = min(e.sent_at[0] for e in envelopes)
+            t1 = max(c.time for c in self.slack.calls_to("chat.startStream",
+                                                         lambda c, s=set(stamps): c.params.get("thread_ts") in s))
+            parts["lag"] = [lag for t, lag in self.lags if t0 <= t <= t1]
+            parts["gc"] = [float(ms) / 1000 for t, method, _, ms, _ in read_trace(self.trace)
+                           if method == "gc" and t0 <= t <= t1]
+            for part, values in parts.items():
+                got.setdefault(part, []).extend(values)
+                got.setdefault(part + "_p95", []).append(pct(values, 95) if part not in ("lag", "gc")
+                                                        else max(values, default=0) if part == "lag" else sum(values))
+
+
+async def _lag_probe(out: list[tuple[float, float]], every: float = 0.002) -> None:
+    """In the emulator's loop (SLACK_TRACE): how late a timer `every` s away fires there; a late one means the
+    emulator's thread (or the GIL it shares with the bench) was busy, and the requests reaching it waited."""
+    loop = asyncio.get_running_loop()
+    while True:
+        t = loop.time()
+        await asyncio.sleep(every)
+        out.append((time.time(), loop.time() - t - every))
+
+
+def _first_step_parts(slack: SlackEmulator, trace: str, envelopes: list[Envelope]) -> Samples:
+    """Each thread's first chat.startStream split into the bot's part (event sent -> the bot issued the request),
+    the wire's (issued -> the emulator's handler began on it) and the emulator's (began -> recorded)."""
+    sent = {e.payload["event"]["ts"]: e.sent_at[0] for e in envelopes if e.payload["event"]["type"] == "app_mention"}
+    issued: dict[str, float] = {}
+    for t, method, thread_ts, _, _ in read_trace(trace):
+        if method == "chat.startStream" and thread_ts in sent:
+            issued.setdefault(thread_ts, t)
+    parts: Samples = {part: [] for part in TRACE_PARTS}
+    for ts, t0 in sent.items():
+        calls = slack.calls_to("chat.startStream", lambda c, ts=ts: c.params.get("thread_ts") == ts)
+        if not calls or ts not in issued or calls[0].arrived is None:
+            continue
+        parts["bot"].append(issued[ts] - t0)
+        parts["wire"].append(calls[0].arrived - issued[ts])
+        parts["emulator"].append(calls[0].time - calls[0].arrived)
+    return parts
 
 
 def _latencies(slack: SlackEmulator, stamps: list[str], envelopes: list[Envelope]) -> Samples:
@@ -221,8 +274,15 @@ async def start(stack: contextlib.AsyncExitStack, name: str, llm: FakeAnthropic)
     else:
         (Path(root) / "config.yaml").write_text(f"slack:\n  first_step: {'true' if name == ON else 'false'}\n")
         cmd, done = [os.path.join(os.path.dirname(sys.executable), "vision-agent"), "serve"], "white_check_mark"
-    proc = await stack.enter_async_context(in_process(cmd, env_for(slack, llm, root), slack, done))
-    return App(name, slack, proc, done)
+    env, trace = env_for(slack, llm, root), None
+    if TRACE and name == ON:
+        trace = env["SLACK_TRACE_FILE"] = str(Path(root) / "requests.tsv")
+        cmd = [sys.executable, "-m", "bench._slack_trace", "serve"]
+    proc = await stack.enter_async_context(in_process(cmd, env, slack, done))
+    app = App(name, slack, proc, done, trace=trace)
+    if trace:
+        slack._schedule(_lag_probe(app.lags))
+    return app
 
 
 async def measure(rounds: dict[int, int]) -> dict[str, dict[int, Samples]]:
@@ -281,6 +341,13 @@ def main(quick: bool = False) -> Headline:
           + ", ".join(f"{_ms(results[ON][n]['cpu_first'])} ms/thread at {n}" for n in rounds))
     print(f"one burst's first step p95 at {top} threads, burst by burst: "
           + " ".join(f"{v * 1000:.0f}" for v in results[ON][top]["first_p95"]) + " ms")
+    if TRACE:
+        print("first step, where its time goes (first step on; ms; p50 / p95 / max, and one burst's p95 burst by burst):")
+        for n in rounds:
+            r = results[ON][n]
+            print(f"{n:>7}  " + "   ".join(f"{part} {_cells(r.get(part), (50, 95, 100))} ("
+                                           + " ".join(f"{v * 1000:.0f}" for v in r.get(part + '_p95', [])) + ")"
+                                           for part in TRACE_PARTS))
     first_met = None if quick else all(v < GOAL_FIRST_MS for v in first.values())
     ratio_met = None if quick else ratios[ON] <= GOAL_RATIO
     return Headline("first step p95 " + " / ".join(f"{first[n]:.0f}" for n in rounds)

@@ -3,7 +3,7 @@ where a first step's time goes (bench/slack_latency.py with SLACK_TRACE=1).
 
 Run as the bot's entry point (`python -m bench._slack_trace serve`). slack_sdk logs every request it is about to send
 (`Sending a request - url: ...`, logger slack_sdk.web.async_base_client, at debug level) just before the HTTP
-request goes out; that logger alone is turned to debug here and its records go, one line each (time, method, the
+request goes out; that logger alone is turned to debug here (its records made plainly: PlainRecords) and go, one line each (time, method, the
 thread or message the call is about, a reaction's name), to $SLACK_TRACE_FILE. Nothing in the Slack client is
 replaced; nothing here is imported by the product.
 """
@@ -16,6 +16,7 @@ import os
 import re
 import sys
 import time
+from typing import Any
 
 _METHOD = re.compile(r"/api/([\w.]+)")
 _FIELDS = {key: re.compile(rf"'{key}': '([^']*)'") for key in ("thread_ts", "timestamp", "ts", "name")}
@@ -63,8 +64,24 @@ def gc_pauses(log: IssueLog) -> None:
     gc.callbacks.append(note)
 
 
+class PlainRecords(logging.Logger):
+    """A logger whose records skip the process's record factory: the bot's (bot/media/redaction.py) masks every
+    record as it is made, ~0.5 ms for a request line with its params, which would slow the bot under trace by more
+    than the trace measures. These records go only to IssueLog, which keeps the method and timestamps alone."""
+
+    def makeRecord(self, name: str, level: int, fn: str, lno: int, msg: object, args: Any, exc_info: Any,
+                   func: str | None = None, extra: Any = None, sinfo: str | None = None) -> logging.LogRecord:
+        return logging.LogRecord(name, level, fn, lno, msg, args, exc_info, func, sinfo)
+
+
 def main() -> int:
-    sdk = logging.getLogger("slack_sdk.web.async_base_client")
+    default = logging.getLoggerClass()
+    logging.setLoggerClass(PlainRecords)  # only for this one logger, made here before slack_sdk asks for it
+    try:
+        sdk = logging.getLogger("slack_sdk.web.async_base_client")
+    finally:
+        logging.setLoggerClass(default)
+    assert isinstance(sdk, PlainRecords), "slack_sdk was imported before the trace could set up its logger"
     sdk.setLevel(logging.DEBUG)
     sdk.propagate = False  # only here: the bot's own log stays as it is
     log = IssueLog(os.environ["SLACK_TRACE_FILE"])

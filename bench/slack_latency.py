@@ -27,6 +27,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -151,6 +152,10 @@ def acks(envelopes: list[Envelope]) -> list[float]:
 
 Samples = dict[str, list[float]]  # "ack", "eyes", "first", "words" -> seconds after the event; "cpu_*" -> seconds
 BARE, OFF, ON = "bare ack-only Bolt", "vision-agent, first step off", "vision-agent, first step on"
+BEFORE_DIR = os.environ.get("SLACK_BEFORE")  # a checkout of an earlier commit: its bot (first step on) runs beside
+BEFORE = "first step on, before"
+APPS = (BARE, OFF, ON) + ((BEFORE,) if BEFORE_DIR else ())
+STEPPED = (ON, BEFORE)  # the apps whose answers open with a first step
 
 
 def cpu_seconds(pid: int) -> float | None:
@@ -189,7 +194,7 @@ class App:
             got["ack"] += acks(envelopes)
             got["ack_p99"].append(pct(acks(envelopes), 99))
             return
-        if self.name == ON:  # the bot's CPU until every thread's first step reached Slack
+        if self.name in STEPPED:  # the bot's CPU until every thread's first step reached Slack
             await self.slack.await_for("chat.startStream", lambda c, s=set(stamps): c.params.get("thread_ts") in s,
                                        count=threads, timeout=180)
             cpu1 = cpu_seconds(self.proc.pid)
@@ -220,11 +225,11 @@ class App:
                                                         else max(values, default=0) if part == "lag" else sum(values))
 
 
-async def _lag_probe(out: list[tuple[float, float]], every: float = 0.002) -> None:
+async def _lag_probe(out: list[tuple[float, float]], done: threading.Event, every: float = 0.002) -> None:
     """In the emulator's loop (SLACK_TRACE): how late a timer `every` s away fires there; a late one means the
     emulator's thread (or the GIL it shares with the bench) was busy, and the requests reaching it waited."""
     loop = asyncio.get_running_loop()
-    while True:
+    while not done.is_set():
         t = loop.time()
         await asyncio.sleep(every)
         out.append((time.time(), loop.time() - t - every))
@@ -272,16 +277,20 @@ async def start(stack: contextlib.AsyncExitStack, name: str, llm: FakeAnthropic)
     if name == BARE:
         cmd, done = [sys.executable, "-c", BARE_APP], None
     else:
-        (Path(root) / "config.yaml").write_text(f"slack:\n  first_step: {'true' if name == ON else 'false'}\n")
+        (Path(root) / "config.yaml").write_text(f"slack:\n  first_step: {'true' if name in STEPPED else 'false'}\n")
         cmd, done = [os.path.join(os.path.dirname(sys.executable), "vision-agent"), "serve"], "white_check_mark"
     env, trace = env_for(slack, llm, root), None
-    if TRACE and name == ON:
+    if name == BEFORE and BEFORE_DIR:
+        env["PYTHONPATH"] = BEFORE_DIR
+    if TRACE and name in STEPPED:
         trace = env["SLACK_TRACE_FILE"] = str(Path(root) / "requests.tsv")
         cmd = [sys.executable, "-m", "bench._slack_trace", "serve"]
     proc = await stack.enter_async_context(in_process(cmd, env, slack, done))
     app = App(name, slack, proc, done, trace=trace)
     if trace:
-        slack._schedule(_lag_probe(app.lags))
+        done = threading.Event()
+        stack.callback(done.set)  # before the emulator stops (the stack unwinds last in, first out)
+        slack._schedule(_lag_probe(app.lags, done))
     return app
 
 
@@ -292,10 +301,10 @@ async def measure(rounds: dict[int, int]) -> dict[str, dict[int, Samples]]:
     llm.handler = lambda body: text("About three people.", delay=LLM_DELAY)
     try:
         async with contextlib.AsyncExitStack() as stack:
-            apps = [await start(stack, name, llm) for name in (BARE, OFF, ON)]
+            apps = [await start(stack, name, llm) for name in APPS]
             for threads, times in rounds.items():
                 for n in range(times):
-                    for app in apps[n % 3:] + apps[:n % 3]:
+                    for app in apps[n % len(apps):] + apps[:n % len(apps)]:
                         await app.burst(threads, n)
             return {app.name: app.out for app in apps}
     finally:
@@ -322,15 +331,15 @@ def main(quick: bool = False) -> Headline:
     print(f"{'threads':>7}  {'app':<30}{'ack p50':>8}{'p95':>7}{'p99':>7}{'👀 p50':>8}{'p95':>7}"
           f"{'first p50':>10}{'p95':>7}{'p99':>7}{'words p50':>10}{'p95':>7}{'cpu 1st':>9}{'turn':>7}")
     for threads in rounds:
-        for app in (BARE, OFF, ON):
+        for app in APPS:
             r = results[app][threads]
             print(f"{threads:>7}  {app:<30} {_cells(r['ack'], (50, 95, 99))}{_cells(r.get('eyes'), (50, 95))}   "
                   f"{_cells(r.get('first'), (50, 95, 99))}   {_cells(r.get('words'), (50, 95))}"
                   f"{_ms(r['cpu_first']):>9}{_ms(r['cpu_turn']):>7}")
     top = max(rounds)
-    ack = {app: results[app][top]["ack"] for app in (BARE, OFF, ON)}
-    ratios = {app: pct(ack[app], 99) / pct(ack[BARE], 99) for app in (OFF, ON)}
-    spread = {app: _spread(results[app][top]["ack_p99"]) for app in (BARE, OFF, ON)}
+    ack = {app: results[app][top]["ack"] for app in APPS}
+    ratios = {app: pct(ack[app], 99) / pct(ack[BARE], 99) for app in APPS[1:]}
+    spread = {app: _spread(results[app][top]["ack_p99"]) for app in APPS}
     first = {n: pct(results[ON][n]["first"], 95) * 1000 for n in rounds}
     shown = {n: f"{len(results[ON][n]['first'])}/{len(results[ON][n]['ack']) // 2}" for n in rounds}
     print(f"ack p99 at {top} threads over {len(ack[BARE])} acks each / bare Bolt: first step off {ratios[OFF]:.2f}x, "
@@ -341,10 +350,16 @@ def main(quick: bool = False) -> Headline:
           + ", ".join(f"{_ms(results[ON][n]['cpu_first'])} ms/thread at {n}" for n in rounds))
     print(f"one burst's first step p95 at {top} threads, burst by burst: "
           + " ".join(f"{v * 1000:.0f}" for v in results[ON][top]["first_p95"]) + " ms")
-    if TRACE:
-        print("first step, where its time goes (first step on; ms; p50 / p95 / max, and one burst's p95 burst by burst):")
+    if BEFORE in results:
+        before = {n: pct(results[BEFORE][n]["first"], 95) * 1000 for n in rounds}
+        print(f"before ({BEFORE_DIR}): first thing shown p95 " + ", ".join(f"{before[n]:.0f} ms at {n}" for n in rounds)
+              + f"; ack p99 / bare Bolt {ratios[BEFORE]:.2f}x (a burst's p99 {spread[BEFORE]} ms); one burst's first "
+              f"step p95 at {top}, burst by burst: " + " ".join(f"{v * 1000:.0f}" for v in results[BEFORE][top]["first_p95"])
+              + " ms")
+    for app in (a for a in STEPPED if TRACE and a in results):
+        print(f"first step, where its time goes ({app}; ms; p50 / p95 / max, and one burst's p95 burst by burst):")
         for n in rounds:
-            r = results[ON][n]
+            r = results[app][n]
             print(f"{n:>7}  " + "   ".join(f"{part} {_cells(r.get(part), (50, 95, 100))} ("
                                            + " ".join(f"{v * 1000:.0f}" for v in r.get(part + '_p95', [])) + ")"
                                            for part in TRACE_PARTS))

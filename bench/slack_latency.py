@@ -10,6 +10,11 @@ starts), so a moment of load on the shared machine falls on all three alike and 
 (the ack p99 at 50 threads 800, with the spread of one burst's p99 beside it). The app's CPU per thread (from /proc)
 is printed beside the latencies: it says what the bot costs whatever else the machine runs.
 `--quick` (make test): 1 and 5 threads, a few rounds, the same three apps.
+
+SLACK_TRACE=1: where a first step's time goes. The bot with the first step on runs as bench/_slack_trace.py (it
+writes when slack_sdk sends each request: the bot's clock) and each thread's first step is split into: event sent ->
+the bot issued chat.startStream (the bot), issued -> the emulator began handling it (the wire and the emulator's
+queue), began -> recorded (the emulator's own handling); the machine's one clock serves both processes.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -30,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import Figure, Headline  # noqa: E402
 from bench._slack_answers import answer_times, first_words  # noqa: E402
+from bench._slack_trace import read as read_trace  # noqa: E402
 from tests.fakes.anthropic_api import API_KEY, FakeAnthropic, text  # noqa: E402
 from tests.fakes.slack_api import SlackEmulator  # noqa: E402
 from tests.fakes.slack_socket import Envelope  # noqa: E402
@@ -39,6 +46,10 @@ ROUNDS = {1: 40, 10: 5, 50: 8}
 QUICK_ROUNDS = {1: 3, 5: 1}
 LOG_TAIL = 30  # lines of an app's output shown when a run fails
 LLM_DELAY = 0.2  # seconds the emulated model takes per answer
+TRACE = os.environ.get("SLACK_TRACE") == "1"
+TRACE_PARTS = ("bot", "wire", "emulator", "lag", "gc")  # of a first step: sent -> issued -> began -> recorded; the
+# emulator loop's lateness while a burst's first steps were due (burst by burst: its largest); the bot's cyclic
+# collections (generation 1-2) meanwhile (burst by burst: their total)
 GOAL_RATIO, GOAL_FIRST_MS = 1.2, 150.0  # issue 34: ack p99 within 1.2x bare Bolt at 50 threads; first step p95
 
 
@@ -141,6 +152,10 @@ def acks(envelopes: list[Envelope]) -> list[float]:
 
 Samples = dict[str, list[float]]  # "ack", "eyes", "first", "words" -> seconds after the event; "cpu_*" -> seconds
 BARE, OFF, ON = "bare ack-only Bolt", "vision-agent, first step off", "vision-agent, first step on"
+BEFORE_DIR = os.environ.get("SLACK_BEFORE")  # a checkout of an earlier commit: its bot (first step on) runs beside
+BEFORE = "first step on, before"
+APPS = (BARE, OFF, ON) + ((BEFORE,) if BEFORE_DIR else ())
+STEPPED = (ON, BEFORE)  # the apps whose answers open with a first step
 
 
 def cpu_seconds(pid: int) -> float | None:
@@ -163,6 +178,8 @@ class App:
     proc: subprocess.Popen
     done: str | None
     out: dict[int, Samples] = dataclasses.field(default_factory=dict)
+    trace: str | None = None  # SLACK_TRACE: the file the bot writes its Web API requests to
+    lags: list[tuple[float, float]] = dataclasses.field(default_factory=list)  # SLACK_TRACE: (time, emulator loop lag)
 
     async def burst(self, threads: int, n: int) -> None:
         got = self.out.setdefault(threads, {"ack": [], "eyes": [], "first": [], "words": [], "ack_p99": [],
@@ -177,7 +194,7 @@ class App:
             got["ack"] += acks(envelopes)
             got["ack_p99"].append(pct(acks(envelopes), 99))
             return
-        if self.name == ON:  # the bot's CPU until every thread's first step reached Slack
+        if self.name in STEPPED:  # the bot's CPU until every thread's first step reached Slack
             await self.slack.await_for("chat.startStream", lambda c, s=set(stamps): c.params.get("thread_ts") in s,
                                        count=threads, timeout=180)
             cpu1 = cpu_seconds(self.proc.pid)
@@ -194,6 +211,47 @@ class App:
         got["ack_p99"].append(pct(acks(envelopes), 99))
         if lat["first"]:
             got["first_p95"].append(pct(lat["first"], 95))
+        if self.trace:
+            parts = _first_step_parts(self.slack, self.trace, envelopes)
+            t0 = min(e.sent_at[0] for e in envelopes)
+            t1 = max(c.time for c in self.slack.calls_to("chat.startStream",
+                                                         lambda c, s=set(stamps): c.params.get("thread_ts") in s))
+            parts["lag"] = [lag for t, lag in self.lags if t0 <= t <= t1]
+            parts["gc"] = [float(ms) / 1000 for t, method, _, ms, _ in read_trace(self.trace)
+                           if method == "gc" and t0 <= t <= t1]
+            for part, values in parts.items():
+                got.setdefault(part, []).extend(values)
+                got.setdefault(part + "_p95", []).append(pct(values, 95) if part not in ("lag", "gc")
+                                                        else max(values, default=0) if part == "lag" else sum(values))
+
+
+async def _lag_probe(out: list[tuple[float, float]], done: threading.Event, every: float = 0.002) -> None:
+    """In the emulator's loop (SLACK_TRACE): how late a timer `every` s away fires there; a late one means the
+    emulator's thread (or the GIL it shares with the bench) was busy, and the requests reaching it waited."""
+    loop = asyncio.get_running_loop()
+    while not done.is_set():
+        t = loop.time()
+        await asyncio.sleep(every)
+        out.append((time.time(), loop.time() - t - every))
+
+
+def _first_step_parts(slack: SlackEmulator, trace: str, envelopes: list[Envelope]) -> Samples:
+    """Each thread's first chat.startStream split into the bot's part (event sent -> the bot issued the request),
+    the wire's (issued -> the emulator's handler began on it) and the emulator's (began -> recorded)."""
+    sent = {e.payload["event"]["ts"]: e.sent_at[0] for e in envelopes if e.payload["event"]["type"] == "app_mention"}
+    issued: dict[str, float] = {}
+    for t, method, thread_ts, _, _ in read_trace(trace):
+        if method == "chat.startStream" and thread_ts in sent:
+            issued.setdefault(thread_ts, t)
+    parts: Samples = {part: [] for part in TRACE_PARTS}
+    for ts, t0 in sent.items():
+        calls = slack.calls_to("chat.startStream", lambda c, ts=ts: c.params.get("thread_ts") == ts)
+        if not calls or ts not in issued or calls[0].arrived is None:
+            continue
+        parts["bot"].append(issued[ts] - t0)
+        parts["wire"].append(calls[0].arrived - issued[ts])
+        parts["emulator"].append(calls[0].time - calls[0].arrived)
+    return parts
 
 
 def _latencies(slack: SlackEmulator, stamps: list[str], envelopes: list[Envelope]) -> Samples:
@@ -219,10 +277,21 @@ async def start(stack: contextlib.AsyncExitStack, name: str, llm: FakeAnthropic)
     if name == BARE:
         cmd, done = [sys.executable, "-c", BARE_APP], None
     else:
-        (Path(root) / "config.yaml").write_text(f"slack:\n  first_step: {'true' if name == ON else 'false'}\n")
+        (Path(root) / "config.yaml").write_text(f"slack:\n  first_step: {'true' if name in STEPPED else 'false'}\n")
         cmd, done = [os.path.join(os.path.dirname(sys.executable), "vision-agent"), "serve"], "white_check_mark"
-    proc = await stack.enter_async_context(in_process(cmd, env_for(slack, llm, root), slack, done))
-    return App(name, slack, proc, done)
+    env, trace = env_for(slack, llm, root), None
+    if name == BEFORE and BEFORE_DIR:
+        env["PYTHONPATH"] = BEFORE_DIR
+    if TRACE and name in STEPPED:
+        trace = env["SLACK_TRACE_FILE"] = str(Path(root) / "requests.tsv")
+        cmd = [sys.executable, "-m", "bench._slack_trace", "serve"]
+    proc = await stack.enter_async_context(in_process(cmd, env, slack, done))
+    app = App(name, slack, proc, done, trace=trace)
+    if trace:
+        done = threading.Event()
+        stack.callback(done.set)  # before the emulator stops (the stack unwinds last in, first out)
+        slack._schedule(_lag_probe(app.lags, done))
+    return app
 
 
 async def measure(rounds: dict[int, int]) -> dict[str, dict[int, Samples]]:
@@ -232,10 +301,10 @@ async def measure(rounds: dict[int, int]) -> dict[str, dict[int, Samples]]:
     llm.handler = lambda body: text("About three people.", delay=LLM_DELAY)
     try:
         async with contextlib.AsyncExitStack() as stack:
-            apps = [await start(stack, name, llm) for name in (BARE, OFF, ON)]
+            apps = [await start(stack, name, llm) for name in APPS]
             for threads, times in rounds.items():
                 for n in range(times):
-                    for app in apps[n % 3:] + apps[:n % 3]:
+                    for app in apps[n % len(apps):] + apps[:n % len(apps)]:
                         await app.burst(threads, n)
             return {app.name: app.out for app in apps}
     finally:
@@ -262,15 +331,15 @@ def main(quick: bool = False) -> Headline:
     print(f"{'threads':>7}  {'app':<30}{'ack p50':>8}{'p95':>7}{'p99':>7}{'👀 p50':>8}{'p95':>7}"
           f"{'first p50':>10}{'p95':>7}{'p99':>7}{'words p50':>10}{'p95':>7}{'cpu 1st':>9}{'turn':>7}")
     for threads in rounds:
-        for app in (BARE, OFF, ON):
+        for app in APPS:
             r = results[app][threads]
             print(f"{threads:>7}  {app:<30} {_cells(r['ack'], (50, 95, 99))}{_cells(r.get('eyes'), (50, 95))}   "
                   f"{_cells(r.get('first'), (50, 95, 99))}   {_cells(r.get('words'), (50, 95))}"
                   f"{_ms(r['cpu_first']):>9}{_ms(r['cpu_turn']):>7}")
     top = max(rounds)
-    ack = {app: results[app][top]["ack"] for app in (BARE, OFF, ON)}
-    ratios = {app: pct(ack[app], 99) / pct(ack[BARE], 99) for app in (OFF, ON)}
-    spread = {app: _spread(results[app][top]["ack_p99"]) for app in (BARE, OFF, ON)}
+    ack = {app: results[app][top]["ack"] for app in APPS}
+    ratios = {app: pct(ack[app], 99) / pct(ack[BARE], 99) for app in APPS[1:]}
+    spread = {app: _spread(results[app][top]["ack_p99"]) for app in APPS}
     first = {n: pct(results[ON][n]["first"], 95) * 1000 for n in rounds}
     shown = {n: f"{len(results[ON][n]['first'])}/{len(results[ON][n]['ack']) // 2}" for n in rounds}
     print(f"ack p99 at {top} threads over {len(ack[BARE])} acks each / bare Bolt: first step off {ratios[OFF]:.2f}x, "
@@ -281,6 +350,19 @@ def main(quick: bool = False) -> Headline:
           + ", ".join(f"{_ms(results[ON][n]['cpu_first'])} ms/thread at {n}" for n in rounds))
     print(f"one burst's first step p95 at {top} threads, burst by burst: "
           + " ".join(f"{v * 1000:.0f}" for v in results[ON][top]["first_p95"]) + " ms")
+    if BEFORE in results:
+        before = {n: pct(results[BEFORE][n]["first"], 95) * 1000 for n in rounds}
+        print(f"before ({BEFORE_DIR}): first thing shown p95 " + ", ".join(f"{before[n]:.0f} ms at {n}" for n in rounds)
+              + f"; ack p99 / bare Bolt {ratios[BEFORE]:.2f}x (a burst's p99 {spread[BEFORE]} ms); one burst's first "
+              f"step p95 at {top}, burst by burst: " + " ".join(f"{v * 1000:.0f}" for v in results[BEFORE][top]["first_p95"])
+              + " ms")
+    for app in (a for a in STEPPED if TRACE and a in results):
+        print(f"first step, where its time goes ({app}; ms; p50 / p95 / max, and one burst's p95 burst by burst):")
+        for n in rounds:
+            r = results[app][n]
+            print(f"{n:>7}  " + "   ".join(f"{part} {_cells(r.get(part), (50, 95, 100))} ("
+                                           + " ".join(f"{v * 1000:.0f}" for v in r.get(part + '_p95', [])) + ")"
+                                           for part in TRACE_PARTS))
     first_met = None if quick else all(v < GOAL_FIRST_MS for v in first.values())
     ratio_met = None if quick else ratios[ON] <= GOAL_RATIO
     return Headline("first step p95 " + " / ".join(f"{first[n]:.0f}" for n in rounds)

@@ -115,5 +115,6 @@ class SlackBot:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         await self.fetcher.close()
         self.threads.close()
+        self.inflight.close()
         if self.posted_alerts is not None:
             self.posted_alerts.close()

@@ -44,6 +44,7 @@ class ApiCall:
     ok: bool = True
     error: str | None = None
     body: bytes | None = None
+    arrived: float | None = None  # when the emulator began handling it (time: when it was done); Web API calls
 
 
 @dataclass
@@ -265,6 +266,7 @@ class SlackEmulator(WebApiMethods, DirectoryMethods, StreamMethods, EventInjecti
         return params
 
     async def _api(self, request: web.Request) -> web.Response:
+        arrived = time.time()
         method = request.match_info["method"]
         params = await self._params(request)
         auth = request.headers.get("Authorization", "")
@@ -272,7 +274,7 @@ class SlackEmulator(WebApiMethods, DirectoryMethods, StreamMethods, EventInjecti
         params.pop("token", None)
         retry_after = self.take_rate_limit(method)
         if retry_after is not None:  # Slack's 429: before any other check, nothing happens
-            self._record(ApiCall(method, params, time.time(), token, ok=False, error="ratelimited"))
+            self._record(ApiCall(method, params, time.time(), token, ok=False, error="ratelimited", arrived=arrived))
             return web.json_response({"ok": False, "error": "ratelimited"}, status=429,
                                      headers={"Retry-After": str(retry_after)})
         try:
@@ -284,9 +286,9 @@ class SlackEmulator(WebApiMethods, DirectoryMethods, StreamMethods, EventInjecti
             if asyncio.iscoroutine(result):
                 result = await result
         except SlackError as exc:
-            self._record(ApiCall(method, params, time.time(), token, ok=False, error=exc.error))
+            self._record(ApiCall(method, params, time.time(), token, ok=False, error=exc.error, arrived=arrived))
             return web.json_response({"ok": False, "error": exc.error})
-        self._record(ApiCall(method, params, time.time(), token))
+        self._record(ApiCall(method, params, time.time(), token, arrived=arrived))
         return web.json_response({"ok": True, **result})
 
     def _check_token(self, method: str, token: str | None) -> None:

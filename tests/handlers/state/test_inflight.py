@@ -67,3 +67,23 @@ def test_resume_plan_asks_fresh_continues_or_posts_the_saved_answer(tmp_path: Pa
     store.append("k", {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "3"}]})
     store.append("k", {"role": "assistant", "content": [{"type": "text", "text": "Three."}]})
     assert resume_plan(store, "k", mark) == ("answer", "Three.")  # saved but maybe never shown
+
+
+def test_rows_are_in_the_file_as_written_and_a_fresh_start_leaves_no_gap(tmp_path: Path) -> None:
+    """The book keeps its file open: each row must still be readable at once (a crash right after loses nothing),
+    and rows after the file started afresh begin at its start (no hole of zeros where the old rows were)."""
+    path = tmp_path / "inflight.jsonl"
+    book = InflightBook(path)
+    book.add(conv("1.0"), "q", [])
+    assert [t.text for t in InflightBook(path).open_turns()] == ["q"]  # read by another, as after a crash
+    book = InflightBook(path)
+    book.stream_opened(conv("1.0"), "1.5")
+    book.done(conv("1.0"))
+    assert path.read_text() == ""
+    book.add(conv("2.0"), "again", [])
+    book.stream_opened(conv("2.0"), "2.5")
+    assert path.read_text().startswith('{"op": "add"') and len(path.read_text().splitlines()) == 2
+    book.close()
+    assert [(t.text, t.streams) for t in InflightBook(path).open_turns()] == [("again", ["2.5"])]
+    book.add(conv("3.0"), "after close", [])  # a late row (a turn cancelled at shutdown) still lands
+    assert len(InflightBook(path).open_turns()) == 2

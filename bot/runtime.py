@@ -203,7 +203,7 @@ class Runtime:
         self._announced = True
         text = ("Stored data that did not fit was set aside at start-up (nothing else was lost; the rest loaded): "
                 + "; ".join(lines[:5]) + (f"; and {len(lines) - 5} more" if len(lines) > 5 else "")
-                + ". The records are kept beside their stores under .state/ for you to look at.")
+                + ". The records are kept beside their files (NAME.corrupt-TIME, or a set-aside file the line names) for you to look at.")
         await self.router.dispatch(Alert(DEFAULT_CAMERA, "stored_data", redact(text), cooldown_seconds=0.0))
         return text
 

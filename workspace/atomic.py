@@ -14,30 +14,33 @@ from pathlib import Path
 from typing import Any
 
 
-def write_atomic(path: Path, data: str | bytes, keep_previous: bool = False) -> None:
-    """Replace `path` with `data` so a reader, or the next start after a crash, sees the old file or the new one,
-    never a half-written one. keep_previous: the replaced version stays as `<name>.bak` (a hard link, no copy),
-    the last good state to fall back on if the file is ever damaged from outside."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    raw = data.encode("utf-8") if isinstance(data, str) else data
+def _replace(path: Path, raw: bytes) -> None:
+    """`raw` written to a temporary file beside `path`, flushed to the disk, then renamed over it."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(raw)
             fh.flush()
             os.fsync(fh.fileno())
-        if keep_previous and path.exists():
-            bak, bak_tmp = path.with_name(path.name + ".bak"), path.with_name(f".{path.name}.bak.tmp")
-            with contextlib.suppress(FileNotFoundError):
-                bak_tmp.unlink()
-            with contextlib.suppress(OSError):  # a file system without hard links keeps no .bak: still atomic
-                os.link(path, bak_tmp)
-                os.replace(bak_tmp, bak)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def write_atomic(path: Path, data: str | bytes, keep_copy: bool = False) -> None:
+    """Replace `path` with `data` so a reader, or the next start after a crash, sees the old file or the new one,
+    never a half-written one. keep_copy: the same data is also written to `<name>.bak`, a file of its own, the
+    last good state to fall back on if the file is ever damaged from outside (a tool writing over it, a bad copy).
+    It is this save's data, not the one before: a fallback one save behind brought back a pipeline the user had just
+    stopped. Its own file, not a hard link: damage written into the file in place would reach a link too."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    _replace(path, raw)
+    if keep_copy:
+        with contextlib.suppress(OSError):  # the file itself is saved; a .bak that cannot be written waits for the next
+            _replace(path.with_name(path.name + ".bak"), raw)
     with contextlib.suppress(OSError):  # the rename itself reaches the disk with its directory
         dir_fd = os.open(path.parent, os.O_RDONLY)
         try:
@@ -77,7 +80,7 @@ def keep_aside(path: Path) -> Path:
 
 def read_state(path: Path, kind: type = dict, log: logging.Logger | None = None,
                fits: Callable[[Any], bool] | None = None) -> tuple[Any, str | None]:
-    """(data, note) for a state file written with `write_atomic(keep_previous=True)`, damaged or not.
+    """(data, note) for a state file written with `write_atomic(keep_copy=True)`, damaged or not.
 
     A damaged file is moved aside as `<name>.corrupt-<time>` (kept for a person to look at) and its last good copy,
     `<name>.bak`, is used and written back; data is None when there is neither. note is the one line start-up logs
@@ -93,6 +96,6 @@ def read_state(path: Path, kind: type = dict, log: logging.Logger | None = None,
     else:
         note = f"{path.name} was damaged; kept as {kept.name}, continuing from its last good copy"
         with contextlib.suppress(OSError):
-            write_atomic(path, json.dumps(backup), keep_previous=False)
+            write_atomic(path, json.dumps(backup), keep_copy=False)
     (log or logging.getLogger(__name__)).error("%s", note)
     return backup, note

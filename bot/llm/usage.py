@@ -165,4 +165,4 @@ class UsageTracker:
         if self.path is None:
             return
         recent = dict(sorted(self._days.items())[-62:])  # two months of history is plenty
-        write_atomic(self.path, json.dumps(recent, indent=1), keep_previous=True)
+        write_atomic(self.path, json.dumps(recent, indent=1), keep_copy=True)

@@ -75,7 +75,7 @@ def save_state(path: Path, configs: list[PipelineConfig]) -> None:
     """Write the configs atomically (the last version kept as .bak); owner-only permissions (mkstemp's 0600) because
     stream URLs may carry camera passwords."""
     data = {"version": VERSION, "pipelines": [dataclasses.asdict(c) for c in configs]}
-    write_atomic(path, json.dumps(data, indent=2, default=str), keep_previous=True)
+    write_atomic(path, json.dumps(data, indent=2, default=str), keep_copy=True)
 
 
 def load_state(path: Path) -> list[PipelineConfig]:

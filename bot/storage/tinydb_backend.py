@@ -46,7 +46,7 @@ class AtomicJSONStorage(_TinyStorage):
         return data
 
     def write(self, data: dict[str, Any]) -> None:
-        write_atomic(self.path, json.dumps(data), keep_previous=True)
+        write_atomic(self.path, json.dumps(data), keep_copy=True)
 
     def close(self) -> None:
         pass

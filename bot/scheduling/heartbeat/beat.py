@@ -59,7 +59,7 @@ class Heartbeat:
         return read_state(self._state_path, dict, log, fits=_state_fits)[0] or {}
 
     def _save_state(self) -> None:
-        write_atomic(self._state_path, json.dumps(self._state), keep_previous=True)
+        write_atomic(self._state_path, json.dumps(self._state), keep_copy=True)
 
     def now(self) -> datetime:
         return datetime.fromtimestamp(self._clock(), self._tz)

@@ -100,7 +100,9 @@ def _too_slow(interval: float | None, lost_seconds: float | None) -> str | None:
         return None
     needed = (BRIDGED_MISSES + 1) / lost_seconds
     return (f"frames come every {interval:.2g} s ({1 / interval:.2g} fps) and a track is dropped after "
-            f"{lost_seconds:.2g} s unseen, so a person missed in one frame is lost — raise fps to {needed:.2g} or more")
+            f"{lost_seconds:.2g} s unseen, so a person missed in one frame is lost — raise fps to {needed:.2g} or more "
+            f"(fps=, or the camera's own rate; a camera that already sends more is waiting on this machine's CPU: "
+            f"fewer cameras or a smaller stream)")
 
 
 def _too_fast(tracking: Mapping[str, Any]) -> str | None:

@@ -407,24 +407,21 @@ class MemoryIndex:
                 score = vec if mode == "vector" else self.bm25_weight * kw + (1 - self.bm25_weight) * vec
             else:
                 support, part = self._approximate(matrix, ivf, query_vecs[0], kw, mode)
-            if support is None:
-                score = score * self._recency(n)
-                if self._dead:
-                    score[~self._alive[:n]] = 0.0
-                if visible is not None:
-                    score = score * self._visible(visible)[self._audience_codes[:n]]
-            else:  # the same factors, on the rows they can change only (each pass over a million rows costs ms)
-                part = part * self._recency(n)[support]
-                if self._dead:
-                    part[~self._alive[support]] = 0.0
-                if visible is not None:
-                    part = part * self._visible(visible)[self._audience_codes[support]]
+            # recency, dropped notes and audiences: on every row, or past the exact cap on the rows that can score
+            # only (each pass over a million rows costs ms)
+            at: slice | np.ndarray = slice(0, n) if support is None else support
+            scored = (score if support is None else part) * self._recency(n)[at]
+            if self._dead:
+                scored[~self._alive[at]] = 0.0
+            if visible is not None:
+                scored = scored * np.array([1.0 if visible(a) else 0.0 for a in self._audiences])[
+                    self._audience_codes[at]]
+            if support is not None:
                 score = np.zeros(n)
-                score[support] = part
+                score[support] = scored
+            else:
+                score = scored
             return self._mmr(chunks, score, matrix, max_results, support)
-
-    def _visible(self, visible: Callable[[str], bool]) -> np.ndarray:
-        return np.array([1.0 if visible(a) else 0.0 for a in self._audiences])
 
     def _approximate(self, matrix: np.ndarray, ivf: IVF, query: np.ndarray, kw: np.ndarray,
                      mode: Mode) -> tuple[np.ndarray, np.ndarray]:

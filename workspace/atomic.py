@@ -14,14 +14,15 @@ from pathlib import Path
 from typing import Any
 
 
-def _replace(path: Path, raw: bytes) -> None:
-    """`raw` written to a temporary file beside `path`, flushed to the disk, then renamed over it."""
+def _replace(path: Path, raw: bytes, sync: bool = True) -> None:
+    """`raw` written to a temporary file beside `path`, flushed to the disk (`sync`), then renamed over it."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(raw)
             fh.flush()
-            os.fsync(fh.fileno())
+            if sync:
+                os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -39,8 +40,10 @@ def write_atomic(path: Path, data: str | bytes, keep_copy: bool = False) -> None
     raw = data.encode("utf-8") if isinstance(data, str) else data
     _replace(path, raw)
     if keep_copy:
+        # not flushed to the disk itself: a save costs one fsync, as before (usage.json is saved after every Claude
+        # call); a power cut that loses the copy finds the file it copies saved
         with contextlib.suppress(OSError):  # the file itself is saved; a .bak that cannot be written waits for the next
-            _replace(path.with_name(path.name + ".bak"), raw)
+            _replace(path.with_name(path.name + ".bak"), raw, sync=False)
     with contextlib.suppress(OSError):  # the rename itself reaches the disk with its directory
         dir_fd = os.open(path.parent, os.O_RDONLY)
         try:

@@ -14,7 +14,7 @@ from bot.backends.errors import OFFLINE_HINT, problems_from_block_errors, shorte
 from bot.backends.http.failover import CONSUME_TIMEOUT, ServerSilent, StreamManagerDown, unreachable
 from bot.backends.http.pipeline import HostedPipeline
 from bot.backends.http.servers import ServerPool
-from bot.backends.http.wire import answer, initialise_payload, manager_down
+from bot.backends.http.wire import answer, broken_off, initialise_payload, manager_down
 from bot.backends.policy import check_spec
 from bot.backends.shared import BackendBase, fetch_saved_workflow, inline_spec, refuse_unsafe
 from bot.backends.workflows import describe_spec, is_builtin, roboflow_model_id
@@ -69,8 +69,11 @@ class HttpBackend(BackendBase):
                                          {"excluded_fields": []}, url=url, timeout=timeout)
         except requests.Timeout as exc:
             raise ServerSilent(f"{url} accepted the connection but sent no results within {timeout:.0f}s") from exc
-        if manager_down(status, body):  # its pipelines are gone with it: moved like those of a server that died
+        if manager_down(status, body) or broken_off(status, body) and self.servers.manager_down(url):
+            # its pipelines are gone with it (or it died while answering): moved like those of a server that died
             raise StreamManagerDown(f"{url} answers, but its stream manager does not")
+        if broken_off(status, body):  # a reply cut short by a manager that still runs: ask again
+            return {}
         return answer(status, body)
 
     def translate(self, exc: BaseException, what: str, url: str | None = None) -> BackendError:

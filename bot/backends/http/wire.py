@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 MANAGER_DOWN = "ConnectivityError"  # inference's error_type when its pipeline API cannot reach its stream manager
+# inference's error_types when its stream manager's answer broke off mid-way (it may have died while answering)
+BROKEN_OFF = frozenset({"MalformedHeaderError", "TransmissionChannelClosed", "CommunicationProtocolError"})
 
 
 def initialise_payload(launch: dict[str, Any]) -> dict[str, Any]:
@@ -43,3 +45,9 @@ def answer(status: int, body: Any) -> dict[str, Any]:
 def manager_down(status: int, body: Any) -> bool:
     """Whether a pipeline call's answer says the server's stream manager is not running (it runs no pipelines)."""
     return status >= 500 and isinstance(body, dict) and body.get("error_type") == MANAGER_DOWN
+
+
+def broken_off(status: int, body: Any) -> bool:
+    """Whether a pipeline call's answer says the stream manager's reply broke off (asked again, it answers, or the
+    server says it is down)."""
+    return status >= 500 and isinstance(body, dict) and body.get("error_type") in BROKEN_OFF

@@ -224,3 +224,62 @@ def test_a_stream_manager_port_that_is_no_port_is_one_line(monkeypatch) -> None:
     assert stream_manager.configured_port() == 7071
     monkeypatch.delenv("STREAM_MANAGER_PORT")
     assert stream_manager.configured_port() is None
+
+
+# A stream manager that dies while it answers ----------------------------------------------------------------------
+
+class _Server:
+    """A server whose pipeline API answers consume with a reply cut short (500, `broken`) and its list with `listed`."""
+
+    def __init__(self, broken: str, listed: tuple[int, dict]) -> None:
+        import http.server
+        import threading
+
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 - http.server's name
+                if self.path.startswith("/inference_pipelines/list"):
+                    status, body = outer.listed
+                else:
+                    status, body = 500, {"message": "Could not receive full message.", "error_type": broken}
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *_: Any) -> None:
+                pass
+
+        self.listed = listed
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.mark.parametrize("broken", ["MalformedHeaderError", "TransmissionChannelClosed", "CommunicationProtocolError"])
+def test_a_reply_cut_short_by_a_manager_that_died_moves_the_pipeline_and_one_that_still_runs_is_asked_again(
+    base_env, broken: str
+) -> None:
+    """Killed while it answers a consume call, the stream manager leaves a reply cut short (not ConnectivityError):
+    the pipeline ended as `error` on that server instead of moving (CI, 2026-11-28). The server is asked whether its
+    manager runs: no, it moves like a dead server's; yes, the next poll asks again."""
+    from bot.backends.http.failover import StreamManagerDown, unreachable
+
+    down = _Server(broken, (500, {"message": "Could not establish communication", "error_type": "ConnectivityError"}))
+    up = _Server(broken, (200, {"pipelines": ["p1"]}))
+    try:
+        backend = HttpBackend(load_settings({**base_env, "INFERENCE_SERVER_URL": f"{down.url},{up.url}"}))
+        with pytest.raises(StreamManagerDown) as caught:
+            backend.consume(down.url, "p1")
+        assert unreachable(caught.value)  # what failover.move takes as "start it on another server"
+        assert backend.consume(up.url, "p1") == {}  # no results this time, no error: the poller asks again
+    finally:
+        down.close()
+        up.close()

@@ -101,7 +101,7 @@ def _person(result: InferenceResult | None) -> str:
 
 def _light(h: PipelineHandle, result: InferenceResult | None) -> str:
     """The camera's faults first (black, grey/IR), then builtin/people's light (`poor_light`, `luma`)."""
-    on = {f.kind for f in h.faults if f.ended is None}
+    on = _open(h)
     if "black" in on:
         return "black or covered"
     part = _camera_part(result)
@@ -114,7 +114,9 @@ def _light(h: PipelineHandle, result: InferenceResult | None) -> str:
 
 
 def _motion(h: PipelineHandle, src: Source) -> str:
-    if any(f.kind == "frozen" and f.ended is None for f in h.faults):
+    if h.status not in LIVE:
+        return "—"
+    if "frozen" in _open(h):
         return "frozen"
     frames = src.recent(h.pipeline_id, MOTION_SECONDS) if src.recent is not None else []
     if len(frames) < 2:
@@ -129,15 +131,22 @@ def _age(result: InferenceResult | None, now: float) -> str:
     return lasted(max(0.0, now - result.timestamp))
 
 
+def _open(h: PipelineHandle) -> set[str]:
+    """The kinds of the camera's faults that hold now: none once its pipeline no longer runs (a camera frozen when it
+    was stopped is not frozen now: nothing looks at it)."""
+    return {f.kind for f in h.faults if f.ended is None} if h.status in LIVE else set()
+
+
 def _can_count(h: PipelineHandle, result: InferenceResult | None) -> tuple[bool | None, str]:
-    """(can it count, why not and what to change): a camera fault first (no picture, no count), then the limits."""
-    for f in h.faults:
-        if f.ended is None and f.kind in ("video", "frozen", "black"):
-            return False, f"{f.text}: {f.about.advice}"
+    """(can it count, why not and what to change): a pipeline that does not run first, then a camera fault (no
+    picture, no count), then the limits."""
     if h.status == "error":
         return False, f"the pipeline failed ({h.error or 'unknown error'}): check the source, then restart it"
     if h.status not in LIVE:
         return None, f"the pipeline {h.status}: `/vision start {h.name}` to run it again"
+    for f in h.faults:
+        if f.ended is None and f.kind in ("video", "frozen", "black"):
+            return False, f"{f.text}: {f.about.advice}"
     if result is None:
         return None, "no result yet"
     why = cannot_count(result.values)
@@ -151,8 +160,7 @@ def pipeline_row(h: PipelineHandle, camera: str, src: Source) -> Readiness:
         result = src.latest(h.pipeline_id)
     except LookupError:
         result = None
-    lost = any(f.kind == "video" and f.ended is None for f in h.faults)
-    state = "reconnecting" if lost and h.status == "running" else h.status
+    state = "reconnecting" if "video" in _open(h) and h.status == "running" else h.status
     can, why = _can_count(h, result)
     return Readiness(camera, h.name, state, _resolution(result), _fps(h), _person(result), _light(h, result),
                      _motion(h, src), _age(result, src.clock()), can, why)

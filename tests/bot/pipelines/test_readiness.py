@@ -164,3 +164,16 @@ def test_summary_and_text_name_the_ones_that_cannot() -> None:
     assert line.startswith("1 of 3 can count; gate: no — the picture is frozen") and "not running: dock" in line
     lines = text(got).splitlines()
     assert len(lines) == 4 and lines[1].startswith("- gate: running; 1280×720; fps any / —; people 90 px")
+
+
+@pytest.mark.parametrize(("status", "can"), [("stopped", None), ("finished", None), ("error", False)])
+@pytest.mark.parametrize("kind", ["frozen", "black", "video"])
+def test_a_pipeline_that_no_longer_runs_keeps_no_fault_of_its_camera(status, can, kind) -> None:
+    """Stopped while its picture was frozen, the row said "frozen … the picture is frozen" for good (field test):
+    nothing looks at that camera any more. The row says the pipeline's state and how to run it again."""
+    h = handle("gate", status=status, error="camera gone" if status == "error" else None,
+               faults=(Fault(kind, NOW - 42, KINDS[kind].name),))
+    r = table_of([h], {"p_gate": res(SETTLED)}, registered=["gate"])["gate"]
+    assert (r.state, r.can_count, r.motion) == (status, can, "—")
+    assert not r.light.startswith("black") and KINDS[kind].advice not in r.why
+    assert ("`/vision start gate`" in r.why) if status != "error" else ("camera gone" in r.why)

@@ -118,9 +118,11 @@ def _line_by_line() -> None:
 _OURS = ("bot", "tools", "workspace", "handlers")
 # Read by the libraries when they are imported (lazily, after this): inference logs a failed step with a
 # multi-screen rich traceback on stdout (into `chat -m` output) through its own handlers, and transformers/tqdm
-# draw "Loading weights" bars into the REPL. The bot already turns those failures into one line; -v shows them.
+# draw "Loading weights" bars into the REPL, and OpenCV's FFmpeg prints a camera's dropped stream ("[http @ 0x…]
+# Stream ends prematurely at …") and OpenCV its "[ WARN:0@…]" lines between the REPL's. The bot already turns those
+# failures into one line (the camera's faults say a stream dropped, and when it came back); -v shows them.
 QUIET_LIBRARIES = {"LOG_LEVEL": "CRITICAL", "HF_HUB_DISABLE_PROGRESS_BARS": "1", "TQDM_DISABLE": "1",
-                   "TRANSFORMERS_VERBOSITY": "error"}
+                   "TRANSFORMERS_VERBOSITY": "error", "OPENCV_FFMPEG_LOGLEVEL": "-8", "OPENCV_LOG_LEVEL": "ERROR"}
 
 
 def _setup_logging(verbose: int, quiet_libraries: bool = True) -> None:

@@ -131,7 +131,11 @@ def resolve_path(ref: str, ctx: MediaScope) -> Path:
     folders = ", ".join(str(r) for r in roots)
     if getattr(ctx, "local_files", False):
         raise FileNotThere(f"file {ref!r} not found in {_cwd(ctx)} or the allowed folders ({folders}); check the path.")
-    raise FileNotThere(f"file {ref!r} not found in the allowed folders ({folders}); check the name or attach the file.")
+    # The same words whether or not such a file exists elsewhere (no oracle for paths outside the folders): a name
+    # relative to where the bot was started is looked for only inside them (field test: that read as a typo).
+    raise FileNotThere(f"file {ref!r} not found in the allowed folders ({folders}); check the name, attach the file, "
+                       f"or copy it into {roots[0]} (a folder of its own: add it to VISION_AGENT_MEDIA_DIRS, "
+                       "':'-separated, and restart).")
 
 
 def _check_image(data: bytes, what: str, ctx: MediaScope) -> bytes:

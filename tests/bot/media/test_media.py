@@ -41,6 +41,23 @@ def test_path_outside_allowed_folders_is_refused_with_how_to_allow(ctx, tmp_path
     assert "VISION_AGENT_MEDIA_DIRS" in str(err.value) and str(ctx.settings.workspace) in str(err.value)
 
 
+def test_a_relative_name_outside_the_folders_gets_how_to_allow_the_same_whether_it_exists(
+    ctx, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """Named relative to where the bot runs, a file outside the folders answered only "check the name or attach the
+    file" (field test: read as a typo). It says how to let the bot read it, in the same words for a file that
+    exists and one that does not (no answer tells what is on disk outside the folders)."""
+    (tmp_path / "here.png").write_bytes(PNG)
+    monkeypatch.chdir(tmp_path)
+    said = []
+    for name in ("here.png", "nowhere.png"):
+        with pytest.raises(MediaError) as err:
+            resolve_image(name, ctx)
+        said.append(str(err.value).replace(name, "NAME"))
+        assert "VISION_AGENT_MEDIA_DIRS" in str(err.value) and f"copy it into {ctx.settings.workspace}" in str(err.value)
+    assert said[0] == said[1]
+
+
 def test_symlink_out_of_the_workspace_is_refused(ctx, workspace_dir: Path, tmp_path: Path):
     target = tmp_path / "outside.png"
     target.write_bytes(PNG)

@@ -14,7 +14,7 @@ from bot.commands.routing import route, routes_status
 from bot.media.cameras import cameras, hide_camera_urls
 from bot.media.redaction import redact
 from bot.media.resolve import MediaError
-from bot.media.sniff import STILL_TOOLS
+from bot.media.sniff import STILL_TOOLS, VIDEO_TOOLS
 from bot.objects.owner import is_operator
 from bot.pipelines.manager import PipelineNotFound
 from bot.pipelines.table import LIST_HINT
@@ -45,7 +45,8 @@ USAGE = f"""*Usage:* `/vision <command>`
 # The checks below /vision are shared with the agent's tools, whose hints name tools; a person typing /vision is told
 # the command instead (one table, keyed by the very constants the messages are built from).
 IN_COMMANDS = {LIST_HINT: "See `/vision list`, or start one with `/vision start SOURCE`.",
-               STILL_TOOLS: "ask about it in a chat message with the image attached"}
+               STILL_TOOLS: "ask about it in a chat message with the image attached",
+               VIDEO_TOOLS: "`/vision start PATH` runs a model over its frames"}
 CONTROL = {"start", "stop", "pause", "resume", "route", "rule", "unrule", "schedule", "unschedule", "watch", "unwatch"}
 
 

@@ -32,6 +32,7 @@ _PIL_FORMAT = {"image/jpeg": "JPEG", "image/png": "PNG", "image/gif": "GIF", "im
 _STILL_SUFFIXES = (".jpg", ".jpeg", ".png", ".webp", ".bmp", ".tif", ".tiff", ".heic")
 STILL_TOOLS = "use run_inference or ask_about_image on it"  # a `/vision` answer says it in commands (dispatch.py)
 STILL_HINT = f"is a still image; {STILL_TOOLS}, or give a video file or stream"
+VIDEO_TOOLS = "start a pipeline on it (start_pipeline) to run a model over its frames"  # in commands: dispatch.py
 _BOMB_PIXELS = re.compile(r"\((\d+) pixels\)")
 HEAD_BYTES = 16
 # Each progressive scan is another pass over the whole image: thousands of scans make a small JPEG take minutes to
@@ -47,6 +48,19 @@ def media_type_of(data: bytes) -> str | None:
             return media_type
     if len(data) >= 12 and data[:4] == b"RIFF" and data[8:12] == b"WEBP":
         return "image/webp"
+    return None
+
+
+def video_type_of(data: bytes) -> str | None:
+    """The video container from the leading bytes (MP4/MOV, AVI, Matroska/WebM, FLV), or None."""
+    if len(data) >= 8 and data[4:8] == b"ftyp":
+        return "MP4/MOV"
+    if len(data) >= 12 and data[:4] == b"RIFF" and data[8:12] == b"AVI ":
+        return "AVI"
+    if data.startswith(b"\x1a\x45\xdf\xa3"):
+        return "Matroska/WebM"
+    if data.startswith(b"FLV"):
+        return "FLV"
     return None
 
 
@@ -124,6 +138,8 @@ def check_image(source: bytes | Path, max_pixels: int | None = None, what: str =
     limit = int(max_pixels or Image.MAX_IMAGE_PIXELS or DEFAULT_MAX_PIXELS)
     media_type = media_type_of(_head(source))
     if media_type is None:
+        if video := video_type_of(_head(source)):  # a video handed to an image tool: say what takes it
+            raise ImageRejected(f"{what} is a video ({video}), not a still image: {VIDEO_TOOLS}.")
         raise ImageRejected(f"{what} is not an image (JPEG, PNG, GIF, WebP, BMP or TIFF expected).")
     try:
         with warnings.catch_warnings():

@@ -58,6 +58,29 @@ def test_a_relative_name_outside_the_folders_gets_how_to_allow_the_same_whether_
     assert said[0] == said[1]
 
 
+@pytest.mark.parametrize(("head", "kind"), [(b"\x00\x00\x00\x20ftypisom", "MP4/MOV"), (b"\x00\x00\x00\x14ftypqt  ", "MP4/MOV"),
+                                          (b"RIFF\x10\x00\x00\x00AVI LIST", "AVI"),
+                                          (b"\x1a\x45\xdf\xa3\x9f\x42\x86\x81", "Matroska/WebM"), (b"FLV\x01\x05", "FLV")])
+def test_a_video_given_as_an_image_says_it_is_one_and_what_runs_a_model_over_it(ctx, workspace_dir: Path, head, kind):
+    """run_inference on an .mp4 answered "not an image (JPEG, PNG… expected)" (field test), with no word of what does
+    take a video. Sniffed by its bytes: a name says nothing (a clip saved as .bin)."""
+    (workspace_dir / "clip.bin").write_bytes(head + bytes(64))
+    with pytest.raises(MediaError) as err:
+        resolve_image("clip.bin", ctx)
+    assert f"is a video ({kind}), not a still image" in str(err.value) and "start_pipeline" in str(err.value)
+
+
+def test_a_real_clip_given_as_an_image_names_the_command_at_the_terminal(ctx, workspace_dir: Path):
+    from bot.commands.dispatch import IN_COMMANDS
+    from bot.media.sniff import VIDEO_TOOLS
+
+    clip = workspace_dir / "street.mp4"
+    clip.write_bytes((Path(__file__).parents[2] / "fixtures" / "data" / "street_2fps.mp4").read_bytes())
+    with pytest.raises(MediaError) as err:
+        resolve_image(str(clip), ctx)
+    assert VIDEO_TOOLS in str(err.value) and "/vision start" in IN_COMMANDS[VIDEO_TOOLS]
+
+
 def test_symlink_out_of_the_workspace_is_refused(ctx, workspace_dir: Path, tmp_path: Path):
     target = tmp_path / "outside.png"
     target.write_bytes(PNG)

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from bot.media.redaction import redact
+from bot.objects.text import for_people
 
 _MAX_NAME = 40
 _MAX_TITLE = 120
@@ -86,7 +87,7 @@ def label(name: str, args: dict[str, Any] | None) -> str:
 
 def outcome(text: str, is_error: bool) -> str:
     """The short result shown under a finished step: its first line, redacted and cut."""
-    first = next((ln.strip() for ln in redact(text or "").splitlines() if ln.strip()), "")
+    first = next((ln.strip() for ln in redact(for_people(text or "")).splitlines() if ln.strip()), "")
     if not first:
         first = "failed" if is_error else "done"
     return first if len(first) <= _MAX_OUTPUT else first[: _MAX_OUTPUT - 1] + "…"

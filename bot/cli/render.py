@@ -21,6 +21,7 @@ from rich.text import Text
 from bot.agent.steps import label as step_label
 from bot.events import AgentEvent, EventType
 from bot.media.redaction import MASKS, redact
+from bot.objects.text import for_people
 
 if TYPE_CHECKING:
     from bot.commands.context import CommandReply
@@ -263,7 +264,7 @@ class Renderer:
                                              (f" ({d.get('name', '?')} {_clip(args, 200)})", "dim cyan")))
         elif ev.type is EventType.TOOL_RESULT:
             style = "red" if d.get("is_error") else "green"
-            self._last_result = d.get("text", "").strip()
+            self._last_result = for_people(d.get("text", "")).strip()
             self.console.print(Text(f"  ← {_clip(self._last_result, _MAX_RESULT)}", style=style))
         elif ev.type is EventType.FRAME:
             caption = (d.get("caption") or "").strip()

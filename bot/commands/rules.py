@@ -120,6 +120,7 @@ def create_rule(spec: RuleSpec, ctx: CommandContext) -> tuple[Rule, str]:
     where = "every camera" if camera == ANY else f"*{camera}*"
     note = "".join(f" No camera or pipeline is called {c} yet: the rule applies once a pipeline of that name runs "
                    f"(`/vision start SOURCE name={c}`)." for c in new)
+    note += f" It needs {needs}." if (needs := rule.kind_of.needs(rule)) else ""
     note += _changed(before, rule, monitor.cooldown_seconds) + _kept(kept, rule, monitor, camera)
     if owner.member and owner.channel:  # a member's rule alerts where they set it, not in the operator's channel
         note += f" Its alerts come to <#{owner.channel}>." if owner.channel[:1] in "CG" else " Its alerts come here."

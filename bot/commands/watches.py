@@ -131,7 +131,8 @@ def create_watch(spec: WatchSpec, ctx: CommandContext) -> tuple[Watch, str]:
     channel, thread = answer_place(ctx)
     watch = Watch(Watch.new_id(), camera, condition, now, now + lasts, spec.confirm,
                   None if ctx.operator else ctx.user_id, channel, thread, spec.about, owner)
-    return book.add(watch), note + _not_running(camera, ctx) + _unconfirmed(spec.confirm, book)
+    needs = f" It needs {condition.needs()}." if condition.needs() else ""
+    return book.add(watch), note + needs + _not_running(camera, ctx) + _unconfirmed(spec.confirm, book)
 
 
 def answers_go(watch: Watch, ctx: CommandContext) -> list[str]:

@@ -22,6 +22,10 @@ class Condition:
     def describe(self) -> str:
         raise NotImplementedError
 
+    def needs(self) -> str:
+        """What the camera's pipeline must have for it to ever hold, said once when the watch is set ('': nothing)."""
+        return ""
+
     def takes_seconds(self) -> float:
         """How long it must hold before it can turn true at all (an absence, a stay in the zone); 0: at once."""
         return 0.0
@@ -46,6 +50,9 @@ class RuleCondition(Condition):
 
     def describe(self) -> str:
         return self.rule.kind_of.describe(self.rule)
+
+    def needs(self) -> str:
+        return self.rule.kind_of.needs(self.rule)
 
     def takes_seconds(self) -> float:
         return self.rule.threshold if self.rule.kind == "time_in_zone" else 0.0

@@ -137,7 +137,12 @@ class RuleKindBase:
         return self.kind
 
     def describe(self, rule: Rule) -> str:
+        """What makes it fire, in a few words (said again in every answer, the model's question, a done line)."""
         raise NotImplementedError
+
+    def needs(self, rule: Rule) -> str:
+        """What the camera's pipeline must have for this kind to ever fire, said once when it is set ('' : nothing)."""
+        return ""
 
     def command(self, rule: Rule) -> str:
         """The `/vision rule` that sets this rule (what an error message suggests typing)."""

@@ -11,7 +11,10 @@ class LineCrossed(RuleKindBase):
     kind = "line_crossed"
 
     def describe(self, rule: Rule) -> str:
-        return "something crosses the line (needs a pipeline started with line=)"
+        return "something crosses the line"
+
+    def needs(self, rule: Rule) -> str:
+        return "a pipeline started with line="
 
     def command(self, rule: Rule) -> str:
         return f"/vision rule {rule.camera} line"

@@ -33,7 +33,10 @@ class TimeInZone(RuleKindBase):
 
     def describe(self, rule: Rule) -> str:
         what = rule.class_name or "an object"
-        return f"{what} stays in the zone over {rule.threshold:g} s (needs a pipeline started with zone=)"
+        return f"{what} stays in the zone over {rule.threshold:g} s"
+
+    def needs(self, rule: Rule) -> str:
+        return "a pipeline started with zone="
 
     def command(self, rule: Rule) -> str:
         return f"/vision rule {rule.camera} zone {rule.threshold:g}"

@@ -58,9 +58,10 @@ async def test_watches_that_can_never_hold_are_refused_with_what_to_ask(ctx: Com
 async def test_line_and_zone_watches_say_what_pipeline_they_need(ctx: CommandContext) -> None:
     await say(ctx, "start 0 name=street model=builtin/people")
     ok, text = await say(ctx, "watch street line for 1m")
-    assert ok and "something crosses the line (needs a pipeline started with line=)" in text, text
+    assert ok and "once something crosses the line, then stop." in text, text
+    assert "It needs a pipeline started with line=." in text, text
     ok, text = await say(ctx, "watch street zone 30")
-    assert ok and "(needs a pipeline started with zone=)" in text, text
+    assert ok and "It needs a pipeline started with zone=." in text, text
 
 
 async def test_a_watch_on_a_finished_pipeline_says_no_pipeline_runs(ctx: CommandContext,
@@ -111,3 +112,17 @@ async def test_refusals_show_the_watch_form_and_counts_read_as_english(ctx: Comm
     assert "once more than 1 person is in view" in (await say(ctx, "watch street count person>1"))[1]
     assert "once fewer than 1 person is in view" in (await say(ctx, "watch street count person<1"))[1]
     assert "once fewer than 2 objects are in view" in (await say(ctx, "watch street count *<2"))[1]
+
+
+async def test_a_line_watch_says_what_it_needs_once_and_its_end_reads_plainly(ctx: CommandContext) -> None:
+    """The hint was part of the condition's words, so every later line nested it: "watch `w…` (something crosses the
+    line (needs a pipeline started with line=)) ended without an answer" (field test), and the model was asked
+    whether a frame shows that "… (needs a pipeline started with line=)"."""
+    await say(ctx, "start 0 name=street model=builtin/people")
+    ok, text = await say(ctx, "watch street line for 1m")
+    assert ok and text.count("needs a pipeline started with line=") == 1, text
+    book = ctx.services.watches
+    assert book is not None
+    [handle] = ctx.manager().snapshot()
+    [notice] = book.outlived(handle.with_(status="finished"))
+    assert notice.text.endswith("(something crosses the line) ended without an answer"), notice.text

@@ -330,8 +330,10 @@ class Renderer:
         self.console.print(Text(f"  {alert.camera} [{alert.rule}]: {alert.check.line()}", style=style))
 
     def clip(self, alert: Alert) -> None:
-        """An alert's clip, cut after the alert was shown; or one line saying there is none."""
+        """An alert's clip, cut after the alert was shown (other alerts may be printed between): named by its
+        camera, rule and time as its ALERT line is; or one line saying there is none."""
+        which = f"{alert.camera} [{alert.rule}] {time.strftime('%H:%M:%S', time.localtime(alert.time))}"
         if alert.clip_path:
-            self.console.print(Text(f"  ▶ alert clip saved to {alert.clip_path}", style="magenta"))
+            self.console.print(Text(f"  ▶ {which}: alert clip saved to {alert.clip_path}", style="magenta"))
         else:
-            self._say(f"  no clip for the {alert.camera} alert: too few frames were kept around the event", "yellow")
+            self._say(f"  no clip for the {which} alert: too few frames were kept around the event", "yellow")

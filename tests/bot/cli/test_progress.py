@@ -142,3 +142,24 @@ def test_a_one_shot_names_its_stages_on_stderr_and_prints_the_reply_alone(
     lines = [line for line in err.read_text().splitlines() if not line.startswith("annotated frame: ")]
     assert all(line.startswith("vision-agent: ") for line in lines), lines
     assert len(lines) == len(set(lines)), lines  # each stage named once
+
+
+def test_a_clip_that_comes_after_another_alert_names_its_own(tmp_path: Path) -> None:
+    """Clips are cut after their alert was shown: under a busy terminal another camera's ALERT line came between,
+    and "▶ alert clip saved to …" read as that one's (field test). It names its camera, rule and time."""
+    from dataclasses import replace
+
+    from bot.monitoring.alerts import Alert
+
+    buf = io.StringIO()
+    out = Renderer(Console(file=buf, width=200, force_terminal=False))
+    gate = Alert("gate", "line_crossed", "line crossed (in +1)", time=1_800_000_000.0)
+    dock = Alert("dock", "class_appears:truck", "truck appeared", time=1_800_000_003.0)
+    out.alert(gate, tmp_path)
+    out.alert(dock, tmp_path)
+    out.clip(replace(gate, clip_path=str(tmp_path / "clips" / "c1.mp4")))
+    out.clip(dock)  # none was cut
+    at = time.strftime("%H:%M:%S", time.localtime(gate.time))
+    lines = _screen(buf.getvalue()).splitlines()
+    assert f"▶ gate [line_crossed] {at}: alert clip saved to {tmp_path / 'clips' / 'c1.mp4'}" in lines[-2], lines
+    assert "no clip for the dock [class_appears:truck]" in lines[-1], lines

@@ -65,9 +65,11 @@ class WebRtcPipeline(PipelineBase):
         if not isinstance(data, dict) or not data or self.status == "paused":
             return
         received = getattr(metadata, "received_at", None)
+        self.watch.arrived()  # the camera's frames as the server processed them (none for a while: no video)
         result = from_serialized_output(
             data, frame_id=getattr(metadata, "frame_id", None),
             timestamp=received.timestamp() if isinstance(received, datetime) else None, max_dimension=self._max_dim,
+            seen=self.watch.saw,  # its picture (the drawn frame on the data channel): frozen, black, grey, size
         )
         self.received_at = received
         self._move(("starting",), "running")
@@ -87,6 +89,7 @@ class WebRtcPipeline(PipelineBase):
 
     def resume(self) -> None:
         self._move(("paused",), "running")
+        self.watch.link.resumed()  # its results were dropped while paused: no video loss
 
     def terminate(self) -> None:
         """Close the session (idempotent) and wait for its thread."""

@@ -171,3 +171,33 @@ async def test_sessions_go_to_the_least_loaded_server_counting_the_sessions_open
         await backend.close()
         for runner in runners:
             await runner.cleanup()
+
+
+def test_a_webrtc_pipelines_frames_tell_its_cameras_faults() -> None:
+    """The direct and http pipelines feed their camera watch each frame; a webrtc one fed it nothing, so its camera
+    never went `no video`, frozen or black in status. Its data channel's drawn frames now tell the picture, and a
+    silence the loss, as the http backend's results do."""
+    import base64
+
+    import cv2
+    import numpy as np
+
+    from bot.backends.faults.watch import CameraWatch
+    from bot.backends.webrtc.pipeline import WebRtcPipeline
+
+    now = [1_800_000_000.0]
+    pipe = WebRtcPipeline("w1", "gate", "rtsp://gate.local/live", "builtin/people", 8, None, None)
+    pipe.watch = CameraWatch(True, clock=lambda: now[0], remote=True)
+    black = base64.b64encode(cv2.imencode(".jpg", np.zeros((240, 320, 3), np.uint8))[1].tobytes()).decode()
+    for _ in range(30):  # 15 s of a black picture at 2 fps
+        now[0] += 0.5
+        pipe._on_data({"annotated": {"type": "base64", "value": black}}, None)
+    assert pipe.status == "running" and pipe.frames == 30
+    assert "black" in {f.kind for f in pipe.handle().faults if f.ended is None}
+    pipe.pause()  # a live camera's results are dropped while paused: no video loss when it resumes
+    now[0] += 60
+    pipe.resume()
+    assert not [f for f in pipe.handle().faults if f.kind == "video"]
+    now[0] += 60  # the data channel falls silent
+    [lost] = [f for f in pipe.handle().faults if f.kind == "video"]
+    assert lost.ended is None and lost.text.startswith("no video for")

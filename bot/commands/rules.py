@@ -120,12 +120,20 @@ def create_rule(spec: RuleSpec, ctx: CommandContext) -> tuple[Rule, str]:
     where = "every camera" if camera == ANY else f"*{camera}*"
     note = "".join(f" No camera or pipeline is called {c} yet: the rule applies once a pipeline of that name runs "
                    f"(`/vision start SOURCE name={c}`)." for c in new)
-    note += f" It needs {needs}." if (needs := rule.kind_of.needs(rule)) else ""
+    note += needs_note(rule.kind_of.needs(rule), rule.kind_of.step, camera, ctx)
     note += _changed(before, rule, monitor.cooldown_seconds) + _kept(kept, rule, monitor, camera)
     if owner.member and owner.channel:  # a member's rule alerts where they set it, not in the operator's channel
         note += f" Its alerts come to <#{owner.channel}>." if owner.channel[:1] in "CG" else " Its alerts come here."
     return rule, (f"Rule on {where}: {_rule_line(rule, monitor.cooldown_seconds)}{fixed}.{note} "
                   f"Remove it with `/vision unrule {camera} {rule.id}`.")
+
+
+def needs_note(needs: str, step: str, camera: str, ctx: CommandContext) -> str:
+    """' It needs a pipeline started with line=.' for a rule or watch that reads `step`, unless the camera's live
+    pipeline runs it (said to everyone, it read as a doubt on a camera already counting)."""
+    if not needs or ctx.services.pipelines is not None and ctx.manager().runs_step(camera, step):
+        return ""
+    return f" It needs {needs}."
 
 
 def _changed(before: Rule | None, rule: Rule, default: float) -> str:

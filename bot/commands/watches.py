@@ -18,7 +18,7 @@ from bot.backends.base import LIVE
 from bot.commands.context import CommandContext, CommandReply, fail, parse_options
 from bot.commands.rule_classes import UnknownClass, check_class
 from bot.commands.rule_grammar import ALL, CountSyntax
-from bot.commands.rules import RULE_USAGE, parse_rule, resolve_camera
+from bot.commands.rules import RULE_USAGE, needs_note, parse_rule, resolve_camera
 from bot.monitoring.kinds.base import MAX_THRESHOLD
 from bot.monitoring.rules import ANY, Rule
 from bot.monitoring.watch import Watch, parse_duration, span
@@ -131,7 +131,7 @@ def create_watch(spec: WatchSpec, ctx: CommandContext) -> tuple[Watch, str]:
     channel, thread = answer_place(ctx)
     watch = Watch(Watch.new_id(), camera, condition, now, now + lasts, spec.confirm,
                   None if ctx.operator else ctx.user_id, channel, thread, spec.about, owner)
-    needs = f" It needs {condition.needs()}." if condition.needs() else ""
+    needs = needs_note(*condition.needs(), camera, ctx)
     return book.add(watch), note + needs + _not_running(camera, ctx) + _unconfirmed(spec.confirm, book)
 
 

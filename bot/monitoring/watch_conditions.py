@@ -22,9 +22,10 @@ class Condition:
     def describe(self) -> str:
         raise NotImplementedError
 
-    def needs(self) -> str:
-        """What the camera's pipeline must have for it to ever hold, said once when the watch is set ('': nothing)."""
-        return ""
+    def needs(self) -> tuple[str, str]:
+        """(what the camera's pipeline must have for it to ever hold, the workflow step that gives it), said when the
+        watch is set on a camera whose live pipeline lacks it (('', ''): nothing)."""
+        return "", ""
 
     def takes_seconds(self) -> float:
         """How long it must hold before it can turn true at all (an absence, a stay in the zone); 0: at once."""
@@ -51,8 +52,8 @@ class RuleCondition(Condition):
     def describe(self) -> str:
         return self.rule.kind_of.describe(self.rule)
 
-    def needs(self) -> str:
-        return self.rule.kind_of.needs(self.rule)
+    def needs(self) -> tuple[str, str]:
+        return self.rule.kind_of.needs(self.rule), self.rule.kind_of.step
 
     def takes_seconds(self) -> float:
         return self.rule.threshold if self.rule.kind == "time_in_zone" else 0.0

@@ -84,6 +84,18 @@ class PipelineManager(PipelineTable):
     def config(self, name_or_id: str) -> PipelineConfig:
         return self._configs[self.resolve(name_or_id).pipeline_id]
 
+    def runs_step(self, camera: str, step: str) -> bool:
+        """Whether a live pipeline on `camera` runs a step whose type names `step` ('line_counter', 'time_in_zone');
+        False too for a saved workflow's (its steps are not known here)."""
+        for h in self.snapshot():
+            cfg = self._configs.get(h.pipeline_id)
+            if h.name != camera or h.status not in LIVE or cfg is None or cfg.workflow_spec is None:
+                continue
+            steps = cfg.workflow_spec.get("steps") if isinstance(cfg.workflow_spec, dict) else None
+            if any(isinstance(s, dict) and step in str(s.get("type") or "") for s in steps or ()):
+                return True
+        return False
+
     def tally(self, pipeline_id: str) -> Tally | None:
         """What the pipeline counted so far (line in/out, zone dwell); None when it counts nothing."""
         return self.tallies.get(pipeline_id)

@@ -140,8 +140,11 @@ class RuleKindBase:
         """What makes it fire, in a few words (said again in every answer, the model's question, a done line)."""
         raise NotImplementedError
 
+    step = ""  # the workflow step this kind reads ('line_counter'): a pipeline without one never fires it
+
     def needs(self, rule: Rule) -> str:
-        """What the camera's pipeline must have for this kind to ever fire, said once when it is set ('' : nothing)."""
+        """What the camera's pipeline must have for this kind to ever fire, said when it is set and the camera's
+        live pipeline has no `step` ('': nothing)."""
         return ""
 
     def command(self, rule: Rule) -> str:

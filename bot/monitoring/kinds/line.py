@@ -9,6 +9,7 @@ from bot.monitoring.kinds.base import Firing, Rule, RuleKindBase, RuleState, Sig
 
 class LineCrossed(RuleKindBase):
     kind = "line_crossed"
+    step = "line_counter"
 
     def describe(self, rule: Rule) -> str:
         return "something crosses the line"

@@ -27,6 +27,7 @@ class TimeInZone(RuleKindBase):
     """Fires once per object that stays in the zone past the threshold: 'person #12 in the zone for 34 s'."""
 
     kind = "time_in_zone"
+    step = "time_in_zone"
 
     def id(self, rule: Rule) -> str:
         return f"time_in_zone>{rule.threshold:g}s"

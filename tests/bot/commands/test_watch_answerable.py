@@ -64,6 +64,17 @@ async def test_line_and_zone_watches_say_what_pipeline_they_need(ctx: CommandCon
     assert ok and "It needs a pipeline started with zone=." in text, text
 
 
+async def test_a_camera_that_counts_a_line_already_gets_no_line_hint(ctx: CommandContext) -> None:
+    """Said to everyone, the hint read as a doubt on a camera already counting (field test)."""
+    assert (await say(ctx, "start 0 name=gate model=builtin/people line=320,0,320,480"))[0]
+    ok, text = await say(ctx, "watch gate line for 1m")
+    assert ok and "once something crosses the line, then stop." in text and "needs a pipeline" not in text, text
+    ok, text = await say(ctx, "rule gate line")
+    assert ok and "needs a pipeline" not in text, text
+    ok, text = await say(ctx, "rule gate zone 30")  # it has no zone
+    assert ok and "It needs a pipeline started with zone=." in text, text
+
+
 async def test_a_watch_on_a_finished_pipeline_says_no_pipeline_runs(ctx: CommandContext,
                                                                    backend: FakeBackend) -> None:
     await say(ctx, "start 0 name=street model=builtin/people")

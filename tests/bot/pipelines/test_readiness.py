@@ -177,3 +177,9 @@ def test_a_pipeline_that_no_longer_runs_keeps_no_fault_of_its_camera(status, can
     assert (r.state, r.can_count, r.motion) == (status, can, "—")
     assert not r.light.startswith("black") and KINDS[kind].advice not in r.why
     assert ("`/vision start gate`" in r.why) if status != "error" else ("camera gone" in r.why)
+
+
+def test_the_summary_names_a_camera_whose_pipeline_stopped() -> None:
+    """'0 of 1 can count' and nothing more, after `/vision stop` (own field run): the stopped one is named."""
+    got = list(table_of([handle("dock", status="stopped")], {}, registered=["dock", "yard"]).values())
+    assert summary(got) == "0 of 2 can count; not running: dock (stopped), yard"

@@ -175,4 +175,3 @@ def for_people(text: str) -> str:
     """A tool's text as a person reads it (the terminal's ← line, a Slack task card): our quotes' tags, written for
     the model, dropped and their insides kept (a tag a member forged is already broken by `shield`, so it stays)."""
     return _QUOTED.sub(lambda m: m.group(1), text)
-

@@ -210,7 +210,7 @@ def summary(found: list[Readiness]) -> str:
     can = sum(1 for r in found if r.can_count)
     not_ok = [r.short() for r in found if r.can_count is False]
     idle = [r.camera if r.state == NOT_RUNNING else f"{r.camera} ({r.state})" for r in found
-            if r.can_count is None and (r.state == NOT_RUNNING or r.state not in LIVE)]  # stopped, finished: named
+            if r.can_count is None and r.state not in LIVE]  # a registered camera, or one stopped or finished
     line = f"{can} of {len(found)} can count"
     if not_ok:
         line += "; " + "; ".join(not_ok[:5]) + (f"; and {len(not_ok) - 5} more" if len(not_ok) > 5 else "")

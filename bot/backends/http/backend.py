@@ -69,12 +69,11 @@ class HttpBackend(BackendBase):
                                          {"excluded_fields": []}, url=url, timeout=timeout)
         except requests.Timeout as exc:
             raise ServerSilent(f"{url} accepted the connection but sent no results within {timeout:.0f}s") from exc
-        if manager_down(status, body) or broken_off(status, body) and self.servers.manager_down(url):
-            # its pipelines are gone with it (or it died while answering): moved like those of a server that died
+        cut = broken_off(status, body)  # the manager's reply was cut short: it died while answering, or a blip
+        if manager_down(status, body) or cut and self.servers.manager_down(url):
+            # its pipelines are gone with it: moved like those of a server that died
             raise StreamManagerDown(f"{url} answers, but its stream manager does not")
-        if broken_off(status, body):  # a reply cut short by a manager that still runs: ask again
-            return {}
-        return answer(status, body)
+        return {} if cut else answer(status, body)  # cut short by a manager that still runs: the poller asks again
 
     def translate(self, exc: BaseException, what: str, url: str | None = None) -> BackendError:
         """SDK / requests exceptions → a BackendError a user can act on (`url`: the server it was about)."""

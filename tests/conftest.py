@@ -29,6 +29,21 @@ pytest_plugins = [
 ]
 
 
+@pytest.fixture(autouse=True)
+def _cli_quiet_libraries_stay_in_their_test():
+    """The CLI's `_setup_logging(0)` sets QUIET_LIBRARIES in os.environ for its process. A test that runs `main()`
+    in-process must not hand them on to a later test's subprocesses (an FFmpeg or inference log line it expects)."""
+    from bot.cli.main import QUIET_LIBRARIES
+
+    before = {name: os.environ.get(name) for name in QUIET_LIBRARIES}
+    yield
+    for name, value in before.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
 _seen_threads: set[int] = set()
 
 

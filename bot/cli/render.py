@@ -312,8 +312,7 @@ class Renderer:
         if alert.digest is not None:  # a scheduled digest is a report: its plain text, table and sparklines
             self._say(alert.text)
             return
-        when = time.strftime("%H:%M:%S", time.localtime(alert.time))
-        line = f"ALERT {when} {alert.camera} [{alert.rule}]: {alert.summary or alert.text}"
+        line = f"ALERT {_when(alert)} {alert.camera} [{alert.rule}]: {alert.summary or alert.text}"
         self._say(line, "bold red")
         if alert.frame:
             path = save_frame(frames_dir, {"image": alert.frame}, f"alert-{alert.camera}")
@@ -332,8 +331,13 @@ class Renderer:
     def clip(self, alert: Alert) -> None:
         """An alert's clip, cut after the alert was shown (other alerts may be printed between): named by its
         camera, rule and time as its ALERT line is; or one line saying there is none."""
-        which = f"{alert.camera} [{alert.rule}] {time.strftime('%H:%M:%S', time.localtime(alert.time))}"
+        which = f"{alert.camera} [{alert.rule}] {_when(alert)}"
         if alert.clip_path:
             self.console.print(Text(f"  ▶ {which}: alert clip saved to {alert.clip_path}", style="magenta"))
         else:
             self._say(f"  no clip for the {which} alert: too few frames were kept around the event", "yellow")
+
+
+def _when(alert: Alert) -> str:
+    """An alert's local time as its ALERT line and its clip line both name it."""
+    return time.strftime("%H:%M:%S", time.localtime(alert.time))

@@ -37,12 +37,31 @@ async def _call(client: Any, req: dict[str, Any], stream: bool, on_text: TextSin
     # arriving is never cut, while a hung reply or a stream that stalls mid-way fails within the timeout.
     if on_text is None and not stream and req["max_tokens"] <= 16_000:
         return await client.messages.create(**req)
-    async with client.messages.stream(**req) as events:
+    async with open_stream(client, req) as events:
         if on_text is not None:
             async for event in events:
                 if event.type == "text" and event.text:
                     on_text(event.text)
         return await events.get_final_message()
+
+
+def open_stream(client: Any, req: dict[str, Any]) -> Any:
+    """What `client.messages.stream(**req)` returns, without the SDK's walk of the body against its typed schema
+    (anthropic 0.49 `maybe_transform`: 10-60 ms of the event loop for a long history with 50 tools, and 50 turns at
+    once stack it in front of every ack and first step). The walk renames and reformats nothing in a body of plain
+    JSON, as ours are (`LLMClient.build_request`): the same bytes go out (tests/bot/llm/test_stream_body.py holds the
+    SDK's own walk to that, so a newer SDK that starts to transform fails there)."""
+    from anthropic import AsyncStream
+    from anthropic._base_client import make_request_options
+    from anthropic.lib.streaming import AsyncMessageStreamManager
+    from anthropic.types import Message, RawMessageStreamEvent
+
+    body = {key: value for key, value in req.items() if key != "extra_headers"}
+    headers = {"X-Stainless-Stream-Helper": "messages", **(req.get("extra_headers") or {})}
+    request = client.post("/v1/messages", body={**body, "stream": True}, cast_to=Message,
+                          options=make_request_options(extra_headers=headers), stream=True,
+                          stream_cls=AsyncStream[RawMessageStreamEvent])
+    return AsyncMessageStreamManager(request)
 
 
 def _backoff(attempt: int, base_delay: float) -> float:

@@ -9,6 +9,7 @@ import pytest
 
 from bot.backends.base import Detection, InferenceResult, PipelineHandle
 from bot.backends.faults.kinds import KINDS, Fault
+from bot.pipelines.limits import cannot_count
 from bot.pipelines.readiness import COLUMNS, MAX_ROWS, Readiness, Source, rows, summary, table, text
 from tests.fixtures.street import street_frames
 
@@ -183,3 +184,15 @@ def test_the_summary_names_a_camera_whose_pipeline_stopped() -> None:
     """'0 of 1 can count' and nothing more, after `/vision stop` (own field run): the stopped one is named."""
     got = list(table_of([handle("dock", status="stopped")], {}, registered=["dock", "yard"]).values())
     assert summary(got) == "0 of 2 can count; not running: dock (stopped), yard"
+
+
+@pytest.mark.parametrize(("px", "can", "said"), [(17.0, None, "still measuring people's size: about 17 px tall so far"),
+                                                 (30.0, True, ""), (None, True, "")])
+def test_people_small_so_far_are_a_maybe_while_the_size_settles(px, can, said) -> None:
+    """Unsettled, a small first measure is no alert (first blobs read short) but no 'yes' either (field test)."""
+    early = {**SETTLED, "settled": False, "person_px": px, "smallest_px": 24.0}
+    r = table_of([handle("tiny")], {"p_tiny": res(early, size=(160, 120))})["tiny"]
+    assert r.can_count is can and r.why.startswith(said)
+    assert cannot_count({"camera": early}) is None  # the alert waits for the settled measure
+    if said:  # the status line names it too
+        assert f"tiny: not yet — {said}" in summary([r])

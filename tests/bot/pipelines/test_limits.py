@@ -155,3 +155,13 @@ def test_the_light_comes_before_the_people_size_and_the_generic_no_one_found_lin
     # a poor picture whose people are still found: its blob sizes are noise, nothing about size is said
     dim = cannot_count({"camera": {**camera(15), "poor_light": "too dark and noisy", "unseen_seconds": 0}})
     assert dim is None
+
+
+def test_a_bright_picture_that_reads_noisy_still_says_its_people_are_too_small():
+    """A 160x120 stream (JPEG blocks read as noise at luma 119) had people 17 px tall of the 24 px builtin/people
+    finds: it counted 1 crossing of 16 and said nothing, as the noise hid the size line (field test). Only a dark
+    picture's blobs misread people's size."""
+    tiny = cannot_count({"camera": {**camera(17), "poor_light": "too noisy", "luma": 119.0, "unseen_seconds": 0}})
+    assert tiny is not None and "about 17 px tall" in tiny
+    night = cannot_count({"camera": {**camera(15), "poor_light": "too dark", "unseen_seconds": 0}})
+    assert night is None

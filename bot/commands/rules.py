@@ -120,7 +120,8 @@ def create_rule(spec: RuleSpec, ctx: CommandContext) -> tuple[Rule, str]:
     where = "every camera" if camera == ANY else f"*{camera}*"
     note = "".join(f" No camera or pipeline is called {c} yet: the rule applies once a pipeline of that name runs "
                    f"(`/vision start SOURCE name={c}`)." for c in new)
-    note += needs_note(rule.kind_of.needs(rule), rule.kind_of.step, camera, ctx)
+    needs, step = rule.kind_of.needs(rule)
+    note += needs_note(needs, step, camera, ctx)
     note += _changed(before, rule, monitor.cooldown_seconds) + _kept(kept, rule, monitor, camera)
     if owner.member and owner.channel:  # a member's rule alerts where they set it, not in the operator's channel
         note += f" Its alerts come to <#{owner.channel}>." if owner.channel[:1] in "CG" else " Its alerts come here."

@@ -53,7 +53,7 @@ class RuleCondition(Condition):
         return self.rule.kind_of.describe(self.rule)
 
     def needs(self) -> tuple[str, str]:
-        return self.rule.kind_of.needs(self.rule), self.rule.kind_of.step
+        return self.rule.kind_of.needs(self.rule)
 
     def takes_seconds(self) -> float:
         return self.rule.threshold if self.rule.kind == "time_in_zone" else 0.0

@@ -142,10 +142,11 @@ class RuleKindBase:
 
     step = ""  # the workflow step this kind reads ('line_counter'): a pipeline without one never fires it
 
-    def needs(self, rule: Rule) -> str:
-        """What the camera's pipeline must have for this kind to ever fire, said when it is set and the camera's
-        live pipeline has no `step` ('': nothing)."""
-        return ""
+    def needs(self, rule: Rule) -> tuple[str, str]:
+        """(what the camera's pipeline must have for this kind to ever fire, the workflow step that gives it), said
+        when it is set and the camera's live pipeline has no such step (('', ''): nothing). A watch on the rule's
+        condition answers the same pair (bot/monitoring/watch_conditions.py)."""
+        return "", ""
 
     def command(self, rule: Rule) -> str:
         """The `/vision rule` that sets this rule (what an error message suggests typing)."""

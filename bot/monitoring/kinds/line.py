@@ -14,8 +14,8 @@ class LineCrossed(RuleKindBase):
     def describe(self, rule: Rule) -> str:
         return "something crosses the line"
 
-    def needs(self, rule: Rule) -> str:
-        return "a pipeline started with line="
+    def needs(self, rule: Rule) -> tuple[str, str]:
+        return "a pipeline started with line=", self.step
 
     def command(self, rule: Rule) -> str:
         return f"/vision rule {rule.camera} line"

@@ -36,8 +36,8 @@ class TimeInZone(RuleKindBase):
         what = rule.class_name or "an object"
         return f"{what} stays in the zone over {rule.threshold:g} s"
 
-    def needs(self, rule: Rule) -> str:
-        return "a pipeline started with zone="
+    def needs(self, rule: Rule) -> tuple[str, str]:
+        return "a pipeline started with zone=", self.step
 
     def command(self, rule: Rule) -> str:
         return f"/vision rule {rule.camera} zone {rule.threshold:g}"

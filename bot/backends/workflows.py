@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from bot.backends.base import BackendError
@@ -202,16 +203,22 @@ def describe_spec(spec: dict[str, Any]) -> str:
     Drawing steps are left out (every pipeline draws its frames), models are named as a user gives them.
     """
     parts: list[str] = []
-    for step in spec.get("steps") or []:
-        if not isinstance(step, dict):
-            continue
-        kind = str(step.get("type", "?")).split("/")[-1].split("@")[0]
+    for step, kind in spec_steps(spec):
         if kind.endswith("_visualization") or step.get("type") in (LINE_OVERLAY_BLOCK, FRAME_SCALE_BLOCK, LABELS_BLOCK):
             continue
         part = _describe_step(step, kind)
         if not parts or parts[-1] != part:
             parts.append(part)
     return ", ".join(parts) or "empty workflow"
+
+
+def spec_steps(spec: Any) -> Iterator[tuple[dict[str, Any], str]]:
+    """A spec's steps with their kinds ('roboflow_core/line_counter@v1' -> 'line_counter'); a saved or stored spec
+    is untrusted JSON: what is not a step is skipped."""
+    steps = spec.get("steps") if isinstance(spec, dict) else None
+    for step in steps if isinstance(steps, list) else ():
+        if isinstance(step, dict):
+            yield step, str(step.get("type", "?")).split("/")[-1].split("@")[0]
 
 
 _BUILTIN_OF_BLOCK = {block: model for model, block in BUILTIN_MODELS.items()}

@@ -18,7 +18,7 @@ from bot.backends.base import (
 )
 from bot.backends.orientation import oriented
 from bot.backends.provider import BackendProvider
-from bot.backends.workflows import detection_workflow
+from bot.backends.workflows import detection_workflow, spec_steps
 from bot.config import Settings
 from bot.media.redaction import redact
 from bot.media.sniff import STILL_HINT, still_image
@@ -91,8 +91,7 @@ class PipelineManager(PipelineTable):
             cfg = self._configs.get(h.pipeline_id)
             if h.name != camera or h.status not in LIVE or cfg is None or cfg.workflow_spec is None:
                 continue
-            steps = cfg.workflow_spec.get("steps") if isinstance(cfg.workflow_spec, dict) else None
-            if any(isinstance(s, dict) and step in str(s.get("type") or "") for s in steps or ()):
+            if any(step in kind for _, kind in spec_steps(cfg.workflow_spec)):
                 return True
         return False
 

@@ -47,8 +47,12 @@ async def _adopt(mgr: PipelineManager, cfg: PipelineConfig) -> PipelineHandle | 
     return handle
 
 
-async def restore_one(mgr: PipelineManager, cfg: PipelineConfig, retry_in: float | None = None) -> PipelineHandle:
-    """Start (or adopt) one saved pipeline; a failure becomes status `error` with the reason and what happens next."""
+async def restore_one(mgr: PipelineManager, cfg: PipelineConfig, retry_in: float | None = None,
+                      retried: bool = False) -> PipelineHandle:
+    """Start (or adopt) one saved pipeline; a failure becomes status `error` with the reason and what happens next.
+
+    The log warns on the first failure and when retries end; a `retried` one that fails again is logged at info (its
+    status and its pipeline_error alert say it already: the REPL printed two more warnings at every retry)."""
     try:
         handle = await _adopt(mgr, cfg) or await mgr.launch(cfg)
         failed = handle.status == "error"
@@ -61,7 +65,8 @@ async def restore_one(mgr: PipelineManager, cfg: PipelineConfig, retry_in: float
         nxt = (f"retrying in {retry_in:g} s" if retry_in is not None
                else f"not retried; `/vision stop {cfg.name}` removes it, `/vision start` opens it again")
         handle = handle.with_(status="error", error=f"{why} ({nxt})")
-        log.warning("pipeline %s could not be restored: %s", cfg.name, handle.error)
+        level = logging.INFO if retried and retry_in is not None else logging.WARNING
+        log.log(level, "pipeline %s could not be restored: %s", cfg.name, handle.error)
     return mgr.adopt_config(cfg, handle)
 
 
@@ -105,7 +110,7 @@ async def bring_back(mgr: PipelineManager, pending: list[PipelineConfig], backof
         if not pending:
             break
         retry_in = delays[attempt + 1] if attempt + 1 < len(delays) else None
-        results = [(cfg, await restore_one(mgr, cfg, retry_in)) for cfg in pending]
+        results = [(cfg, await restore_one(mgr, cfg, retry_in, retried=attempt > 0)) for cfg in pending]
         out = [h for h in out if h.pipeline_id not in {c.pipeline_id for c in pending}] + [h for _, h in results]
         pending = [cfg for cfg, h in results if h.status == "error"]
     return out

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import time
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from bot.backends.base import BackendError, PipelineHandle
 from bot.backends.provider import BackendProvider
@@ -146,3 +149,17 @@ async def test_slack_connects_while_three_dead_cameras_still_hang(slack_env, sla
             await stop_bot(running)
     finally:
         backend.timed_out.set()
+
+
+async def test_the_log_warns_on_the_first_failure_and_when_retries_end_not_at_each_retry(
+        tmp_path: Path, settings: Settings, caplog: pytest.LogCaptureFixture) -> None:
+    """The REPL printed two more WARNING lines at each retry of each dead camera, beside its pipeline_error alert."""
+    backend = DeadCameras(hang=0.0)
+    mgr = PipelineManager(lambda: backend, tmp_path / "active_state.json", settings)
+    save_state(mgr.state_path, [PipelineConfig("pipe_1", "door", DEAD[0], "builtin/people")])
+    with caplog.at_level(logging.INFO, logger="bot.pipelines.restore"):
+        [handle] = await restore_all(mgr, backoff=(0.01, 0.01, 0.01))
+    assert handle.status == "error" and backend.tries == 4
+    said = [(r.levelno, r.getMessage()) for r in caplog.records if "could not be restored" in r.getMessage()]
+    assert [level for level, _ in said] == [logging.WARNING, logging.INFO, logging.INFO, logging.WARNING]
+    assert "retrying in 0.01 s" in said[0][1] and "not retried" in said[-1][1]

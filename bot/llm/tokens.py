@@ -3,6 +3,7 @@ and the one rule cutting a text to a token budget."""
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -18,6 +19,20 @@ def estimate_tokens(text: str) -> int:
     Claude's tokenizer is not available offline; this over-counts JSON and prose, so a budget that holds here
     holds for the real tokenizer too.
     """
+    return _estimate_long(text) if len(text) >= _REMEMBER_FROM else _estimate(text)
+
+
+# A long text (the tool definitions, the system prompt) is counted once: it is the same at every call, and counting
+# it twice a turn (compaction's check, the budget's) cost ~10 ms of the event loop's CPU a turn.
+_REMEMBER_FROM = 2048
+
+
+@functools.lru_cache(maxsize=64)
+def _estimate_long(text: str) -> int:
+    return _estimate(text)
+
+
+def _estimate(text: str) -> int:
     return max(len(_TOKEN.findall(text)), math.ceil(len(text) / 3.5))
 
 

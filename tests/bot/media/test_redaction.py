@@ -40,6 +40,21 @@ def test_redact_masks_the_literal_values_of_the_bots_secrets(monkeypatch: pytest
     assert out == "roboflow ***, slack ***, a short word"  # too short to be a secret: left alone
 
 
+def test_a_long_text_masked_once_is_masked_again_for_a_secret_added_later(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Long texts (the system prompt's files) are masked once and remembered; a secret set after that, in the
+    environment or by add_secrets, is still masked in them, and the remembered text is what masking it gives."""
+    cameras = "| dock | rtsp://admin:hunter2@10.0.0.5/s1 |\n" * 60 + "token laterKEY-0123456789 and dockwordZZ9876\n"
+    assert len(cameras) > 2048
+    first = redact(cameras)
+    assert "hunter2" not in first and "laterKEY-0123456789" in first
+    assert redact(cameras) == first  # remembered: the same answer
+    monkeypatch.setenv("ROBOFLOW_API_KEY", "laterKEY-0123456789")
+    assert "laterKEY-0123456789" not in redact(cameras)
+    add_secrets(["dockwordZZ9876"])
+    again = redact(cameras)
+    assert "laterKEY-0123456789" not in again and "dockwordZZ9876" not in again and "hunter2" not in again
+
+
 @pytest.fixture
 def record_factory():
     """Put back the process's log record factory after a test installed the redacting one."""

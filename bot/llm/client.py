@@ -201,7 +201,9 @@ class LLMClient:
         message = await self._bounded(client, req, held, budget or WaitBudget(self.settings.llm.turn_timeout),
                                       on_text, lines)
         resp = parse_response(message)
-        resp.cost = self.usage.settle(held, resp.usage, session_key, list(lines))
+        resp.cost = self.usage.settle(held, resp.usage, session_key, list(lines), write=False)
+        # The figures changed at once; the file (write + fsync) off the event loop, and it holds the call on return.
+        await asyncio.to_thread(self.usage.save)
         return resp
 
     async def _bounded(self, client: Any, req: dict[str, Any], held: float, budget: WaitBudget,

@@ -76,6 +76,8 @@ class UsageTracker:
         self._sessions: dict[str, dict[str, Any]] = {}
         self._days: dict[str, dict[str, Any]] = self._read()
         self._lock = threading.Lock()
+        self._file_lock = threading.Lock()  # one writer of the file at a time; it writes the newest figures
+        self._changes = self._written = 0  # records made / the last record the file holds
         self._reserved: dict[str, float] = {}  # USD held by calls in flight, per budget line (budget.Payer.keys)
 
     def worst_case(self, prompt_tokens: int, max_tokens: int) -> float:
@@ -112,11 +114,16 @@ class UsageTracker:
             self._unhold(cost, keys or [TOTAL])
 
     def settle(self, held: float, usage: dict[str, int], session_key: str | None = None,
-               keys: list[str] | None = None) -> float:
-        """Swap a call's hold for its actual usage in one step (no check sees neither); returns the cost."""
+               keys: list[str] | None = None, write: bool = True) -> float:
+        """Swap a call's hold for its actual usage in one step (no check sees neither); returns the cost.
+
+        `write=False`: the figures change at once, the file when the caller runs `save()` (off the event loop)."""
         with self._lock:
             self._unhold(held, keys or [TOTAL])
-            return self._record(usage, session_key, keys or [TOTAL])
+            cost = self._record(usage, session_key, keys or [TOTAL])
+        if write:
+            self.save()
+        return cost
 
     def _unhold(self, cost: float, keys: list[str]) -> None:
         for k in keys:
@@ -125,7 +132,9 @@ class UsageTracker:
     def add(self, usage: dict[str, int], session_key: str | None = None) -> float:
         """Record one response's usage; returns its cost in USD."""
         with self._lock:
-            return self._record(usage, session_key)
+            cost = self._record(usage, session_key)
+        self.save()
+        return cost
 
     def _record(self, usage: dict[str, int], session_key: str | None, keys: list[str] = [TOTAL]) -> float:  # noqa: B006
         cost = cost_of(usage, self.model)
@@ -137,7 +146,7 @@ class UsageTracker:
                 by[k] = round(by.get(k, 0.0) + cost, 9)
         if session_key is not None:
             _add(self._sessions.setdefault(session_key, _empty()), usage, cost)
-        self._write()
+        self._changes += 1
         return cost
 
     def today(self) -> dict[str, Any]:
@@ -161,8 +170,21 @@ class UsageTracker:
                 day["cost"] = 0.0
         return days
 
-    def _write(self) -> None:
-        if self.path is None:
-            return
+    def save(self) -> None:
+        """Write the file unless it already holds every record (blocking: write + fsync, with its .bak copy).
+
+        50 calls settling at once each wrote it on the event loop (7.6 ms a call in a 50-thread burst, profiled); from
+        threads they coalesce: a save that waited for another's finds its record written and returns."""
+        with self._file_lock:
+            with self._lock:
+                if self._written == self._changes:
+                    return
+                changes, text = self._changes, self._text()
+            if self.path is not None:
+                write_atomic(self.path, text, keep_copy=True)
+            with self._lock:
+                self._written = max(self._written, changes)
+
+    def _text(self) -> str:
         recent = dict(sorted(self._days.items())[-62:])  # two months of history is plenty
-        write_atomic(self.path, json.dumps(recent, indent=1), keep_copy=True)
+        return json.dumps(recent, indent=1)

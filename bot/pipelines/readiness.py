@@ -17,7 +17,7 @@ from bot.backends.base import LIVE, BackendError, InferenceResult, PipelineHandl
 from bot.backends.faults.kinds import lasted
 from bot.media.motion import moving
 from bot.media.redaction import redact
-from bot.pipelines.limits import HEAD, cannot_count
+from bot.pipelines.limits import HEAD, cannot_count, small_so_far
 
 COLUMNS = ("Camera", "Pipeline", "State", "Resolution", "FPS asked / delivered", "Person height", "Light", "Motion",
            "Last frame", "Can count")
@@ -152,20 +152,9 @@ def _can_count(h: PipelineHandle, result: InferenceResult | None) -> tuple[bool 
     why = cannot_count(result.values)
     if why:
         return False, why.removeprefix(HEAD)
-    if early := _small_so_far(_camera_part(result)):
+    if early := small_so_far(result.values):
         return None, early
     return True, ""
-
-
-def _small_so_far(camera: Mapping[str, Any]) -> str | None:
-    """People measured under the detector's smallest while the measure still settles (its first blobs read up to ~40 %
-    short of the settled height on real footage, so no alert says it yet: the table does, as a maybe). A 160x120
-    camera's people (~17 px of 24) were a 'yes' for the first ~20 s of frames (field test)."""
-    typical, smallest = _num(camera, "person_px"), _num(camera, "smallest_px")
-    if camera.get("settled") is not False or typical is None or smallest is None or typical >= smallest:
-        return None
-    return (f"still measuring people's size: about {typical:.0f} px tall so far, under the {smallest:.0f} px "
-            "builtin/people finds — if that holds, use the main stream (a higher resolution) or a Roboflow model")
 
 
 def pipeline_row(h: PipelineHandle, camera: str, src: Source) -> Readiness:

@@ -196,3 +196,15 @@ def test_people_small_so_far_are_a_maybe_while_the_size_settles(px, can, said) -
     assert cannot_count({"camera": early}) is None  # the alert waits for the settled measure
     if said:  # the status line names it too
         assert f"tiny: not yet — {said}" in summary([r])
+
+
+def test_a_dark_picture_says_nothing_of_its_people_size_while_it_settles_either() -> None:
+    """In a dark picture noise blobs misread people's size (a dark garden's leaves read as people 15 px tall): the
+    size is not said there, settled (limits.cannot_count) or not (the readiness maybe), by the same rule."""
+    early = {**SETTLED, "settled": False, "person_px": 15.0, "smallest_px": 24.0, "poor_light": "too dark",
+             "unseen_seconds": 0}
+    r = table_of([handle("garden")], {"p_garden": res(early, size=(640, 480))})["garden"]
+    assert r.can_count is True and "measuring" not in r.why
+    bright = {**early, "poor_light": "too noisy"}
+    r = table_of([handle("garden")], {"p_garden": res(bright, size=(160, 120))})["garden"]
+    assert r.can_count is None and "about 15 px tall so far" in r.why

@@ -3,6 +3,7 @@ and how it scans a still, whose people it cannot measure."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from bot.backends.builtin.people_scale import (
@@ -69,3 +70,58 @@ def test_min_height_says_the_smallest_person_instead():
     assert still_scale(SUBSTREAM, 64, BUDGET, PERSON_PX) == DEFAULT
     assert still_scale((3000, 4000, 3), 200, BUDGET, PERSON_PX) == PERSON_PX / 200
     assert still_scale(SUBSTREAM, 1, BUDGET, PERSON_PX) == PERSON_PX / 8  # floored; the scan caps it at max_side
+
+
+def _measured(typical: float) -> CameraState:
+    state = _state(*[typical] * MIN_SAMPLES)
+    state.since_full = 0.0  # the whole-frame rescan is not due
+    return state
+
+
+def _area(crop: tuple[int, ...]) -> int:
+    return (crop[2] - crop[0]) * (crop[3] - crop[1])
+
+
+def test_a_whole_person_is_scanned_with_room_for_the_window_and_a_fragment_with_room_for_a_person():
+    typical = 100.0
+    state = _measured(typical)
+    person, fragment = (100, 100, 140, 200), (400, 100, 470, 160)  # a standing blob; a 70x60 one (an arm, a bag)
+    state.shaped = [(person, False)]
+    scale, crops = plan(state, (480, 640, 3), [person, fragment], DEFAULT, WINDOW, PERSON_PX)
+    assert len(crops) == 2
+    around_person = next(c for c in crops if c[0] <= person[0] and c[2] >= person[2])
+    around_fragment = next(c for c in crops if c is not around_person)
+    # HOG's window holds the person 96 of 128 px tall and 64 px wide: it must fit round the blob
+    tall = person[3] - person[1]
+    assert around_person[3] - around_person[1] >= tall * WINDOW[1] / PERSON_PX
+    assert around_person[2] - around_person[0] >= tall * WINDOW[0] / PERSON_PX
+    assert around_person[1] <= person[1] and around_person[3] >= person[3]
+    # a fragment may be the top of someone: a whole typical person fits beside and below it
+    assert around_fragment[3] - fragment[1] >= 0.6 * typical and around_fragment[2] - around_fragment[0] >= typical
+    assert _area(around_person) < _area(around_fragment)
+
+
+def test_a_person_found_last_frame_is_scanned_tightly_and_every_walker_of_a_crowd_is_covered():
+    typical = 100.0
+    state = _measured(typical)
+    state.last_boxes = np.array([[300, 200, 340, 300]], np.float32)
+    _, crops = plan(state, (480, 640, 3), [], DEFAULT, WINDOW, PERSON_PX)
+    assert len(crops) == 1 and _area(crops[0]) <= 1.7 * 100 * 100  # the box and its margins, not a person beside it
+    crowd = [(x, 150 + x // 8, x + 40, 250 + x // 8) for x in range(0, 600, 45)]  # walkers in a row, overlapping crops
+    state.shaped = [(b, False) for b in crowd]
+    _, crops = plan(state, (480, 640, 3), crowd, DEFAULT, WINDOW, PERSON_PX)
+    for b in crowd:  # merged or not, each walker lies inside one crop with its window margins
+        assert any(c[0] <= b[0] and c[1] <= b[1] - 15 and c[2] >= b[2] and c[3] >= b[3] + 15 for c in crops), b
+
+
+def test_in_a_dark_or_noisy_picture_or_at_low_fps_every_region_keeps_room_for_a_whole_person():
+    typical = 100.0
+    person = (100, 100, 140, 200)
+    sizes = []
+    for tight in (True, False):
+        state = _measured(typical)
+        state.shaped = [(person, False)]
+        state.last_boxes = np.array([[300, 200, 340, 300]], np.float32)
+        _, crops = plan(state, (480, 640, 3), [person], DEFAULT, WINDOW, PERSON_PX, tight=tight)
+        sizes.append(sorted(_area(c) for c in crops))
+    assert all(tight < loose for tight, loose in zip(*sizes, strict=True))  # the brightened copy's blobs are ragged

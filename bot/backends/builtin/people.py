@@ -36,7 +36,6 @@ from bot.backends.builtin.light import conditions as light_conditions
 from bot.backends.builtin.line_counter import video_time
 from bot.backends.builtin.motion_gate import Gates
 from bot.backends.builtin.people_scale import (
-    TIGHT_FPS,
     UPSCALE_CAP,
     VIDEO_FIRST_PX,
     CameraState,
@@ -149,7 +148,7 @@ class HogPeopleDetectorBlockV1(WorkflowBlock):
         else:
             regions = observe(state, frame, dt, lambda small: brighten(light, small))
             scale, crops = plan(state, frame.shape, regions, default_scale, _HOG_WINDOW, _HOG_PERSON_PX,
-                                tight=not light.poor() and 0.0 < dt <= 1.0 / TIGHT_FPS)
+                                dt, light.poor())
         found = [self._scan(frame, crop, min(scale, side / max(crop[2] - crop[0], crop[3] - crop[1])), scale_step,
                             light) for crop in crops]
         boxes = np.concatenate([b for b, _ in found]) if found else np.zeros((0, 4), np.float32)

@@ -33,7 +33,7 @@ FULL_FRAME_SHARE = 0.5  # regions covering more of the frame than this: scan the
 # within a second, or one more; 0.2 / 0.15 lost true crossings (x0.5 3 fps: 33 -> 31) and recall (x1 10 fps: 0.74).
 PERSON_PAD = (0.25, 0.2)
 REGION_PAD = (0.5, 0.35)  # part of a person, or several: room for a whole one beside / above it
-TIGHT_FPS = 4.0  # PERSON_PAD from this frame rate (plan's `tight`)
+TIGHT_FPS = 4.0  # PERSON_PAD from this frame rate (plan)
 UPSCALE_CAP = 4.0  # beyond this HOG sees interpolation, not people; and the cost grows with its square
 _SPECKS = np.ones((3, 1), np.uint8)  # the mask opening: 3 px tall, 1 wide
 SHARE_SECONDS = 30.0  # the share of moments with person-shaped motion in which someone was found: over about this
@@ -149,12 +149,12 @@ def still_scale(shape: tuple[int, ...], min_height: int | None, side: float, per
 
 def plan(state: CameraState, shape: tuple[int, ...], regions: list[tuple[int, int, int, int]],
          default_scale: float, window: tuple[int, int], person_px: float,
-         tight: bool = True) -> tuple[float, list[tuple[int, int, int, int]]]:
+         dt: float = 0.0, poor: bool = False) -> tuple[float, list[tuple[int, int, int, int]]]:
     """(upscale, crops to scan): the measured scale once known, over moving regions and last hits, or the frame.
-    `tight`: a whole person's blob or last box gets PERSON_PAD. The caller says so only when the picture is neither
-    dark nor noisy (light.py: the brightened copy's blobs are ragged; a noisy night lost 7 of 66 crossings to the
-    tight pad) and frames come at least TIGHT_FPS a second (a walker moves further than the pad between frames at
-    2 fps: a noisy IR sub-stream counted 20 of 16). Otherwise every region keeps REGION_PAD, as before it."""
+    A whole person's blob or last box gets PERSON_PAD when this frame came at most 1 / TIGHT_FPS s (`dt`) after the
+    last (a walker moves further than the pad between frames at 2 fps: a noisy IR sub-stream counted 20 of 16) and
+    the picture is not `poor` (dark or noisy, light.py: the brightened copy's blobs are ragged; a noisy night lost 7
+    of 66 crossings to the tight pad). Otherwise every region keeps REGION_PAD, as before it."""
     height, width = shape[:2]
     typical = state.person_height()
     whole = [(0, 0, width, height)]
@@ -172,10 +172,10 @@ def plan(state: CameraState, shape: tuple[int, ...], regions: list[tuple[int, in
     # A person found last frame, or a blob shaped like one standing person, is a whole person already: a little room
     # around it for HOG's window margins. Any other region may be part of a person (an arm, a torso over a parked
     # car) or several: room for a whole person beside / above it. At least the detector's window either way.
-    standing = {box for box, lying in state.shaped if not lying} if tight else set()
-    found = PERSON_PAD if tight else REGION_PAD
-    boxes = [((int(b[0]), int(b[1]), int(b[2]), int(b[3])), found) for b in state.last_boxes]
-    boxes += [(r, PERSON_PAD if r in standing else REGION_PAD) for r in regions if r[3] - r[1] >= 0.3 * typical]
+    person = PERSON_PAD if not poor and 0.0 < dt <= 1.0 / TIGHT_FPS else REGION_PAD
+    standing = {box for box, lying in state.shaped if not lying}
+    boxes = [((int(b[0]), int(b[1]), int(b[2]), int(b[3])), person) for b in state.last_boxes]
+    boxes += [(r, person if r in standing else REGION_PAD) for r in regions if r[3] - r[1] >= 0.3 * typical]
     min_w, min_h = window[0] / scale, window[1] / scale
     crops = []
     for (x1, y1, x2, y2), (share_x, share_y) in boxes:

@@ -72,6 +72,9 @@ def test_min_height_says_the_smallest_person_instead():
     assert still_scale(SUBSTREAM, 1, BUDGET, PERSON_PX) == PERSON_PX / 8  # floored; the scan caps it at max_side
 
 
+FIVE_FPS = 0.2  # seconds between frames
+
+
 def _measured(typical: float) -> CameraState:
     state = _state(*[typical] * MIN_SAMPLES)
     state.since_full = 0.0  # the whole-frame rescan is not due
@@ -87,7 +90,7 @@ def test_a_whole_person_is_scanned_with_room_for_the_window_and_a_fragment_with_
     state = _measured(typical)
     person, fragment = (100, 100, 140, 200), (400, 100, 470, 160)  # a standing blob; a 70x60 one (an arm, a bag)
     state.shaped = [(person, False)]
-    scale, crops = plan(state, (480, 640, 3), [person, fragment], DEFAULT, WINDOW, PERSON_PX)
+    scale, crops = plan(state, (480, 640, 3), [person, fragment], DEFAULT, WINDOW, PERSON_PX, FIVE_FPS)
     assert len(crops) == 2
     around_person = next(c for c in crops if c[0] <= person[0] and c[2] >= person[2])
     around_fragment = next(c for c in crops if c is not around_person)
@@ -105,23 +108,28 @@ def test_a_person_found_last_frame_is_scanned_tightly_and_every_walker_of_a_crow
     typical = 100.0
     state = _measured(typical)
     state.last_boxes = np.array([[300, 200, 340, 300]], np.float32)
-    _, crops = plan(state, (480, 640, 3), [], DEFAULT, WINDOW, PERSON_PX)
+    _, crops = plan(state, (480, 640, 3), [], DEFAULT, WINDOW, PERSON_PX, FIVE_FPS)
     assert len(crops) == 1 and _area(crops[0]) <= 1.7 * 100 * 100  # the box and its margins, not a person beside it
     crowd = [(x, 150 + x // 8, x + 40, 250 + x // 8) for x in range(0, 600, 45)]  # walkers in a row, overlapping crops
     state.shaped = [(b, False) for b in crowd]
-    _, crops = plan(state, (480, 640, 3), crowd, DEFAULT, WINDOW, PERSON_PX)
+    _, crops = plan(state, (480, 640, 3), crowd, DEFAULT, WINDOW, PERSON_PX, FIVE_FPS)
     for b in crowd:  # merged or not, each walker lies inside one crop with its window margins
         assert any(c[0] <= b[0] and c[1] <= b[1] - 15 and c[2] >= b[2] and c[3] >= b[3] + 15 for c in crops), b
 
 
-def test_in_a_dark_or_noisy_picture_or_at_low_fps_every_region_keeps_room_for_a_whole_person():
-    typical = 100.0
+@pytest.mark.parametrize(("dt", "poor"), [(FIVE_FPS, True), (0.5, False), (1 / 3, False), (0.0, False)])
+def test_in_a_dark_or_noisy_picture_or_under_4_fps_every_region_keeps_room_for_a_whole_person(dt, poor):
+    """Poor light: the brightened copy's blobs are ragged. 2-3 fps: a walker moves further than the tight pad between
+    frames. The first frame (dt 0): no interval known yet."""
     person = (100, 100, 140, 200)
-    sizes = []
-    for tight in (True, False):
-        state = _measured(typical)
+
+    def areas(dt: float, poor: bool) -> list[int]:
+        state = _measured(100.0)
         state.shaped = [(person, False)]
         state.last_boxes = np.array([[300, 200, 340, 300]], np.float32)
-        _, crops = plan(state, (480, 640, 3), [person], DEFAULT, WINDOW, PERSON_PX, tight=tight)
-        sizes.append(sorted(_area(c) for c in crops))
-    assert all(tight < loose for tight, loose in zip(*sizes, strict=True))  # the brightened copy's blobs are ragged
+        _, crops = plan(state, (480, 640, 3), [person], DEFAULT, WINDOW, PERSON_PX, dt, poor)
+        return sorted(_area(c) for c in crops)
+
+    tight, loose = areas(FIVE_FPS, False), areas(dt, poor)
+    assert len(tight) == len(loose) == 2
+    assert all(t < lo for t, lo in zip(tight, loose, strict=True))

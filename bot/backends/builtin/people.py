@@ -35,6 +35,7 @@ from bot.backends.builtin.light import account as account_light
 from bot.backends.builtin.light import conditions as light_conditions
 from bot.backends.builtin.line_counter import video_time
 from bot.backends.builtin.motion_gate import Gates
+from bot.backends.builtin.people_carry import carry, fresh_only, remember, unscanned
 from bot.backends.builtin.people_scale import (
     UPSCALE_CAP,
     VIDEO_FIRST_PX,
@@ -60,8 +61,9 @@ class HogPeopleManifest(_DetectorManifest):
             "mostly unoccluded people; misses people sitting, lying, cut off by the frame edge or seen from "
             "above. In video (`adaptive`) it measures how tall people are in this camera from the moving blobs "
             "shaped like a person, upscales to that, and scans where things move (the whole frame every few "
-            "seconds; with `motion_gate`, a frame where nothing moved repeats the last findings, the whole frame "
-            "scanned at least every 4 s; before it has measured, people from 64 px); a still image is scanned whole, "
+            "seconds; at 4 fps and up a person found twice running, apart from others, is followed into the next "
+            "frame by their picture instead of a scan; with `motion_gate`, a frame where nothing moved repeats the "
+            "last findings, the whole frame scanned at least every 4 s; before it has measured, people from 64 px); a still image is scanned whole, "
             "upscaled until its longer side reaches `max_side` (at most 4x), so a small still finds people from "
             "24-30 px tall and a large one is scaled down to `max_side`; `min_height` sets the smallest person instead.",
         )
@@ -140,25 +142,34 @@ class HogPeopleDetectorBlockV1(WorkflowBlock):
             detections = to_detections(images, repeated[0], repeated[1], "person")
             return self._output(images, state, detections, self._unmeasured(images, min_height, max_side)[1], light)
         frame = images.numpy_image
-        measure(light, frame, self._now(images))  # dark or noisy: the crops are lifted / denoised before HOG sees them
+        now = self._now(images)
+        measure(light, frame, now)  # dark or noisy: the crops are lifted / denoised before HOG sees them
         side, smallest = self._unmeasured(images, min_height, max_side)
         default_scale = _HOG_PERSON_PX / smallest
+        carried, carried_confidence = np.zeros((0, 4), np.float32), np.zeros(0, np.float32)
+        before = np.zeros((0, 4), np.float32)
         if state is None:
             scale, crops = default_scale, [(0, 0, frame.shape[1], frame.shape[0])]
         else:
             regions = observe(state, frame, dt, lambda small: brighten(light, small))
+            # people followed from the last frame by their picture: HOG scans neither them nor the blob they explain
+            carried, carried_confidence, regions = carry(state, frame, now, regions, light.poor())
+            before, state.last_boxes = state.last_boxes, unscanned(carried, state.last_boxes)
             scale, crops = plan(state, frame.shape, regions, default_scale, _HOG_WINDOW, _HOG_PERSON_PX,
                                 dt, light.poor())
         found = [self._scan(frame, crop, min(scale, side / max(crop[2] - crop[0], crop[3] - crop[1])), scale_step,
                             light) for crop in crops]
         boxes = np.concatenate([b for b, _ in found]) if found else np.zeros((0, 4), np.float32)
         margins = np.concatenate([m for _, m in found]) if found else np.zeros(0, np.float32)
-        detections = to_detections(images, boxes, _squash(margins), "person", confidence)
+        carried, carried_confidence = fresh_only(carried, carried_confidence, boxes[_squash(margins) >= confidence])
+        detections = to_detections(images, np.concatenate([boxes, carried]),
+                                   np.concatenate([_squash(margins), carried_confidence]), "person", confidence)
         if len(detections) > 1:
             detections = detections.with_nms(threshold=iou_threshold)
         if motion_gate:
             self._gates.found(images, (detections.xyxy.copy(), _confidences(detections)))
         if state is not None:
+            remember(state, frame, now, detections.xyxy, _confidences(detections), carried, before)
             state.last_boxes = detections.xyxy.copy()
             account(state, len(detections), dt)
             account_light(light, [box for box, lying in state.shaped if not lying], detections.xyxy, dt)

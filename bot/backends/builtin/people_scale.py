@@ -55,6 +55,7 @@ class CameraState:
     found_share: float = 1.0  # of recent moments with person-shaped motion, the share with someone found
     # this frame's person-sized blobs (x1, y1, x2, y2 in frame px, lying: wider than tall), for people_turn.py
     shaped: list[tuple[tuple[int, int, int, int], bool]] = field(default_factory=list)
+    patches: list[Any] = field(default_factory=list)  # people found this frame that the next may carry (people_carry)
 
     def settled(self) -> bool:
         """The height window is full: early blobs (people already in the first frame leave ghosts) have aged out."""

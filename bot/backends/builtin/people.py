@@ -157,6 +157,8 @@ class HogPeopleDetectorBlockV1(WorkflowBlock):
             before, state.last_boxes = state.last_boxes, unscanned(carried, state.last_boxes)
             scale, crops = plan(state, frame.shape, regions, default_scale, _HOG_WINDOW, _HOG_PERSON_PX,
                                 dt, light.poor())
+            if crops == [(0, 0, frame.shape[1], frame.shape[0])]:  # HOG looks everywhere: nothing is carried
+                carried, carried_confidence = np.zeros((0, 4), np.float32), np.zeros(0, np.float32)
         found = [self._scan(frame, crop, min(scale, side / max(crop[2] - crop[0], crop[3] - crop[1])), scale_step,
                             light) for crop in crops]
         boxes = np.concatenate([b for b, _ in found]) if found else np.zeros((0, 4), np.float32)

@@ -32,12 +32,14 @@ _MIN_PX = 8  # a picture smaller than this (on the half-size copy) matches anyth
 
 @dataclass
 class Patch:
-    """A person HOG found: the box (frame px), its confidence, the grey picture and the video time it was taken."""
+    """A person HOG found: the box (frame px), its confidence, the grey picture, the video time it was taken and
+    the frame's size then (a stream that changes size mid-way starts afresh)."""
 
     box: np.ndarray
     confidence: float
     image: np.ndarray
     clock: float
+    shape: tuple[int, int]
 
 
 def _grey(frame: np.ndarray) -> np.ndarray:
@@ -97,7 +99,7 @@ def _find(patch: Patch, grey: np.ndarray) -> np.ndarray | None:
         return None
     scores = cv2.matchTemplate(area, patch.image, cv2.TM_CCOEFF_NORMED)
     _, best, _, (bx, by) = cv2.minMaxLoc(scores)
-    if not best >= MATCH:  # also NaN (a flat picture)
+    if not best >= MATCH:  # also NaN; a flat picture matches everywhere alike, which CLEAR turns down
         return None
     # Any other place as good is a second person alike, or a texture: not clear which is this one.
     rx, ry = max(2, w // 4), max(2, h // 4)
@@ -105,7 +107,8 @@ def _find(patch: Patch, grey: np.ndarray) -> np.ndarray | None:
     if scores.max() > best - CLEAR:
         return None
     shift = np.array([sx1 + bx - x1, sy1 + by - y1] * 2, np.float32) / SHRINK
-    return patch.box + shift
+    height, width = grey.shape[0] / SHRINK, grey.shape[1] / SHRINK
+    return np.clip(patch.box + shift, 0, [width, height, width, height]).astype(np.float32)
 
 
 def carry(state: CameraState, frame: np.ndarray, now: float | None, regions: list[tuple[int, int, int, int]],
@@ -117,7 +120,7 @@ def carry(state: CameraState, frame: np.ndarray, now: float | None, regions: lis
     none = np.zeros((0, 4), np.float32), np.zeros(0, np.float32), regions
     if poor or now is None or not patches or state.since_full >= RESCAN_SECONDS:
         return none
-    fresh = [p for p in patches if 0.0 < now - p.clock <= 1.0 / TIGHT_FPS]
+    fresh = [p for p in patches if 0.0 < now - p.clock <= 1.0 / TIGHT_FPS and p.shape == frame.shape[:2]]
     if not fresh:
         return none
     grey = _grey(frame)
@@ -142,10 +145,14 @@ def unscanned(carried: np.ndarray, last_boxes: np.ndarray) -> np.ndarray:
 
 
 def fresh_only(carried: np.ndarray, confidences: np.ndarray, found: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Carried boxes HOG did not find again this frame anyway (its find wins: it is this frame's)."""
+    """Carried boxes HOG did not find again this frame anyway (its find wins: it is this frame's). A carried box
+    whose centre lies in a find is that person too, however little they overlap (a match off by half a width)."""
     if len(carried) == 0 or len(found) == 0:
         return carried, confidences
-    keep = _iou(carried, found).max(axis=1) < SAME
+    cx, cy = (carried[:, 0] + carried[:, 2]) / 2, (carried[:, 1] + carried[:, 3]) / 2
+    inside = ((found[None, :, 0] <= cx[:, None]) & (cx[:, None] <= found[None, :, 2])
+              & (found[None, :, 1] <= cy[:, None]) & (cy[:, None] <= found[None, :, 3])).any(axis=1)
+    keep = (_iou(carried, found).max(axis=1) < SAME) & ~inside
     return carried[keep], confidences[keep]
 
 
@@ -158,9 +165,10 @@ def remember(state: CameraState, frame: np.ndarray, now: float | None, boxes: np
     hog = np.ones(len(boxes), bool) if len(carried) == 0 else ~(_iou(boxes, carried).max(axis=1) >= 0.99)
     seen = _iou(boxes, before).max(axis=1) >= SAME
     grey = None
-    for box, confidence in zip(boxes[hog & seen & _apart(boxes)], confidences[hog & seen & _apart(boxes)],
-                               strict=True):
+    chosen = hog & seen & _apart(boxes)
+    for box, confidence in zip(boxes[chosen], confidences[chosen], strict=True):
         grey = _grey(frame) if grey is None else grey
         x1, y1, x2, y2 = _clip(box, grey.shape)
         if y2 - y1 >= _MIN_PX and x2 - x1 >= _MIN_PX:
-            state.patches.append(Patch(box.copy(), float(confidence), grey[y1:y2, x1:x2].copy(), now))
+            state.patches.append(Patch(box.copy(), float(confidence), grey[y1:y2, x1:x2].copy(), now,
+                                       (frame.shape[0], frame.shape[1])))

@@ -57,7 +57,8 @@ def test_a_person_found_twice_running_is_carried_to_where_their_picture_moved():
     assert len(unscanned(boxes, _box(200, 150))) == 0  # nor its last box
 
 
-@pytest.mark.parametrize("why", ["2 fps", "poor light", "rescan due", "nothing moved there", "first frame"])
+@pytest.mark.parametrize("why", ["2 fps", "poor light", "rescan due", "nothing moved there", "a still",
+                                 "new frame size"])
 def test_nothing_is_carried_when_the_detector_should_look(why):
     state, person = _found_twice(200, 150)
     ground, _ = _scene()
@@ -70,8 +71,10 @@ def test_nothing_is_carried_when_the_detector_should_look(why):
         state.since_full = RESCAN_SECONDS  # the whole frame is scanned anyway
     elif why == "nothing moved there":
         moved = [(500, 300, 540, 400)]  # the picture matched, but no motion there: not a walker
-    else:
+    elif why == "a still":
         now = None  # a still image has no clock
+    else:  # the stream switched to another size (a profile change without a reconnect): old coordinates mean nothing
+        ground = np.pad(ground, ((0, 32), (0, 32), (0, 0)))
     boxes, _, left = carry(state, _frame(ground, person, 212, 153), now, moved, poor)
     assert len(boxes) == 0 and left == moved  # everything left for HOG to scan
     assert state.patches == []
@@ -116,10 +119,24 @@ def test_a_picture_that_matches_in_several_places_is_not_carried():
 
 
 def test_the_detectors_own_find_replaces_a_carried_box():
-    carried = np.array([[200, 150, 240, 250], [400, 100, 440, 200]], np.float32)
-    kept, confidence = fresh_only(carried, np.array([0.8, 0.7], np.float32), np.array([[203, 151, 243, 252]],
-                                                                                     np.float32))
+    carried = np.array([[200, 150, 240, 250], [400, 100, 440, 200], [600, 100, 640, 200]], np.float32)
+    found = np.array([[203, 151, 243, 252], [595, 60, 665, 260]], np.float32)  # the second: IoU 0.29, centre in
+    kept, confidence = fresh_only(carried, np.array([0.8, 0.7, 0.6], np.float32), found)
     assert kept.tolist() == [[400, 100, 440, 200]] and confidence.tolist() == pytest.approx([0.7])
+
+
+def test_a_box_partly_outside_the_frame_is_carried_inside_it():
+    """HOG's boxes can reach past the frame's edge (its window's padding); the carried one is clipped to the frame."""
+    ground, person = _scene()
+    state = CameraState(since_full=0.0)
+    first = ground.copy()
+    first[150:150 + PERSON[1], 0:PERSON[0] - 6] = person[:, 6:]  # the person's box starts 6 px left of the frame
+    box = np.array([[-6, 150, PERSON[0] - 6, 150 + PERSON[1]]], np.float32)
+    remember(state, first, 10.0, box, np.array([0.9], np.float32), np.zeros((0, 4), np.float32), box - [6, 0, 6, 0])
+    nxt = ground.copy()
+    nxt[150:150 + PERSON[1], 0:PERSON[0] - 2] = person[:, 2:]  # 4 px to the right
+    boxes, _, _ = carry(state, nxt, 10.0 + STEP, _moved(0, 150), False)
+    assert len(boxes) == 1 and boxes[0, 0] == 0 and abs(boxes[0, 2] - (PERSON[0] - 2)) <= 2
 
 
 def test_on_real_footage_carried_people_are_where_the_detector_finds_them_at_less_cost(monkeypatch):
@@ -172,7 +189,7 @@ def test_on_real_footage_carried_people_are_where_the_detector_finds_them_at_les
                                       video_metadata=meta)
             results[name] = block.run(images=image, confidence=0.5, min_height=64, max_side=1280, scale_step=1.1,
                                       iou_threshold=0.45)["predictions"].xyxy
-        carried = carried_boxes[-1]
+        carried = carried_boxes.pop() if carried_boxes else np.zeros((0, 4), np.float32)  # none: a repeated frame
         if len(carried) and len(results["off"]):
             from bot.backends.builtin.people_carry import _iou
 

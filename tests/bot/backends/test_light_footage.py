@@ -70,11 +70,17 @@ async def test_a_night_ir_or_noisy_camera_counts_within_a_fifth_of_by_eye_and_sa
 
 
 async def test_a_picture_too_dark_and_noisy_to_see_anyone_says_so_with_what_would_help(
-        direct_backend, workspace_dir: Path, settings: Settings) -> None:
+        direct_backend, workspace_dir: Path, settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    from bot.pipelines import limits
+
+    # The product waits BLIND_SECONDS (2 min) of people-shaped motion mostly unseen before it says so; the suite
+    # shortens that to 40 s of video, so the 42 s clip looped twice is enough (3.5 min of it took 200 s of the
+    # suite). The 2-minute rule itself: tests/bot/pipelines/test_limits.py.
+    monkeypatch.setattr(limits, "BLIND_SECONDS", 40.0)
     expected = json.loads((DATA / "street_2fps.json").read_text())
     dark = derive(DATA / "street_2fps.mp4", Light("black night, poor sensor", dark=2.3, noise=1.8),
                   workspace_dir / "dark.mp4", sensor=2)
-    clip = looped(dark, 5, workspace_dir / "dark5.mp4")  # 3.5 min of video: long enough to judge
+    clip = looped(dark, 2, workspace_dir / "dark2.mp4")
     _, status = await _run(direct_backend, workspace_dir, settings, clip, expected["line"])
     assert "cannot count reliably: the light is too poor to find people" in status, status
     assert "IR illuminator" in status and "main stream" in status and "Roboflow model" in status

@@ -63,9 +63,10 @@ class HogPeopleManifest(_DetectorManifest):
             "shaped like a person, upscales to that, and scans where things move (the whole frame every few "
             "seconds; at 4 fps and up a person found twice running, apart from others, is followed into the next "
             "frame by their picture instead of a scan; with `motion_gate`, a frame where nothing moved repeats the "
-            "last findings, the whole frame scanned at least every 4 s; before it has measured, people from 64 px); a still image is scanned whole, "
-            "upscaled until its longer side reaches `max_side` (at most 4x), so a small still finds people from "
-            "24-30 px tall and a large one is scaled down to `max_side`; `min_height` sets the smallest person instead.",
+            "last findings, the whole frame scanned at least every 4 s; before it has measured, people from 64 px); "
+            "a still image is scanned whole, upscaled until its longer side reaches `max_side` (at most 4x), so a "
+            "small still finds people from 24-30 px tall and a large one is scaled down to `max_side`; `min_height` "
+            "sets the smallest person instead.",
         )
     )
     confidence: Selector(kind=[FLOAT_ZERO_TO_ONE_KIND]) | FloatZeroToOne = _confidence_field(0.5)

@@ -3,7 +3,7 @@
 HOG is ~90 % of a busy camera's CPU, and at 4 fps and up a walker moves a fraction of their height between frames.
 A person HOG found in two frames running (so not a one-frame stray hit: leaves in the wind), with no one else
 within a step (two who walk together or cross paths may swap places in a match), leaves a small grey picture of
-themselves; in the next frame, if it came within 1 / TIGHT_FPS s and the light is clear, that picture is
+themselves; in the next frame, if it came soon enough in a clear picture (people_scale.close), that picture is
 looked for within a step's reach. Found there clearly (well matched, and no second place nearly as good: a crowd or a
 repeating texture) and where something moved, the box is carried: HOG scans neither it nor the moving blob it
 explains. A carried box leaves no picture, so the frame after, HOG looks again: nothing is carried twice running, a
@@ -16,8 +16,9 @@ from dataclasses import dataclass
 
 import cv2
 import numpy as np
+import supervision as sv
 
-from bot.backends.builtin.people_scale import RESCAN_SECONDS, TIGHT_FPS, CameraState
+from bot.backends.builtin.people_scale import RESCAN_SECONDS, CameraState, close
 
 SHRINK = 0.5  # the match runs on a half-size grey copy (a walker's picture of ~50x20 px: well under a millisecond)
 REACH = (0.3, 0.15)  # where to look: shares of the person's height each side / above and below (a run at 4 fps)
@@ -64,16 +65,6 @@ def _inside(box: np.ndarray | tuple[float, ...], others: list) -> float:
     return min(1.0, covered / max(_area(box), 1.0))
 
 
-def _iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """IoU of every box in a (n, 4) with every box in b (m, 4): (n, m)."""
-    lo = np.maximum(a[:, None, :2], b[None, :, :2])
-    hi = np.minimum(a[:, None, 2:], b[None, :, 2:])
-    inter = np.prod(np.clip(hi - lo, 0, None), axis=2)
-    area_a = np.prod(a[:, 2:] - a[:, :2], axis=1)
-    area_b = np.prod(b[:, 2:] - b[:, :2], axis=1)
-    return inter / np.maximum(area_a[:, None] + area_b[None, :] - inter, 1e-6)
-
-
 def _apart(boxes: np.ndarray) -> np.ndarray:
     """Which people have no one else within a step's reach: two who walk together or cross paths may swap places
     in a picture match (and in the tracker after it), so HOG looks at them every frame."""
@@ -114,13 +105,13 @@ def _find(patch: Patch, grey: np.ndarray) -> np.ndarray | None:
 def carry(state: CameraState, frame: np.ndarray, now: float | None, regions: list[tuple[int, int, int, int]],
           poor: bool) -> tuple[np.ndarray, np.ndarray, list[tuple[int, int, int, int]]]:
     """(carried boxes, their confidences, the moving regions left to scan) for this frame; the patches are used up.
-    Nothing is carried in a poor picture (light.py), on a whole-frame rescan, or from a patch older than
-    1 / TIGHT_FPS s of video."""
+    Nothing is carried on a whole-frame rescan, nor from a patch taken too long ago or in a poor picture (light.py;
+    people_scale.close)."""
     patches, state.patches = state.patches, []
     none = np.zeros((0, 4), np.float32), np.zeros(0, np.float32), regions
-    if poor or now is None or not patches or state.since_full >= RESCAN_SECONDS:
+    if now is None or not patches or state.since_full >= RESCAN_SECONDS:
         return none
-    fresh = [p for p in patches if 0.0 < now - p.clock <= 1.0 / TIGHT_FPS and p.shape == frame.shape[:2]]
+    fresh = [p for p in patches if close(now - p.clock, poor) and p.shape == frame.shape[:2]]
     if not fresh:
         return none
     grey = _grey(frame)
@@ -141,7 +132,7 @@ def unscanned(carried: np.ndarray, last_boxes: np.ndarray) -> np.ndarray:
     """The last frame's boxes that no carried box follows (HOG scans around these)."""
     if len(carried) == 0 or len(last_boxes) == 0:
         return last_boxes
-    return last_boxes[_iou(last_boxes, carried).max(axis=1) < SAME]
+    return last_boxes[sv.box_iou_batch(last_boxes, carried).max(axis=1) < SAME]
 
 
 def fresh_only(carried: np.ndarray, confidences: np.ndarray, found: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -152,7 +143,7 @@ def fresh_only(carried: np.ndarray, confidences: np.ndarray, found: np.ndarray) 
     cx, cy = (carried[:, 0] + carried[:, 2]) / 2, (carried[:, 1] + carried[:, 3]) / 2
     inside = ((found[None, :, 0] <= cx[:, None]) & (cx[:, None] <= found[None, :, 2])
               & (found[None, :, 1] <= cy[:, None]) & (cy[:, None] <= found[None, :, 3])).any(axis=1)
-    keep = (_iou(carried, found).max(axis=1) < SAME) & ~inside
+    keep = (sv.box_iou_batch(carried, found).max(axis=1) < SAME) & ~inside
     return carried[keep], confidences[keep]
 
 
@@ -162,8 +153,8 @@ def remember(state: CameraState, frame: np.ndarray, now: float | None, boxes: np
     frame `before` (found or carried): the next frame may carry them."""
     if now is None or len(boxes) == 0 or len(before) == 0:
         return
-    hog = np.ones(len(boxes), bool) if len(carried) == 0 else ~(_iou(boxes, carried).max(axis=1) >= 0.99)
-    seen = _iou(boxes, before).max(axis=1) >= SAME
+    hog = ~(sv.box_iou_batch(boxes, carried).max(axis=1) >= 0.99) if len(carried) else np.ones(len(boxes), bool)
+    seen = sv.box_iou_batch(boxes, before).max(axis=1) >= SAME
     grey = None
     chosen = hog & seen & _apart(boxes)
     for box, confidence in zip(boxes[chosen], confidences[chosen], strict=True):

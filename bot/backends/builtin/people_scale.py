@@ -148,6 +148,14 @@ def still_scale(shape: tuple[int, ...], min_height: int | None, side: float, per
     return min(UPSCALE_CAP, side / max(shape[0], shape[1]))
 
 
+def close(interval: float, poor: bool) -> bool:
+    """Whether a frame `interval` s of video after another, in a picture not `poor` (light.py), shows each walker
+    about where they were: at most 1 / TIGHT_FPS s (a walker moves further than PERSON_PAD between frames at 2 fps)
+    and clear (a dark or noisy picture's brightened blobs are ragged). What the tight pad (plan) and carrying
+    (people_carry.py) both need."""
+    return not poor and 0.0 < interval <= 1.0 / TIGHT_FPS
+
+
 def plan(state: CameraState, shape: tuple[int, ...], regions: list[tuple[int, int, int, int]],
          default_scale: float, window: tuple[int, int], person_px: float,
          dt: float = 0.0, poor: bool = False) -> tuple[float, list[tuple[int, int, int, int]]]:
@@ -173,7 +181,7 @@ def plan(state: CameraState, shape: tuple[int, ...], regions: list[tuple[int, in
     # A person found last frame, or a blob shaped like one standing person, is a whole person already: a little room
     # around it for HOG's window margins. Any other region may be part of a person (an arm, a torso over a parked
     # car) or several: room for a whole person beside / above it. At least the detector's window either way.
-    person = PERSON_PAD if not poor and 0.0 < dt <= 1.0 / TIGHT_FPS else REGION_PAD
+    person = PERSON_PAD if close(dt, poor) else REGION_PAD
     standing = {box for box, lying in state.shaped if not lying}
     boxes = [((int(b[0]), int(b[1]), int(b[2]), int(b[3])), person) for b in state.last_boxes]
     boxes += [(r, person if r in standing else REGION_PAD) for r in regions if r[3] - r[1] >= 0.3 * typical]

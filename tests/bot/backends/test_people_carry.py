@@ -191,10 +191,10 @@ def test_on_real_footage_carried_people_are_where_the_detector_finds_them_at_les
                                       iou_threshold=0.45)["predictions"].xyxy
         carried = carried_boxes.pop() if carried_boxes else np.zeros((0, 4), np.float32)  # none: a repeated frame
         if len(carried) and len(results["off"]):
-            from bot.backends.builtin.people_carry import _iou
+            import supervision as sv
 
             checked += len(carried)
-            near += int((_iou(carried, results["off"]).max(axis=1) >= 0.5).sum())
+            near += int((sv.box_iou_batch(carried, results["off"]).max(axis=1) >= 0.5).sum())
         elif len(carried):
             checked += len(carried)
     cap.release()

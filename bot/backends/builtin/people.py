@@ -42,6 +42,7 @@ from bot.backends.builtin.people_scale import (
     CameraState,
     account,
     conditions,
+    fitted,
     observe,
     plan,
     still_scale,
@@ -62,7 +63,8 @@ class HogPeopleManifest(_DetectorManifest):
             "above. In video (`adaptive`) it measures how tall people are in this camera from the moving blobs "
             "shaped like a person, upscales to that, and scans where things move (the whole frame every few "
             "seconds; at 4 fps and up a person found twice running, apart from others, is followed into the next "
-            "frame by their picture instead of a scan; with `motion_gate`, a frame where nothing moved repeats the "
+            "frame by their picture instead of a scan, and a crop holding only people found the frame before is "
+            "scanned at their own size; with `motion_gate`, a frame where nothing moved repeats the "
             "last findings, the whole frame scanned at least every 4 s; before it has measured, people from 64 px); "
             "a still image is scanned whole, upscaled until its longer side reaches `max_side` (at most 4x), so a "
             "small still finds people from 24-30 px tall and a large one is scaled down to `max_side`; `min_height` "
@@ -151,6 +153,7 @@ class HogPeopleDetectorBlockV1(WorkflowBlock):
         before = np.zeros((0, 4), np.float32)
         if state is None:
             scale, crops = default_scale, [(0, 0, frame.shape[1], frame.shape[0])]
+            scales = [scale]
         else:
             regions = observe(state, frame, dt, lambda small: brighten(light, small))
             # people followed from the last frame by their picture: HOG scans neither them nor the blob they explain
@@ -160,8 +163,11 @@ class HogPeopleDetectorBlockV1(WorkflowBlock):
                                 dt, light.poor())
             if crops == [(0, 0, frame.shape[1], frame.shape[0])]:  # HOG looks everywhere: nothing is carried
                 carried, carried_confidence = np.zeros((0, 4), np.float32), np.zeros(0, np.float32)
-        found = [self._scan(frame, crop, min(scale, side / max(crop[2] - crop[0], crop[3] - crop[1])), scale_step,
-                            light) for crop in crops]
+                scales = [scale]
+            else:
+                scales = fitted(state, crops, regions, scale, _HOG_WINDOW, _HOG_PERSON_PX, dt, light.poor())
+        found = [self._scan(frame, crop, min(s, side / max(crop[2] - crop[0], crop[3] - crop[1])), scale_step,
+                            light) for crop, s in zip(crops, scales, strict=True)]
         boxes = np.concatenate([b for b, _ in found]) if found else np.zeros((0, 4), np.float32)
         margins = np.concatenate([m for _, m in found]) if found else np.zeros(0, np.float32)
         carried, carried_confidence = fresh_only(carried, carried_confidence, boxes[_squash(margins) >= confidence])

@@ -34,6 +34,7 @@ FULL_FRAME_SHARE = 0.5  # regions covering more of the frame than this: scan the
 PERSON_PAD = (0.25, 0.2)
 REGION_PAD = (0.5, 0.35)  # part of a person, or several: room for a whole one beside / above it
 TIGHT_FPS = 4.0  # PERSON_PAD from this frame rate (plan)
+KNOWN_SHARE = 0.65  # a crop holding only people found last frame: they are looked for down to this share of their height
 UPSCALE_CAP = 4.0  # beyond this HOG sees interpolation, not people; and the cost grows with its square
 _SPECKS = np.ones((3, 1), np.uint8)  # the mask opening: 3 px tall, 1 wide
 SHARE_SECONDS = 30.0  # the share of moments with person-shaped motion in which someone was found: over about this
@@ -197,6 +198,49 @@ def plan(state: CameraState, shape: tuple[int, ...], regions: list[tuple[int, in
     if sum((x2 - x1) * (y2 - y1) for x1, y1, x2, y2 in merged) > FULL_FRAME_SHARE * width * height:
         return scale, whole
     return scale, [(c[0], c[1], c[2], c[3]) for c in merged if (c[2] - c[0]) * scale >= window[0] and (c[3] - c[1]) * scale >= window[1]]
+
+
+def fitted(state: CameraState, crops: list[tuple[int, int, int, int]], regions: list[tuple[int, int, int, int]],
+           scale: float, window: tuple[int, int], person_px: float, dt: float = 0.0,
+           poor: bool = False) -> list[float]:
+    """Each crop's upscale: the camera's (`scale`, people down to SMALLEST_SHARE of the typical height) unless all
+    it holds is people found last frame and the motion they explain. Then their own heights say how big they are:
+    HOG looks for them down to KNOWN_SHARE of the smallest one's box (a walker grows or shrinks a few % a frame) and
+    never finer than `scale`. A crop's largest person is bounded by its height (HOG needs its window round them),
+    not by its upscale, so only the pyramid's finest levels go: those that find people smaller than anyone in it.
+    Motion no found person explains (someone new, or two people's blobs in one) keeps `scale`; so does a frame
+    that is not `close` to the last (under 4 fps a walker's motion no longer lies in their box; a poor picture's
+    boxes are ragged)."""
+    typical = state.person_height()
+    if not close(dt, poor) or typical is None or not len(state.last_boxes):
+        return [scale] * len(crops)
+    boxes = [tuple(float(v) for v in b) for b in state.last_boxes]
+    moving = [r for r in regions if r[3] - r[1] >= 0.3 * typical]  # the regions plan scans round
+    scales = []
+    for crop in crops:
+        inside = [b for b in boxes if _within(b, crop)]
+        unexplained = any(_within(r, crop) and not any(_covered(r, b) for b in inside) for r in moving)
+        if not inside or unexplained:
+            scales.append(scale)
+            continue
+        need = person_px / (KNOWN_SHARE * min(b[3] - b[1] for b in inside))
+        fits = max(window[1] / (crop[3] - crop[1]), window[0] / (crop[2] - crop[0])) * 1.01  # the window fits in it
+        scales.append(min(scale, max(need, fits)))
+    return scales
+
+
+def _within(box: tuple[float, ...], crop: tuple[int, ...]) -> bool:
+    """The box's centre lies in the crop."""
+    cx, cy = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
+    return crop[0] <= cx < crop[2] and crop[1] <= cy < crop[3]
+
+
+def _covered(region: tuple[float, ...], box: tuple[float, ...]) -> bool:
+    """At least half the moving region lies in a person's box from the last frame: it is that person moving."""
+    w = min(region[2], box[2]) - max(region[0], box[0])
+    h = min(region[3], box[3]) - max(region[1], box[1])
+    area = (region[2] - region[0]) * (region[3] - region[1])
+    return w > 0 and h > 0 and w * h >= 0.5 * area
 
 
 def _merge(boxes: list[list[int]]) -> list[list[int]]:

@@ -8,9 +8,11 @@ import pytest
 
 from bot.backends.builtin.people_scale import (
     FIRST_GUESS,
+    KNOWN_SHARE,
     MIN_SAMPLES,
     UPSCALE_CAP,
     CameraState,
+    fitted,
     plan,
     still_scale,
 )
@@ -133,3 +135,56 @@ def test_in_a_dark_or_noisy_picture_or_under_4_fps_every_region_keeps_room_for_a
     tight, loose = areas(FIVE_FPS, False), areas(dt, poor)
     assert len(tight) == len(loose) == 2
     assert all(t < lo for t, lo in zip(tight, loose, strict=True))
+
+
+def _fit(last: list[tuple[int, int, int, int]], moving: list[tuple[int, int, int, int]], poor: bool = False,
+         typical: float = 100.0, dt: float = FIVE_FPS) -> tuple[float, list[tuple[int, int, int, int]], list[float]]:
+    state = _measured(typical)
+    state.shaped = [(r, False) for r in moving]
+    state.last_boxes = np.array(last, np.float32).reshape(-1, 4)
+    scale, crops = plan(state, (480, 640, 3), moving, DEFAULT, WINDOW, PERSON_PX, FIVE_FPS, poor)
+    return scale, crops, fitted(state, crops, moving, scale, WINDOW, PERSON_PX, dt, poor)
+
+
+def test_a_crop_of_people_found_last_frame_is_scanned_from_their_own_size_not_the_smallest_anyone_is():
+    """A near walker 150 px tall (typical 100): the camera's upscale finds people from 60 px, pyramid levels no one in
+    that crop needs. Fitted to them, HOG still reaches KNOWN_SHARE of their height and the crop holds its window."""
+    near = (300, 250, 360, 400)
+    walked = (305, 255, 365, 405)  # the same walker's motion, a step on
+    scale, crops, scales = _fit([near], [walked])
+    assert len(crops) == 1
+    (x1, y1, x2, y2), fit = crops[0], scales[0]
+    assert fit < scale
+    assert fit >= PERSON_PX / (KNOWN_SHARE * 150) - 1e-6  # someone a little smaller than them is still found
+    assert (y2 - y1) * fit >= WINDOW[1] and (x2 - x1) * fit >= WINDOW[0]
+    # and the cost: pixels go with the upscale's square
+    assert (fit / scale) ** 2 < 0.5
+
+
+@pytest.mark.parametrize("case", ["someone new", "two people in one blob", "poor light", "under 4 fps", "first frame",
+                                  "nobody found"])
+def test_motion_no_found_person_explains_keeps_the_cameras_upscale(case):
+    """Someone new (their blob outside last frame's boxes), or a blob wider than the box it overlaps (two people), may
+    be anyone's size: the crop keeps the camera's upscale. So does a poor picture, a frame more than 1 / TIGHT_FPS s
+    after the last (or the first: no interval), and a crop with no one found."""
+    near = (300, 250, 360, 400)
+    moving = {"someone new": [(305, 255, 365, 405), (370, 300, 400, 360)],
+              "two people in one blob": [(300, 250, 450, 400)],
+              "poor light": [(305, 255, 365, 405)],
+              "under 4 fps": [(305, 255, 365, 405)],
+              "first frame": [(305, 255, 365, 405)],
+              "nobody found": [(305, 255, 365, 405)]}[case]
+    last = [] if case == "nobody found" else [near]
+    dt = {"under 4 fps": 0.5, "first frame": 0.0}.get(case, FIVE_FPS)
+    scale, crops, scales = _fit(last, moving, poor=case == "poor light", dt=dt)
+    assert crops and scales == [scale] * len(crops)
+
+
+def test_a_crop_of_several_found_people_is_fitted_to_the_smallest_and_never_finer_than_the_camera():
+    big, small = (100, 200, 160, 350), (150, 230, 185, 300)  # 150 and 70 px tall, overlapping crops
+    scale, crops, scales = _fit([big, small], [])
+    assert len(crops) == 1
+    assert scales[0] == pytest.approx(min(scale, PERSON_PX / (KNOWN_SHARE * 70)))
+    tiny = (400, 300, 420, 340)  # 40 px tall: would need more than the camera's upscale; never more than it
+    scale, crops, scales = _fit([tiny], [])
+    assert scales == [scale]

@@ -102,6 +102,7 @@ _HOG_PERSON_PX = 96.0
 _HOG_WINDOW = (64, 128)  # width, height
 _HOG_MAX_SIDE = 2048  # whatever max_side a spec asks for (HOG on a 2048×1536 frame: ~1 s on one core)
 _HOG_TRIM = (0.18, 0.07)  # share of window width/height trimmed per side, measured on bench/data/vtest_people.json
+_HOG_BOX_PX = _HOG_WINDOW[1] * (1 - 2 * _HOG_TRIM[1])  # a box's height at the scale HOG found it (~110 px)
 MAX_VIDEOS = 16  # cameras measured at once per block (a background model is a few MB); least recently seen goes
 
 
@@ -165,7 +166,7 @@ class HogPeopleDetectorBlockV1(WorkflowBlock):
                 carried, carried_confidence = np.zeros((0, 4), np.float32), np.zeros(0, np.float32)
                 scales = [scale]
             else:
-                scales = fitted(state, crops, regions, scale, _HOG_WINDOW, _HOG_PERSON_PX, dt, light.poor())
+                scales = fitted(state, crops, regions, scale, _HOG_WINDOW, _HOG_BOX_PX, dt, light.poor())
         found = [self._scan(frame, crop, min(s, side / max(crop[2] - crop[0], crop[3] - crop[1])), scale_step,
                             light) for crop, s in zip(crops, scales, strict=True)]
         boxes = np.concatenate([b for b, _ in found]) if found else np.zeros((0, 4), np.float32)

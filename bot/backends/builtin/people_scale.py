@@ -34,7 +34,7 @@ FULL_FRAME_SHARE = 0.5  # regions covering more of the frame than this: scan the
 PERSON_PAD = (0.25, 0.2)
 REGION_PAD = (0.5, 0.35)  # part of a person, or several: room for a whole one beside / above it
 TIGHT_FPS = 4.0  # PERSON_PAD from this frame rate (plan)
-KNOWN_SHARE = 0.65  # a crop holding only people found last frame: they are looked for down to this share of their height
+KNOWN_SHARE = 0.75  # a crop holding only people found last frame: boxes down to this share of the smallest one's height
 UPSCALE_CAP = 4.0  # beyond this HOG sees interpolation, not people; and the cost grows with its square
 _SPECKS = np.ones((3, 1), np.uint8)  # the mask opening: 3 px tall, 1 wide
 SHARE_SECONDS = 30.0  # the share of moments with person-shaped motion in which someone was found: over about this
@@ -201,14 +201,15 @@ def plan(state: CameraState, shape: tuple[int, ...], regions: list[tuple[int, in
 
 
 def fitted(state: CameraState, crops: list[tuple[int, int, int, int]], regions: list[tuple[int, int, int, int]],
-           scale: float, window: tuple[int, int], person_px: float, dt: float = 0.0,
+           scale: float, window: tuple[int, int], box_px: float, dt: float = 0.0,
            poor: bool = False) -> list[float]:
     """Each crop's upscale: the camera's (`scale`, people down to SMALLEST_SHARE of the typical height) unless all
     it holds is people found last frame and the motion they explain. Then their own heights say how big they are:
-    HOG looks for them down to KNOWN_SHARE of the smallest one's box (a walker grows or shrinks a few % a frame) and
-    never finer than `scale`. A crop's largest person is bounded by its height (HOG needs its window round them),
+    HOG's boxes (`box_px` tall at its window's size) are found down to KNOWN_SHARE of the smallest one's box (a walker
+    grows or shrinks a few % a frame), never finer than `scale`. A crop's largest person is bounded by its height (HOG needs its window round them),
     not by its upscale, so only the pyramid's finest levels go: those that find people smaller than anyone in it.
-    Motion no found person explains (someone new, or two people's blobs in one) keeps `scale`; so does a frame
+    Motion no found person explains (someone new, a part of someone, or two people's blobs in one) keeps `scale`;
+    so does a frame
     that is not `close` to the last (under 4 fps a walker's motion no longer lies in their box; a poor picture's
     boxes are ragged)."""
     typical = state.person_height()
@@ -223,7 +224,7 @@ def fitted(state: CameraState, crops: list[tuple[int, int, int, int]], regions: 
         if not inside or unexplained:
             scales.append(scale)
             continue
-        need = person_px / (KNOWN_SHARE * min(b[3] - b[1] for b in inside))
+        need = box_px / (KNOWN_SHARE * max(min(b[3] - b[1] for b in inside), 1.0))
         fits = max(window[1] / (crop[3] - crop[1]), window[0] / (crop[2] - crop[0])) * 1.01  # the window fits in it
         scales.append(min(scale, max(need, fits)))
     return scales
@@ -236,11 +237,15 @@ def _within(box: tuple[float, ...], crop: tuple[int, ...]) -> bool:
 
 
 def _covered(region: tuple[float, ...], box: tuple[float, ...]) -> bool:
-    """At least half the moving region lies in a person's box from the last frame: it is that person moving."""
+    """The moving region is a person found last frame, moving: at least half of it lies in their box, and it is
+    about their size. Shorter than 0.7 of the box, it may be a smaller person beside them (or a part of them); over
+    1.3 times its area, the person and someone else in one blob."""
     w = min(region[2], box[2]) - max(region[0], box[0])
     h = min(region[3], box[3]) - max(region[1], box[1])
     area = (region[2] - region[0]) * (region[3] - region[1])
-    return w > 0 and h > 0 and w * h >= 0.5 * area
+    box_area = (box[2] - box[0]) * (box[3] - box[1])
+    return (w > 0 and h > 0 and w * h >= 0.5 * area and region[3] - region[1] >= 0.7 * (box[3] - box[1])
+            and area <= 1.3 * box_area)
 
 
 def _merge(boxes: list[list[int]]) -> list[list[int]]:

@@ -137,39 +137,56 @@ def test_in_a_dark_or_noisy_picture_or_under_4_fps_every_region_keeps_room_for_a
     assert all(t < lo for t, lo in zip(tight, loose, strict=True))
 
 
+BOX_PX = 110.0  # a HOG box's height at the scale it was found (its window, trimmed)
+
+
 def _fit(last: list[tuple[int, int, int, int]], moving: list[tuple[int, int, int, int]], poor: bool = False,
-         typical: float = 100.0, dt: float = FIVE_FPS) -> tuple[float, list[tuple[int, int, int, int]], list[float]]:
+         typical: float = 100.0, dt: float = FIVE_FPS,
+         shape: tuple[int, int, int] = (480, 640, 3)) -> tuple[float, list[tuple[int, int, int, int]], list[float]]:
     state = _measured(typical)
     state.shaped = [(r, False) for r in moving]
     state.last_boxes = np.array(last, np.float32).reshape(-1, 4)
-    scale, crops = plan(state, (480, 640, 3), moving, DEFAULT, WINDOW, PERSON_PX, FIVE_FPS, poor)
-    return scale, crops, fitted(state, crops, moving, scale, WINDOW, PERSON_PX, dt, poor)
+    scale, crops = plan(state, shape, moving, DEFAULT, WINDOW, PERSON_PX, FIVE_FPS, poor)
+    return scale, crops, fitted(state, crops, moving, scale, WINDOW, BOX_PX, dt, poor)
 
 
 def test_a_crop_of_people_found_last_frame_is_scanned_from_their_own_size_not_the_smallest_anyone_is():
     """A near walker 150 px tall (typical 100): the camera's upscale finds people from 60 px, pyramid levels no one in
-    that crop needs. Fitted to them, HOG still reaches KNOWN_SHARE of their height and the crop holds its window."""
+    that crop needs. Fitted to them, HOG still finds boxes down to KNOWN_SHARE of theirs and the crop holds its
+    window."""
     near = (300, 250, 360, 400)
     walked = (305, 255, 365, 405)  # the same walker's motion, a step on
     scale, crops, scales = _fit([near], [walked])
     assert len(crops) == 1
     (x1, y1, x2, y2), fit = crops[0], scales[0]
-    assert fit < scale
-    assert fit >= PERSON_PX / (KNOWN_SHARE * 150) - 1e-6  # someone a little smaller than them is still found
+    assert fit == pytest.approx(BOX_PX / (KNOWN_SHARE * 150))  # the smallest box HOG returns there: 0.75 of theirs
     assert (y2 - y1) * fit >= WINDOW[1] and (x2 - x1) * fit >= WINDOW[0]
-    # and the cost: pixels go with the upscale's square
-    assert (fit / scale) ** 2 < 0.5
+    assert (fit / scale) ** 2 < 0.5  # and the cost: pixels go with the upscale's square
 
 
-@pytest.mark.parametrize("case", ["someone new", "two people in one blob", "poor light", "under 4 fps", "first frame",
-                                  "nobody found"])
+def test_a_crop_cut_by_the_frames_edge_is_upscaled_at_least_until_the_window_fits_in_it():
+    """A walker half out of the bottom of the frame: their crop is shorter than their box, and fitted to them alone
+    it would be too small for HOG's window (which would find no one in it)."""
+    low = (300, 400, 360, 550)  # 150 px tall, half below a 480 px frame
+    scale, crops, scales = _fit([low], [])
+    (x1, y1, x2, y2), fit = crops[0], scales[0]
+    assert BOX_PX / (KNOWN_SHARE * 150) < fit < scale
+    assert (y2 - y1) * fit >= WINDOW[1] and (x2 - x1) * fit >= WINDOW[0]
+
+
+@pytest.mark.parametrize("case", ["someone new", "two people in one blob", "a smaller person beside them",
+                                  "a smaller person's blob merged with theirs", "poor light", "under 4 fps",
+                                  "first frame", "nobody found"])
 def test_motion_no_found_person_explains_keeps_the_cameras_upscale(case):
-    """Someone new (their blob outside last frame's boxes), or a blob wider than the box it overlaps (two people), may
-    be anyone's size: the crop keeps the camera's upscale. So does a poor picture, a frame more than 1 / TIGHT_FPS s
-    after the last (or the first: no interval), and a crop with no one found."""
+    """Someone new (their blob outside last frame's boxes), a blob wider than the box it overlaps (two people), or
+    shorter than it (a smaller person beside the one found, or a part of them) may be anyone's size: the crop keeps
+    the camera's upscale. So does a poor picture, a frame more than 1 / TIGHT_FPS s after the last (or the first: no
+    interval), and a crop with no one found."""
     near = (300, 250, 360, 400)
     moving = {"someone new": [(305, 255, 365, 405), (370, 300, 400, 360)],
               "two people in one blob": [(300, 250, 450, 400)],
+              "a smaller person beside them": [(305, 255, 365, 405), (340, 300, 370, 370)],
+              "a smaller person's blob merged with theirs": [(305, 255, 395, 405)],
               "poor light": [(305, 255, 365, 405)],
               "under 4 fps": [(305, 255, 365, 405)],
               "first frame": [(305, 255, 365, 405)],
@@ -181,10 +198,10 @@ def test_motion_no_found_person_explains_keeps_the_cameras_upscale(case):
 
 
 def test_a_crop_of_several_found_people_is_fitted_to_the_smallest_and_never_finer_than_the_camera():
-    big, small = (100, 200, 160, 350), (150, 230, 185, 300)  # 150 and 70 px tall, overlapping crops
+    big, small = (100, 150, 160, 330), (150, 200, 190, 320)  # 180 and 120 px tall, overlapping crops
     scale, crops, scales = _fit([big, small], [])
     assert len(crops) == 1
-    assert scales[0] == pytest.approx(min(scale, PERSON_PX / (KNOWN_SHARE * 70)))
+    assert scales[0] == pytest.approx(BOX_PX / (KNOWN_SHARE * 120)) and scales[0] < scale
     tiny = (400, 300, 420, 340)  # 40 px tall: would need more than the camera's upscale; never more than it
     scale, crops, scales = _fit([tiny], [])
     assert scales == [scale]

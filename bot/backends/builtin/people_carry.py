@@ -18,7 +18,7 @@ import cv2
 import numpy as np
 import supervision as sv
 
-from bot.backends.builtin.people_scale import RESCAN_SECONDS, CameraState, close
+from bot.backends.builtin.people_scale import APART, RESCAN_SECONDS, CameraState, close
 
 SHRINK = 0.5  # the match runs on a half-size grey copy (a walker's picture of ~50x20 px: well under a millisecond)
 REACH = (0.3, 0.15)  # where to look: shares of the person's height each side / above and below (a run at 4 fps)
@@ -27,7 +27,6 @@ CLEAR = 0.1  # ... and by how much it must beat any other place (beyond the best
 MOVED = 0.3  # share of the carried box that lies in moving regions (a match on still background is no walker)
 EXPLAINED = 0.8  # a moving region this much inside carried boxes (with their margins) is not scanned again
 SAME = 0.3  # IoU at which a find is the same person as a box of the frame before
-APART = 0.15  # people closer than twice this share of their height (edge to edge) are left to HOG (_apart)
 _MIN_PX = 8  # a picture smaller than this (on the half-size copy) matches anything
 
 

@@ -34,6 +34,7 @@ FULL_FRAME_SHARE = 0.5  # regions covering more of the frame than this: scan the
 PERSON_PAD = (0.25, 0.2)
 REGION_PAD = (0.5, 0.35)  # part of a person, or several: room for a whole one beside / above it
 TIGHT_FPS = 4.0  # PERSON_PAD from this frame rate (plan)
+APART = 0.15  # people closer than twice this share of their height (edge to edge) walk together (carry, fitted)
 KNOWN_SHARE = 0.75  # a crop holding only people found last frame: boxes down to this share of the smallest one's height
 UPSCALE_CAP = 4.0  # beyond this HOG sees interpolation, not people; and the cost grows with its square
 _SPECKS = np.ones((3, 1), np.uint8)  # the mask opening: 3 px tall, 1 wide
@@ -205,11 +206,13 @@ def fitted(state: CameraState, crops: list[tuple[int, int, int, int]], regions: 
            poor: bool = False) -> list[float]:
     """Each crop's upscale: the camera's (`scale`, people down to SMALLEST_SHARE of the typical height) unless all
     it holds is people found last frame and the motion they explain. Then their own heights say how big they are:
-    HOG's boxes (`box_px` tall at its window's size) are found down to KNOWN_SHARE of the smallest one's box (a walker
-    grows or shrinks a few % a frame), never finer than `scale`. A crop's largest person is bounded by its height (HOG needs its window round them),
-    not by its upscale, so only the pyramid's finest levels go: those that find people smaller than anyone in it.
+    HOG's boxes (`box_px` tall at its window's size) are found down to KNOWN_SHARE of the smallest one's box (a
+    walker grows or shrinks a few % a frame), never finer than `scale`. A crop's largest person is bounded by its
+    height (HOG needs its window round them), not by its upscale, so only the pyramid's finest levels go: those that
+    find people smaller than anyone in it.
     Motion no found person explains (someone new, a part of someone, or two people's blobs in one) keeps `scale`;
-    so does a frame
+    so do people within a step (APART) of each other: a pair walking together is where HOG loses one to the other,
+    and fitted to the one it found, vtest x0.5 5 fps lost the pair's two crossings. So does a frame
     that is not `close` to the last (under 4 fps a walker's motion no longer lies in their box; a poor picture's
     boxes are ragged)."""
     typical = state.person_height()
@@ -221,13 +224,21 @@ def fitted(state: CameraState, crops: list[tuple[int, int, int, int]], regions: 
     for crop in crops:
         inside = [b for b in boxes if _within(b, crop)]
         unexplained = any(_within(r, crop) and not any(_covered(r, b) for b in inside) for r in moving)
-        if not inside or unexplained:
+        together = any(_near(one, other) for i, one in enumerate(inside) for other in inside[i + 1:])
+        if not inside or unexplained or together:
             scales.append(scale)
             continue
         need = box_px / (KNOWN_SHARE * max(min(b[3] - b[1] for b in inside), 1.0))
         fits = max(window[1] / (crop[3] - crop[1]), window[0] / (crop[2] - crop[0])) * 1.01  # the window fits in it
         scales.append(min(scale, max(need, fits)))
     return scales
+
+
+def _near(one: tuple[float, ...], other: tuple[float, ...]) -> bool:
+    """Two people's boxes come within a step (APART of the taller one's height) of each other."""
+    reach = APART * max(one[3] - one[1], other[3] - other[1])
+    return (one[0] - reach < other[2] and other[0] - reach < one[2] and one[1] - reach < other[3]
+            and other[1] - reach < one[3])
 
 
 def _within(box: tuple[float, ...], crop: tuple[int, ...]) -> bool:

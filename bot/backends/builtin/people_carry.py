@@ -18,7 +18,7 @@ import cv2
 import numpy as np
 import supervision as sv
 
-from bot.backends.builtin.people_scale import APART, RESCAN_SECONDS, CameraState, close
+from bot.backends.builtin.people_scale import RESCAN_SECONDS, CameraState, apart, centres_in, close, inside
 
 SHRINK = 0.5  # the match runs on a half-size grey copy (a walker's picture of ~50x20 px: well under a millisecond)
 REACH = (0.3, 0.15)  # where to look: shares of the person's height each side / above and below (a run at 4 fps)
@@ -50,30 +50,6 @@ def _grey(frame: np.ndarray) -> np.ndarray:
 def _clip(box: np.ndarray, shape: tuple[int, ...]) -> tuple[int, int, int, int]:
     x1, y1, x2, y2 = (np.asarray(box, np.float64) * SHRINK).round().astype(int)
     return max(0, x1), max(0, y1), min(shape[1], x2), min(shape[0], y2)
-
-
-def _area(box: np.ndarray | tuple[float, ...]) -> float:
-    return max(0.0, float(box[2] - box[0])) * max(0.0, float(box[3] - box[1]))
-
-
-def _inside(box: np.ndarray | tuple[float, ...], others: list) -> float:
-    """Share of `box` covered by `others` (summed: the moving regions and carried boxes barely overlap)."""
-    covered = 0.0
-    for o in others:
-        covered += _area((max(box[0], o[0]), max(box[1], o[1]), min(box[2], o[2]), min(box[3], o[3])))
-    return min(1.0, covered / max(_area(box), 1.0))
-
-
-def _apart(boxes: np.ndarray) -> np.ndarray:
-    """Which people have no one else within a step's reach: two who walk together or cross paths may swap places
-    in a picture match (and in the tracker after it), so HOG looks at them every frame."""
-    reach = APART * np.array([-1, -1, 1, 1], np.float32)[None, :]
-    grown = boxes + reach * (boxes[:, 3:4] - boxes[:, 1:2])
-    lo = np.maximum(grown[:, None, :2], grown[None, :, :2])
-    hi = np.minimum(grown[:, None, 2:], grown[None, :, 2:])
-    touch = np.all(hi > lo, axis=2)
-    np.fill_diagonal(touch, False)
-    return ~touch.any(axis=1)
 
 
 def _find(patch: Patch, grey: np.ndarray) -> np.ndarray | None:
@@ -117,13 +93,13 @@ def carry(state: CameraState, frame: np.ndarray, now: float | None, regions: lis
     boxes, confidences = [], []
     for patch in fresh:
         box = _find(patch, grey)
-        if box is not None and _inside(box, regions) >= MOVED:
+        if box is not None and inside(box, regions) >= MOVED:
             boxes.append(box)
             confidences.append(patch.confidence)
     if not boxes:
         return none
     pad = [np.asarray(b) + np.array([-1, -1, 1, 1]) * REACH[1] * (b[3] - b[1]) for b in boxes]
-    left = [r for r in regions if _inside(r, pad) < EXPLAINED]
+    left = [r for r in regions if inside(r, pad) < EXPLAINED]
     return np.asarray(boxes, np.float32), np.asarray(confidences, np.float32), left
 
 
@@ -139,10 +115,7 @@ def fresh_only(carried: np.ndarray, confidences: np.ndarray, found: np.ndarray) 
     whose centre lies in a find is that person too, however little they overlap (a match off by half a width)."""
     if len(carried) == 0 or len(found) == 0:
         return carried, confidences
-    cx, cy = (carried[:, 0] + carried[:, 2]) / 2, (carried[:, 1] + carried[:, 3]) / 2
-    inside = ((found[None, :, 0] <= cx[:, None]) & (cx[:, None] <= found[None, :, 2])
-              & (found[None, :, 1] <= cy[:, None]) & (cy[:, None] <= found[None, :, 3])).any(axis=1)
-    keep = (sv.box_iou_batch(carried, found).max(axis=1) < SAME) & ~inside
+    keep = (sv.box_iou_batch(carried, found).max(axis=1) < SAME) & ~centres_in(carried, found).any(axis=1)
     return carried[keep], confidences[keep]
 
 
@@ -155,7 +128,7 @@ def remember(state: CameraState, frame: np.ndarray, now: float | None, boxes: np
     hog = ~(sv.box_iou_batch(boxes, carried).max(axis=1) >= 0.99) if len(carried) else np.ones(len(boxes), bool)
     seen = sv.box_iou_batch(boxes, before).max(axis=1) >= SAME
     grey = None
-    chosen = hog & seen & _apart(boxes)
+    chosen = hog & seen & apart(boxes)
     for box, confidence in zip(boxes[chosen], confidences[chosen], strict=True):
         grey = _grey(frame) if grey is None else grey
         x1, y1, x2, y2 = _clip(box, grey.shape)

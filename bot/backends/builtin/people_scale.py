@@ -218,45 +218,62 @@ def fitted(state: CameraState, crops: list[tuple[int, int, int, int]], regions: 
     typical = state.person_height()
     if not close(dt, poor) or typical is None or not len(state.last_boxes):
         return [scale] * len(crops)
-    boxes = [tuple(float(v) for v in b) for b in state.last_boxes]
-    moving = [r for r in regions if r[3] - r[1] >= 0.3 * typical]  # the regions plan scans round
+    boxes = np.asarray(state.last_boxes, np.float64).reshape(-1, 4)
+    moving = np.asarray([r for r in regions if r[3] - r[1] >= 0.3 * typical], np.float64).reshape(-1, 4)  # plan's
+    held, moved = centres_in(boxes, crops), centres_in(moving, crops)
     scales = []
-    for crop in crops:
-        inside = [b for b in boxes if _within(b, crop)]
-        unexplained = any(_within(r, crop) and not any(_covered(r, b) for b in inside) for r in moving)
-        together = any(_near(one, other) for i, one in enumerate(inside) for other in inside[i + 1:])
-        if not inside or unexplained or together:
+    for i, crop in enumerate(crops):
+        theirs = boxes[held[:, i]]
+        unexplained = any(not any(_moving(r, b) for b in theirs) for r in moving[moved[:, i]])
+        if not len(theirs) or unexplained or not apart(theirs).all():
             scales.append(scale)
             continue
-        need = box_px / (KNOWN_SHARE * max(min(b[3] - b[1] for b in inside), 1.0))
+        need = box_px / (KNOWN_SHARE * max(float((theirs[:, 3] - theirs[:, 1]).min()), 1.0))
         fits = max(window[1] / (crop[3] - crop[1]), window[0] / (crop[2] - crop[0])) * 1.01  # the window fits in it
         scales.append(min(scale, max(need, fits)))
     return scales
 
 
-def _near(one: tuple[float, ...], other: tuple[float, ...]) -> bool:
-    """Two people's boxes come within a step (APART of the taller one's height) of each other."""
-    reach = APART * max(one[3] - one[1], other[3] - other[1])
-    return (one[0] - reach < other[2] and other[0] - reach < one[2] and one[1] - reach < other[3]
-            and other[1] - reach < one[3])
+def area(box: np.ndarray | tuple[float, ...]) -> float:
+    """A box's area (0 when it is empty)."""
+    return max(0.0, float(box[2] - box[0])) * max(0.0, float(box[3] - box[1]))
 
 
-def _within(box: tuple[float, ...], crop: tuple[int, ...]) -> bool:
-    """The box's centre lies in the crop."""
-    cx, cy = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
-    return crop[0] <= cx < crop[2] and crop[1] <= cy < crop[3]
+def inside(box: np.ndarray | tuple[float, ...], others: list) -> float:
+    """Share of `box` covered by `others` (summed: the moving regions and people's boxes barely overlap)."""
+    covered = 0.0
+    for o in others:
+        covered += area((max(box[0], o[0]), max(box[1], o[1]), min(box[2], o[2]), min(box[3], o[3])))
+    return min(1.0, covered / max(area(box), 1.0))
 
 
-def _covered(region: tuple[float, ...], box: tuple[float, ...]) -> bool:
+def centres_in(boxes: np.ndarray, areas: np.ndarray | list) -> np.ndarray:
+    """boxes x areas: whether each box's centre lies in each area (edges included)."""
+    areas = np.asarray(areas, np.float64).reshape(-1, 4)
+    cx, cy = (boxes[:, 0] + boxes[:, 2]) / 2, (boxes[:, 1] + boxes[:, 3]) / 2
+    return ((areas[None, :, 0] <= cx[:, None]) & (cx[:, None] <= areas[None, :, 2])
+            & (areas[None, :, 1] <= cy[:, None]) & (cy[:, None] <= areas[None, :, 3]))
+
+
+def apart(boxes: np.ndarray) -> np.ndarray:
+    """Which people have no one else within a step's reach (each box grown by APART of its own height): two who
+    walk together or cross paths may swap places in a picture match (and in the tracker after it), and HOG loses
+    one to the other more often than it loses someone alone."""
+    reach = APART * np.array([-1, -1, 1, 1], np.float64)[None, :]
+    grown = boxes + reach * (boxes[:, 3:4] - boxes[:, 1:2])
+    lo = np.maximum(grown[:, None, :2], grown[None, :, :2])
+    hi = np.minimum(grown[:, None, 2:], grown[None, :, 2:])
+    touch = np.all(hi > lo, axis=2)
+    np.fill_diagonal(touch, False)
+    return ~touch.any(axis=1)
+
+
+def _moving(region: tuple[float, ...], box: tuple[float, ...]) -> bool:
     """The moving region is a person found last frame, moving: at least half of it lies in their box, and it is
     about their size. Shorter than 0.7 of the box, it may be a smaller person beside them (or a part of them); over
     1.3 times its area, the person and someone else in one blob."""
-    w = min(region[2], box[2]) - max(region[0], box[0])
-    h = min(region[3], box[3]) - max(region[1], box[1])
-    area = (region[2] - region[0]) * (region[3] - region[1])
-    box_area = (box[2] - box[0]) * (box[3] - box[1])
-    return (w > 0 and h > 0 and w * h >= 0.5 * area and region[3] - region[1] >= 0.7 * (box[3] - box[1])
-            and area <= 1.3 * box_area)
+    return (inside(region, [box]) >= 0.5 and region[3] - region[1] >= 0.7 * (box[3] - box[1])
+            and area(region) <= 1.3 * area(box))
 
 
 def _merge(boxes: list[list[int]]) -> list[list[int]]:

@@ -176,7 +176,7 @@ def test_a_crop_cut_by_the_frames_edge_is_upscaled_at_least_until_the_window_fit
 
 @pytest.mark.parametrize("case", ["someone new", "two people in one blob", "a smaller person beside them",
                                   "a smaller person's blob merged with theirs", "two found walking together",
-                                  "poor light", "under 4 fps", "first frame", "nobody found"])
+                                  "two found a step of each one's height apart", "poor light", "under 4 fps", "first frame", "nobody found"])
 def test_motion_no_found_person_explains_keeps_the_cameras_upscale(case):
     """Someone new (their blob outside last frame's boxes), a blob wider than the box it overlaps (two people), or
     shorter than it (a smaller person beside the one found, or a part of them) may be anyone's size: the crop keeps
@@ -188,18 +188,22 @@ def test_motion_no_found_person_explains_keeps_the_cameras_upscale(case):
               "a smaller person beside them": [(305, 255, 365, 405), (340, 300, 370, 370)],
               "a smaller person's blob merged with theirs": [(305, 255, 395, 405)],
               "two found walking together": [(305, 255, 365, 405)],
+              "two found a step of each one's height apart": [(305, 255, 365, 405)],
               "poor light": [(305, 255, 365, 405)],
               "under 4 fps": [(305, 255, 365, 405)],
               "first frame": [(305, 255, 365, 405)],
               "nobody found": [(305, 255, 365, 405)]}[case]
-    last = {"nobody found": [], "two found walking together": [near, (370, 260, 410, 400)]}.get(case, [near])
+    last = {"nobody found": [], "two found walking together": [near, (370, 260, 410, 400)],
+            # 35 px apart: more than a step of the taller one (22 px), less than a step of each (22 + 21): carrying
+            # leaves them to HOG, and so does fitting (one rule, people_scale.apart)
+            "two found a step of each one's height apart": [near, (395, 260, 435, 400)]}.get(case, [near])
     dt = {"under 4 fps": 0.5, "first frame": 0.0}.get(case, FIVE_FPS)
     scale, crops, scales = _fit(last, moving, poor=case == "poor light", dt=dt)
     assert crops and scales == [scale] * len(crops)
 
 
 def test_a_crop_of_several_found_people_is_fitted_to_the_smallest_and_never_finer_than_the_camera():
-    big, small = (100, 150, 160, 330), (195, 200, 235, 320)  # 180 and 120 px tall, 35 px apart: one crop
+    big, small = (100, 150, 160, 330), (208, 200, 248, 320)  # 180 and 120 px tall, 48 px apart (over a step each): one crop
     scale, crops, scales = _fit([big, small], [])
     assert len(crops) == 1
     assert scales[0] == pytest.approx(BOX_PX / (KNOWN_SHARE * 120)) and scales[0] < scale

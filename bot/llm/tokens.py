@@ -3,11 +3,12 @@ and the one rule cutting a text to a token budget."""
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 import re
 from typing import Any
+
+from bot.long_texts import once_per_long_text
 
 IMAGE_TOKENS = 1600  # a 1568 px image costs about this much; base64 length says nothing about it
 _TOKEN = re.compile(r"[A-Za-z]+|\d+|[^\sA-Za-z\d]")
@@ -19,19 +20,10 @@ def estimate_tokens(text: str) -> int:
     Claude's tokenizer is not available offline; this over-counts JSON and prose, so a budget that holds here
     holds for the real tokenizer too.
     """
-    return _estimate_long(text) if len(text) >= _REMEMBER_FROM else _estimate(text)
-
-
-# A long text (the tool definitions, the system prompt) is counted once: it is the same at every call, and counting
-# it twice a turn (compaction's check, the budget's) cost ~10 ms of the event loop's CPU a turn.
-_REMEMBER_FROM = 2048
-
-
-@functools.lru_cache(maxsize=64)
-def _estimate_long(text: str) -> int:
     return _estimate(text)
 
 
+@once_per_long_text()  # the tool definitions and the system prompt, counted twice a turn (compaction's check, the budget's)
 def _estimate(text: str) -> int:
     return max(len(_TOKEN.findall(text)), math.ceil(len(text) / 3.5))
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import functools
 import logging
 import os
 import re
 from collections.abc import Callable, Iterable
 from typing import Any
+
+from bot.long_texts import once_per_long_text
 
 _SCHEME = r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]*://"  # where a word starts: a long word is scanned once
 # scheme://user:password@host. People type passwords raw, with spaces, '#', '?' or '@' in them: the password runs to
@@ -478,22 +479,12 @@ def redact(text: str) -> str:
     secret is shown unescaped, its scheme and host readable. Idempotent: masking masked text changes nothing."""
     if not text:
         return text
-    if len(text) >= _REMEMBER_FROM:  # the system prompt's files and skills, the same every turn
-        return _redact_long(text, tuple(_secret_values()))
     return _redact(text)
 
 
-# A long text is masked once per set of secrets: every turn masked the workspace files again (12 ms of a turn's CPU
-# on the event loop, 50 turns deep when 50 threads ask at once). The secrets are in the key: one added later
-# (add_secrets, the environment) is masked in a text masked before it.
-_REMEMBER_FROM = 2048
-
-
-@functools.lru_cache(maxsize=64)
-def _redact_long(text: str, secrets: tuple[str, ...]) -> str:
-    return _redact(text)
-
-
+# A long text is masked once per set of secrets (the workspace files, every turn). The secrets are in the key: one
+# added later (add_secrets, the environment) is masked in a text masked before it.
+@once_per_long_text(key=lambda: tuple(_secret_values()))
 def _redact(text: str) -> str:
     text = _redact_plain(text)
     return _redact_escaped(text) if _ESCAPED.search(text) else text

@@ -119,6 +119,25 @@ def test_a_person_found_last_frame_is_scanned_tightly_and_every_walker_of_a_crow
         assert any(c[0] <= b[0] and c[1] <= b[1] - 15 and c[2] >= b[2] and c[3] >= b[3] + 15 for c in crops), b
 
 
+@pytest.mark.parametrize(("second", "dt", "poor", "joined"), [
+    ((160, 215, 200, 315), FIVE_FPS, False, False), ((150, 100, 190, 200), FIVE_FPS, False, True),
+    ((160, 215, 200, 315), 0.5, False, True), ((160, 215, 200, 315), FIVE_FPS, True, True),
+], ids=["apart on a diagonal", "side by side", "apart on a diagonal at 2 fps", "apart on a diagonal in poor light"])
+def test_overlapping_crops_are_joined_only_when_one_scan_reads_fewer_pixels(second, dt, poor, joined):
+    """Two walkers whose crops touch at a corner keep two crops (their bounding box is mostly background no one moved
+    in); two side by side, whose crops mostly overlap, are scanned once; under 4 fps or in a poor picture every
+    overlap is joined, as before. Either way each walker lies wholly in a crop with its window margins."""
+    state = _measured(100.0)
+    first = (100, 100, 140, 200)
+    state.last_boxes = np.array([first, second], np.float32)
+    _, crops = plan(state, (480, 640, 3), [], DEFAULT, WINDOW, PERSON_PX, dt, poor)
+    assert len(crops) == (1 if joined else 2)
+    bounding = (min(c[0] for c in crops), min(c[1] for c in crops), max(c[2] for c in crops), max(c[3] for c in crops))
+    assert sum(_area(c) for c in crops) <= _area(bounding)
+    for b in (first, second):
+        assert any(c[0] <= b[0] - 15 and c[1] <= b[1] - 15 and c[2] >= b[2] + 15 and c[3] >= b[3] + 15 for c in crops), b
+
+
 @pytest.mark.parametrize(("dt", "poor"), [(FIVE_FPS, True), (0.5, False), (1 / 3, False), (0.0, False)])
 def test_in_a_dark_or_noisy_picture_or_under_4_fps_every_region_keeps_room_for_a_whole_person(dt, poor):
     """Poor light: the brightened copy's blobs are ragged. 2-3 fps: a walker moves further than the tight pad between
@@ -203,10 +222,13 @@ def test_motion_no_found_person_explains_keeps_the_cameras_upscale(case):
 
 
 def test_a_crop_of_several_found_people_is_fitted_to_the_smallest_and_never_finer_than_the_camera():
-    big, small = (100, 150, 160, 330), (208, 200, 248, 320)  # 180 and 120 px tall, 48 px apart (over a step each): one crop
-    scale, crops, scales = _fit([big, small], [])
-    assert len(crops) == 1
-    assert scales[0] == pytest.approx(BOX_PX / (KNOWN_SHARE * 120)) and scales[0] < scale
+    big, small = (100, 150, 160, 330), (208, 200, 248, 320)  # 180 and 120 px tall, 48 px apart (over a step each)
+    state = _measured(100.0)
+    state.last_boxes = np.array([big, small], np.float32)
+    scale, _ = plan(state, (480, 640, 3), [], DEFAULT, WINDOW, PERSON_PX, FIVE_FPS)
+    both = (60, 120, 280, 360)  # one crop round both (a crowd's crops joined)
+    [fit] = fitted(state, [both], [], scale, WINDOW, BOX_PX, FIVE_FPS)
+    assert fit == pytest.approx(BOX_PX / (KNOWN_SHARE * 120)) and fit < scale
     tiny = (400, 300, 420, 340)  # 40 px tall: would need more than the camera's upscale; never more than it
     scale, crops, scales = _fit([tiny], [])
     assert scales == [scale]

@@ -17,7 +17,7 @@ from bot.backends.errors import translate
 from bot.backends.orientation import Orientation, orientation_of, turn_frame
 from bot.backends.pipeline_base import PipelineBase
 from bot.config import Settings
-from bot.media.frame_limit import SAID_SIZES, scaled_note
+from bot.media.frame_limit import SAID_SIZES, bounded_size, scaled_note
 from bot.media.sources import buffer_strategies, capture_reference, file_fps, is_live
 
 log = logging.getLogger(__name__)
@@ -92,6 +92,9 @@ class DirectPipeline(PipelineBase):
         self._pipeline: Any = None
         self._drawing: Drawing | None = None  # the workflow's drawing steps, run only for frames someone reads
         self._logged: set[str] = set()  # the scaled notes logged (SAID_SIZES at most)
+        # the note of each size the decoder last produced (None: the camera's own size, within the limit); the handle
+        # says the note of the frame it last delivered, not of the one decoded last (which runs ahead of inference)
+        self._size_notes: dict[tuple[int, int], str | None] = {}
         self._turned: Orientation | None = None  # the spec turns the frames upright first (orientation.py)
 
     # --- lifecycle -----------------------------------------------------------------------------------------------
@@ -197,6 +200,7 @@ class DirectPipeline(PipelineBase):
     def _on_prediction(self, predictions: Any, video_frame: Any) -> None:
         if isinstance(predictions, list):  # one source: unwrap the batch the sink may hand us
             predictions, video_frame = predictions[0], video_frame[0]
+        self._said_size(video_frame.image)
         if predictions is None or self.status == "paused":
             return  # frames decoded before the pause still flow through; a paused pipeline reports nothing
         self.watch.saw(video_frame.image)  # its picture: frozen, black, grey, another size (~50 µs)
@@ -214,17 +218,35 @@ class DirectPipeline(PipelineBase):
 
     def _on_scaled(self, width: int, height: int) -> None:
         """The source sends width x height frames now (capture.FrameSizes: each change over media.max_pixels, and the
-        change back under it). Over it: said on the handle (the status line, and once per size by the health
-        check) and logged once per size; back under it, no longer said (called on the decoding thread)."""
-        note = scaled_note(width, height, self._settings.media.max_pixels, is_live(self._reference))
+        change back under it); logged once per size over it (called on the decoding thread). The handle says it
+        when such a frame is delivered (_said_size): the decoder runs frames ahead of inference, and a camera that
+        flips sizes faster than a 9 MP frame is analysed would otherwise never be said while its frames are; before
+        the first frame is delivered, the handle says the size the camera opened with (the start's reply)."""
+        max_pixels = self._settings.media.max_pixels
+        note = scaled_note(width, height, max_pixels, is_live(self._reference))
         with self._lock:
-            if note == self.scaled:
-                return
-            self.scaled = note
+            decoded = (width, height) if note is None else bounded_size(width, height, max_pixels)
+            self._size_notes.pop(decoded, None)  # the latest meaning of a size last, and at most SAID_SIZES + 1
+            self._size_notes[decoded] = note
+            while len(self._size_notes) > SAID_SIZES + 1:
+                del self._size_notes[next(iter(self._size_notes))]
+            if not self.frames:  # none delivered yet: the start's reply says what the camera opened with
+                self.scaled = note
             if note is None or note in self._logged or len(self._logged) >= SAID_SIZES:
                 return
             self._logged.add(note)
         log.warning("pipeline %s: %s", self.pipeline_id, note)
+
+    def _said_size(self, image: Any) -> None:
+        """The handle's scaled note follows the frame delivered: the note its decoded size was made with, or None
+        for a size never scaled (a camera that never goes over the limit costs one dict lookup a frame)."""
+        if not self._size_notes:
+            return
+        height, width = image.shape[:2]
+        note = self._size_notes.get((width, height))
+        if note != self.scaled:
+            with self._lock:
+                self.scaled = note
 
     # --- status --------------------------------------------------------------------------------------------------
 

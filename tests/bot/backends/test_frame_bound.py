@@ -150,6 +150,32 @@ def test_frames_of_another_codec_are_resized_right_after_their_decode(tmp_path):
     assert {f.shape for f in frames} == {(480, 640, 3)} and reported == []
 
 
+def test_the_status_says_the_size_of_the_frame_it_delivers_not_of_the_one_decoded_last(tmp_path):
+    """The decoder runs frames ahead of inference: a camera that sends huge frames, then small ones, has its small
+    ones decoded while a huge one is still analysed. That huge frame's result says it was scaled, the small one's
+    that it was not; before any frame is delivered the status says the size the camera opened with."""
+    import numpy as np
+
+    from bot.backends.direct.engine import SpecSource
+    from bot.backends.direct.pipeline import DirectPipeline
+    from bot.config import load_settings
+
+    settings = load_settings({"VISION_AGENT_WORKSPACE": str(tmp_path), "VISION_AGENT_MAX_PIXELS": str(LIMIT)})
+    pipeline = DirectPipeline("p1", "gate", "rtsp://127.0.0.1:1/cam", SpecSource({}, "k", "the workflow", "people"),
+                              None, settings)  # type: ignore[arg-type]  # never started: no runtime needed
+
+    def frame(width: int, height: int) -> object:  # a frame of that size, without its pixels
+        return type("Frame", (), {"image": np.broadcast_to(np.zeros(1, np.uint8), (height, width, 3))})()
+
+    note = scaled_note(12000, 12000, LIMIT)
+    pipeline._on_scaled(12000, 12000)  # opened huge: the start's reply says so
+    assert pipeline.handle().scaled == note
+    pipeline._on_scaled(640, 480)  # the camera went back while its first huge frame was analysed
+    for size, said in [((3000, 3000), note), ((640, 480), None), ((3000, 3000), note)]:
+        pipeline._on_prediction(None, frame(*size))  # (None: a frame without predictions is said all the same)
+        assert pipeline.handle().scaled == said, size
+
+
 # --- a real pipeline ---------------------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
@@ -183,15 +209,17 @@ async def _run_camera(backend, name: str, *sizes: tuple[int, int],
                       enough: Callable[[list], bool] = lambda results: len(results) >= RESULTS,
                       ) -> tuple[list, list, list[tuple[str, str]], int]:
     """A pipeline on a loopback camera of frames of `sizes` in turn until `enough` of its results (RESULTS):
-    (results, handles seen at health checks, health problems said, peak RSS growth in bytes or -1 where it cannot
-    be measured)."""
+    (results, the handle as each was delivered (a health check after each), health problems said, peak RSS growth
+    in bytes or -1 where it cannot be measured)."""
     jpegs = {size: flat_jpeg(*size) for size in set(sizes)}  # made (432 MB of pixels for 12000x12000) and freed
     # before the peak is reset
     results: list = []
+    delivered: list = []  # the handle as each result was delivered: what the status said of that frame
     got = threading.Semaphore(0)
 
     def on_result(handle, result) -> None:
         results.append(result)
+        delivered.append(handle)
         got.release()
 
     health = PipelineHealth(None, stall_seconds=600, min_fps=0)
@@ -205,7 +233,8 @@ async def _run_camera(backend, name: str, *sizes: tuple[int, int],
         try:
             while not enough(results):  # a health check after each result: the note must come once, not per check
                 assert await asyncio.to_thread(got.acquire, True, patience(120)), f"{len(results)} results"
-                handles.append(await backend.get_pipeline_status(name))
+                handles.append(delivered[len(handles)])
+                assert (await backend.get_pipeline_status(name)).status == "running"
                 # its camera repeats one flat frame, a frozen picture said as such (test_camera_faults*.py): here
                 # the size notes only
                 said += [p for p in health.new_problems(handles[-1], time.time()) if p[0] not in CAMERA_RULES]
@@ -250,7 +279,9 @@ async def test_a_camera_that_raises_its_resolution_after_it_connects_runs_within
     assert all(h.status == "running" for h in handles)
     assert {r.image_size for r in results} == {small, bounded}
     note = scaled_note(*huge, LIMIT)
-    assert {h.scaled for h in handles} <= {note, None} and note in {h.scaled for h in handles}
+    # each result's status says the size of its own frame, though the decoder has moved on to the next size
+    assert [h.scaled for h in handles] == [note if r.image_size == bounded else None for r in results[:len(handles)]]
+    assert note in {h.scaled for h in handles}
     assert said == [("frames_scaled", f"{handles[0].name}: {note}.")]
     if growth < 0:
         pytest.skip("peak RSS cannot be reset here (/proc/self/clear_refs)")

@@ -14,17 +14,13 @@ IMAGE_TOKENS = 1600  # a 1568 px image costs about this much; base64 length says
 _TOKEN = re.compile(r"[A-Za-z]+|\d+|[^\sA-Za-z\d]")
 
 
+@once_per_long_text()  # the tool definitions and the system prompt, counted twice a turn (compaction's check, the budget's)
 def estimate_tokens(text: str) -> int:
     """A conservative token count (words, digit runs and each punctuation mark count as one, >= chars/3.5).
 
     Claude's tokenizer is not available offline; this over-counts JSON and prose, so a budget that holds here
     holds for the real tokenizer too.
     """
-    return _estimate(text)
-
-
-@once_per_long_text()  # the tool definitions and the system prompt, counted twice a turn (compaction's check, the budget's)
-def _estimate(text: str) -> int:
     return max(len(_TOKEN.findall(text)), math.ceil(len(text) / 3.5))
 
 

@@ -196,7 +196,7 @@ def plan(state: CameraState, shape: tuple[int, ...], regions: list[tuple[int, in
         crops.append([max(0, int(cx - w / 2)), max(0, int(cy - h / 2)), min(width, int(cx + w / 2) + 1),
                       min(height, int(cy + h / 2) + 1)])
     merged = _merge(crops, cheaper=close(dt, poor))
-    if sum((x2 - x1) * (y2 - y1) for x1, y1, x2, y2 in merged) > FULL_FRAME_SHARE * width * height:
+    if sum(area(c) for c in merged) > FULL_FRAME_SHARE * width * height:  # pixels scanned: an overlap left apart twice
         return scale, whole
     return scale, [(c[0], c[1], c[2], c[3]) for c in merged if (c[2] - c[0]) * scale >= window[0] and (c[3] - c[1]) * scale >= window[1]]
 

@@ -28,6 +28,7 @@ from inference.core.workflows.execution_engine.entities.types import (
 from inference.core.workflows.prototypes.block import BlockResult, WorkflowBlock, WorkflowBlockManifest
 from pydantic import ConfigDict, Field
 
+from bot.backends.builtin.boxes import overlap
 from bot.backends.builtin.drawing_block import DrawingManifest, drawn, visualization_card
 from bot.backends.builtin.line_counter import _points
 
@@ -139,7 +140,7 @@ def count_box_place(frame: tuple[int, int], box: tuple[int, int], line: Sequence
                 continue  # the frame's centre: where the scene is
             rect = (left, top, left + box_w - 1, top + box_h - 1)
             gap = _segment_gap(rect, line)
-            covered = sum(_overlap(rect, b) for b in avoid)
+            covered = sum(overlap(rect, b) for b in avoid)
             # Then the farthest from the line alone: it does not move, so neither does the box while no one walks
             # into it (ranking by the nearest person too made it hop corners from frame to frame in a clip).
             key = (gap < reach, covered, -gap)
@@ -151,10 +152,6 @@ def count_box_place(frame: tuple[int, int], box: tuple[int, int], line: Sequence
 
 def _fit(start: int, size: int, room: int) -> int:
     return int(np.clip(start, 0, max(0, room - size)))
-
-
-def _overlap(a: Box, b: Box) -> float:
-    return max(0.0, min(a[2], b[2]) - max(a[0], b[0])) * max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
 
 
 def _segment_gap(rect: Box, line: Sequence[Sequence[float]]) -> float:

@@ -150,23 +150,21 @@ class HogPeopleDetectorBlockV1(WorkflowBlock):
         measure(light, frame, now)  # dark or noisy: the crops are lifted / denoised before HOG sees them
         side, smallest = self._unmeasured(images, min_height, max_side)
         default_scale = _HOG_PERSON_PX / smallest
-        carried, carried_confidence = np.zeros((0, 4), np.float32), np.zeros(0, np.float32)
         before = np.zeros((0, 4), np.float32)
-        if state is None:
-            scale, crops = default_scale, [(0, 0, frame.shape[1], frame.shape[0])]
-            scales = [scale]
-        else:
+        whole = [(0, 0, frame.shape[1], frame.shape[0])]
+        scale, crops, regions = default_scale, whole, []
+        if state is not None:
             regions = observe(state, frame, dt, lambda small: brighten(light, small))
             # people followed from the last frame by their picture: HOG scans neither them nor the blob they explain
             carried, carried_confidence, regions = carry(state, frame, now, regions, light.poor())
             before, state.last_boxes = state.last_boxes, unscanned(carried, state.last_boxes)
             scale, crops = plan(state, frame.shape, regions, default_scale, _HOG_WINDOW, _HOG_PERSON_PX,
                                 dt, light.poor())
-            if crops == [(0, 0, frame.shape[1], frame.shape[0])]:  # HOG looks everywhere: nothing is carried
-                carried, carried_confidence = np.zeros((0, 4), np.float32), np.zeros(0, np.float32)
-                scales = [scale]
-            else:
-                scales = fitted(state, crops, regions, scale, _HOG_WINDOW, _HOG_BOX_PX, dt, light.poor())
+        if state is None or crops == whole:  # HOG looks everywhere, at one upscale: nothing is carried
+            carried, carried_confidence = np.zeros((0, 4), np.float32), np.zeros(0, np.float32)
+            scales = [scale]
+        else:
+            scales = fitted(state, crops, regions, scale, _HOG_WINDOW, _HOG_BOX_PX, dt, light.poor())
         found = [self._scan(frame, crop, min(s, side / max(crop[2] - crop[0], crop[3] - crop[1])), scale_step,
                             light) for crop, s in zip(crops, scales, strict=True)]
         boxes = np.concatenate([b for b, _ in found]) if found else np.zeros((0, 4), np.float32)

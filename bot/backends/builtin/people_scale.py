@@ -18,6 +18,8 @@ from typing import Any
 import cv2
 import numpy as np
 
+from bot.backends.builtin.boxes import area, overlap
+
 MOTION_WIDTH = 320  # px: the background model runs on a copy this wide (or the frame, if narrower)
 SAMPLES = 200  # blob heights kept per video (a rolling window: a camera that is moved re-learns)
 MIN_SAMPLES = 12  # person-shaped blobs seen before the measured size replaces the default upscale
@@ -234,17 +236,9 @@ def fitted(state: CameraState, crops: list[tuple[int, int, int, int]], regions: 
     return scales
 
 
-def area(box: np.ndarray | tuple[float, ...] | list[int]) -> float:
-    """A box's area (0 when it is empty)."""
-    return max(0.0, float(box[2] - box[0])) * max(0.0, float(box[3] - box[1]))
-
-
 def inside(box: np.ndarray | tuple[float, ...], others: list) -> float:
     """Share of `box` covered by `others` (summed: the moving regions and people's boxes barely overlap)."""
-    covered = 0.0
-    for o in others:
-        covered += area((max(box[0], o[0]), max(box[1], o[1]), min(box[2], o[2]), min(box[3], o[3])))
-    return min(1.0, covered / max(area(box), 1.0))
+    return min(1.0, sum(overlap(box, o) for o in others) / max(area(box), 1.0))
 
 
 def centres_in(boxes: np.ndarray, areas: np.ndarray | list) -> np.ndarray:

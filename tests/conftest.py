@@ -72,11 +72,18 @@ def pytest_runtest_teardown(item, nextitem):
 
 
 def pytest_sessionfinish(session, exitstatus):
-    """Leaked non-daemon threads (a pipeline a failed test never stopped) would make the interpreter hang at exit
+    """The controller of a pytest-xdist run ends the inference server its workers shared (tests/fixtures/inference.py),
+    once every worker is done with it (a worker's session ends before the others').
+    Leaked non-daemon threads (a pipeline a failed test never stopped) would make the interpreter hang at exit
     and CI run into its time limit. A thread still finishing its last frame gets a grace period; what is alive after
     it is named, counted as a failure, and the run exits without waiting."""
     import sys
     import time
+
+    from tests.fixtures.inference import stop_shared_server
+
+    if not hasattr(session.config, "workerinput"):
+        stop_shared_server(session.config._tmp_path_factory.getbasetemp())
 
     deadline = time.monotonic() + 20.0
     for t in _live_non_daemon():
@@ -90,3 +97,4 @@ def pytest_sessionfinish(session, exitstatus):
     if exitstatus == 0:
         session.exitstatus = 1
     session.config.add_cleanup(lambda: os._exit(int(session.exitstatus)))
+

@@ -80,8 +80,9 @@ async def _run_and_kill_bot(workspace: Path, url: str, video: Path, state: Path)
 
 
 async def test_restart_adopts_the_pipeline_the_server_kept_and_restarts_one_it_lost(
-    inference_server, base_env, workspace_dir, tmp_path
+    own_inference_server, base_env, workspace_dir, tmp_path
 ):
+    inference_server = own_inference_server  # it counts and, failing, ends what is new on the server: its own
     settings = load_settings({**base_env, "INFERENCE_SERVER_URL": inference_server}, inference=SLOW_SERVER)
     probe = HttpBackend(settings)
     before = set(await probe.server_pipelines())

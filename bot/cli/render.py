@@ -19,6 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from bot.agent.steps import label as step_label
+from bot.cli import inputhook
 from bot.events import AgentEvent, EventType
 from bot.media.redaction import MASKS, redact
 from bot.objects.text import for_people
@@ -85,7 +86,8 @@ def terminal_text(text: str, style: str = "") -> Text:
 
 
 def _typed() -> str:
-    """What the person has typed at the prompt so far (readline's buffer; '' without readline)."""
+    """What the person has typed at the prompt so far (readline's buffer; '' without readline). Only in the
+    prompt's own thread (bot/cli/inputhook.py)."""
     readline = sys.modules.get("readline")
     try:
         return readline.get_line_buffer() if readline is not None else ""
@@ -152,7 +154,19 @@ class Renderer:
         try:
             yield
         finally:
-            self.console.file.write(self.prompt() + _typed())
+            if "readline" in sys.modules and inputhook.installed():
+                # readline's buffer is read in the prompt's own thread only (bot/cli/inputhook.py): read from here
+                # while someone types, glibc aborts the process
+                inputhook.soon(self._redraw)
+            else:
+                self.console.file.write(self.prompt())
+            self.console.file.flush()
+
+    def _redraw(self) -> None:
+        """The prompt again with what was typed so far (in the prompt's thread; twice is harmless: the line is
+        cleared first)."""
+        if self.waiting:
+            self.console.file.write("\r\x1b[2K" + self.prompt() + _typed())
             self.console.file.flush()
 
     def _say(self, text: str, style: str = "") -> None:

@@ -11,6 +11,7 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
+from bot.cli import inputhook
 from bot.cli.oneshot import attachment_for, terminal_context, why_no_agent
 from bot.cli.render import LOADING_DETECTOR, THINKING, Renderer
 from bot.commands.dispatch import run_command
@@ -35,16 +36,23 @@ REPL_HELP = """Type a message to talk to the agent. Commands:
 
 def interactive(settings: Settings, session: str, images: list[str] | None = None) -> int:
     """The chat REPL; `images` are attached to the first message. Returns when the user quits."""
-    try:  # line editing at the prompt, and what was typed so far when an alert draws the prompt again
-        import readline  # noqa: F401
-    except ImportError:  # not on every platform: input() works without it
-        pass
+    line_editing()
     try:
         attachments = [attachment_for(p, settings.media.max_pixels) for p in images or []]
     except ValueError as exc:
         print(f"vision-agent: {exc}", file=sys.stderr)
         return 2
     return asyncio.run(_Repl(settings, session, attachments).run())
+
+
+def line_editing() -> None:
+    """Line editing at the prompt (readline), and what was typed so far drawn again under an alert, from the
+    prompt's own thread (bot/cli/inputhook.py)."""
+    try:
+        import readline  # noqa: F401
+    except ImportError:  # not on every platform: input() works without it (an alert redraws the bare prompt)
+        return
+    inputhook.install()
 
 
 class _Repl:

@@ -97,4 +97,3 @@ def pytest_sessionfinish(session, exitstatus):
     if exitstatus == 0:
         session.exitstatus = 1
     session.config.add_cleanup(lambda: os._exit(int(session.exitstatus)))
-

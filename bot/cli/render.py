@@ -154,7 +154,7 @@ class Renderer:
         try:
             yield
         finally:
-            if "readline" in sys.modules and inputhook.installed():
+            if inputhook.installed():  # set once readline is in use (repl.line_editing)
                 # readline's buffer is read in the prompt's own thread only (bot/cli/inputhook.py): read from here
                 # while someone types, glibc aborts the process
                 inputhook.soon(self._redraw)

@@ -152,7 +152,7 @@ class HogPeopleDetectorBlockV1(WorkflowBlock):
         default_scale = _HOG_PERSON_PX / smallest
         before = np.zeros((0, 4), np.float32)
         whole = [(0, 0, frame.shape[1], frame.shape[0])]
-        scale, crops, regions = default_scale, whole, []
+        scale, crops = default_scale, whole
         if state is not None:
             regions = observe(state, frame, dt, lambda small: brighten(light, small))
             # people followed from the last frame by their picture: HOG scans neither them nor the blob they explain

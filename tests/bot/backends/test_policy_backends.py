@@ -100,23 +100,37 @@ async def http_backend(inference_server, base_env):
     await backend.close()
 
 
+async def pipelines_reading(backend: HttpBackend, video: Path) -> list[str]:
+    """Ids of the server's pipelines that read `video`. The server is shared with other test workers, whose pipelines
+    come and go while this test runs, so a pipeline is ours only if it reads the test's own copy of the footage."""
+    ours = []
+    for server_id in await backend.server_pipelines():
+        status, body = await asyncio.to_thread(backend._request, "GET", f"/inference_pipelines/{server_id}/status")
+        if status == 200 and str(video) in json.dumps(body):
+            ours.append(server_id)
+    return ours
+
+
 async def test_http_backend_refuses_before_anything_reaches_the_server(http_backend, astronaut_jpeg, face_video,
                                                                         listener, tmp_path):
     target = tmp_path / "outside"
     target.mkdir()
-    before = set(await http_backend.server_pipelines())
+    video = tmp_path / "door.mp4"  # a path no other test reads
+    video.write_bytes(face_video.read_bytes())
     with pytest.raises(BackendError, match="environment_secrets_store"):
         await http_backend.run_single(astronaut_jpeg, workflow_spec=secrets_spec())
     with pytest.raises(BackendError, match=WEBHOOK):
         await http_backend.run_single(astronaut_jpeg, workflow_spec=webhook_spec(listener.url))
     with pytest.raises(BackendError, match=WEBHOOK):
-        await http_backend.start_pipeline("hook", "door", str(face_video), WorkflowRef(workflow_spec=webhook_spec(listener.url)))
+        await http_backend.start_pipeline("hook", "door", str(video), WorkflowRef(workflow_spec=webhook_spec(listener.url)))
     with pytest.raises(BackendError, match="local_file_sink"):
-        await http_backend.start_pipeline("dump", "door", str(face_video), WorkflowRef(workflow_spec=file_sink_spec(target)))
+        await http_backend.start_pipeline("dump", "door", str(video), WorkflowRef(workflow_spec=file_sink_spec(target)))
     assert any("webhook_sink" in p for p in await http_backend.validate_workflow(webhook_spec(listener.url)))
     await asyncio.sleep(1.0)
     assert listener.bodies == [] and list(target.iterdir()) == []
-    assert set(await http_backend.server_pipelines()) == before
+    assert await pipelines_reading(http_backend, video) == []
+    await http_backend.start_pipeline("faces", "door", str(video), WorkflowRef(model_id="builtin/faces"), max_fps=5)
+    assert await pipelines_reading(http_backend, video) == [http_backend.server_id("faces")]  # the probe sees one
 
 
 def save_local_workflow(spec: dict) -> tuple[str, Path]:

@@ -160,4 +160,5 @@ def _too_dark(camera: Mapping[str, Any]) -> str | None:
     found = f" (a person found on {share:.0%} of them)" if share is not None else ""
     return (f"the light is too poor to find people (the picture is {poor}{said}); things shaped like people moved "
             f"for {seconds / 60:.0f} min mostly unseen{found} — an IR illuminator or more light, the main stream "
-            "(less noise) or a Roboflow model would help")
+            "(less noise) or a Roboflow model would help" + (
+                "; until then the detector looks once a second, to spare the CPU" if camera.get("resting") else ""))

@@ -22,6 +22,15 @@ on them (over about SHARE_SECONDS). Counting needs far less than every person in
 misses: a noisy night found 0.47 of people a frame and counted 35 of 37), so the share is per blob, not per moment
 (a street of five walkers with one in ten found still has someone found in a third of its frames). While it stays
 under, `unseen_seconds` grows and bot/pipelines/limits.py says the light is too poor to count, with what would help.
+
+Such a camera rests: after REST_AFTER seconds of video so unseen, or of a poor picture in which no one at all was
+found (an empty garden at night), the detector looks once every REST_SECONDS of video (the motion gate repeats its
+last findings in between: builtin/people) instead of on every frame. A poor picture's noise is motion everywhere, so
+every frame was a whole-frame scan, lifted and denoised: on the street made too dark and noisy (the light test's
+clip, 384x288 at 2 fps) 224 ms of CPU a frame, against 97 lit and 67-93 on the countable night, IR and dusk pictures,
+where someone is found every few frames and the share never fell under SEEN_SHARE. It still measures the light each
+time and counts its unseen time by the clock, so the verdict comes as soon. The light coming back ends the rest, and
+so does a find in a picture where no one was found (someone walks into the empty garden), or a share lifted back.
 """
 
 from __future__ import annotations
@@ -46,6 +55,8 @@ SEEN_SHARE = 0.2  # of person-shaped moving blobs with a person found on them: u
 SHARE_SECONDS = 30.0  # the share's running mean spans about this much video with such motion
 HYSTERESIS = 1.2  # a camera's light, once poor, is good again only this far past the threshold
 MIN_SPREAD = 4.0  # grey levels: a picture flatter than this is not measured for contrast (black, a lens cap)
+REST_AFTER = 20.0  # seconds of video unseen (the share under SEEN_SHARE in a poor picture) before the camera rests
+REST_SECONDS = 1.0  # of video between two looks of a resting camera's detector
 
 
 @dataclass
@@ -59,6 +70,7 @@ class LightState:
     measured_at: float | None = None  # video time of the last measurement
     unseen: float = 0.0  # seconds of video with person-shaped motion mostly unseen (under SEEN_SHARE), picture poor
     seen_share: float = 1.0  # of person-shaped moving blobs, the share with a person found on them (running mean)
+    idle: float = 0.0  # seconds of video of a poor picture in which no one at all was found
 
     is_dark: bool = False  # on under DARK_LUMA, off only over HYSTERESIS times it (a dusk does not flicker)
     is_noisy: bool = False  # on from NOISY_LEVELS, off only under it / HYSTERESIS
@@ -72,6 +84,11 @@ class LightState:
     def poor(self) -> bool:
         """The picture is one the detector has to be helped with (and may still not see people in)."""
         return self.dark() or self.noisy()
+
+    def resting(self) -> bool:
+        """The detector has been blind here, or found no one in a poor picture, long enough to look only once every
+        REST_SECONDS (module doc)."""
+        return self.unseen >= REST_AFTER or self.idle >= REST_AFTER
 
     def blur(self, scale: float) -> float:
         """The denoising blur's sigma in frame px for a scan at `scale` (0: none)."""
@@ -136,7 +153,7 @@ def brighten(state: LightState, small: np.ndarray) -> np.ndarray:
 def account(state: LightState, shaped: list[tuple[int, int, int, int]], found: np.ndarray, dt: float) -> None:
     """After the detector ran: of this frame's person-shaped moving blobs (frame px), the share with a person found
     on them (`found`: boxes xyxy) joins the running share; a poor picture's time under SEEN_SHARE is `unseen` (reset
-    when the share comes back or the light does)."""
+    when the share comes back or the light does), and its time with no one found at all `idle` (reset by a find)."""
     if shaped:
         seen = sum(_covered(box, found) for box in shaped) / len(shaped)
         state.seen_share += (seen - state.seen_share) * min(1.0, dt * len(shaped) / SHARE_SECONDS)
@@ -144,6 +161,7 @@ def account(state: LightState, shaped: list[tuple[int, int, int, int]], found: n
         state.unseen = 0.0
     elif shaped:
         state.unseen += dt
+    state.idle = 0.0 if not state.poor() or len(found) else state.idle + dt
 
 
 def _covered(blob: tuple[int, int, int, int], found: np.ndarray) -> bool:

@@ -41,12 +41,14 @@ class MotionGate:
         self.ran_at = 0.0
         self.last: Any = None
 
-    def still(self, frame: np.ndarray, now: float) -> bool:
-        """True: skip the detector on this frame (nothing moved since it last ran, under FULL_PASS_SECONDS ago, and
-        there is something to repeat). False: run it; this frame becomes the reference."""
+    def still(self, frame: np.ndarray, now: float, hold: float = 0.0) -> bool:
+        """True: skip the detector on this frame (nothing moved since it last ran, under FULL_PASS_SECONDS ago, or it
+        ran under `hold` seconds ago, moved or not; and there is something to repeat). False: run it; this frame
+        becomes the reference."""
         small = shrink(frame)
-        if (self.last is not None and self.reference is not None and self.reference.shape == small.shape
-                and 0.0 <= now - self.ran_at < FULL_PASS_SECONDS and not moved(self.reference, small)):
+        since = now - self.ran_at
+        if self.last is not None and self.reference is not None and self.reference.shape == small.shape and (
+                0.0 <= since < hold or (0.0 <= since < FULL_PASS_SECONDS and not moved(self.reference, small))):
             with MotionGate._count_lock:
                 MotionGate.skipped += 1
             return True
@@ -80,14 +82,15 @@ class Gates:
     def __init__(self) -> None:
         self._gates: Recent[str, MotionGate] = Recent(MAX_VIDEOS)
 
-    def repeat(self, image: WorkflowImageData) -> Any:
-        """What the detector found when it last ran on this video, if it may skip this frame; None: run it (and
-        tell `found`). A still image always runs."""
+    def repeat(self, image: WorkflowImageData, hold: float = 0.0) -> Any:
+        """What the detector found when it last ran on this video, if it may skip this frame (nothing moved, or it
+        ran under `hold` seconds of video ago: a resting camera, builtin/light.py); None: run it (and tell `found`).
+        A still image always runs."""
         clock = video_clock(image)
         if clock is None:
             return None
         gate = self._of(clock[0])
-        return gate.last if gate.still(image.numpy_image, clock[1]) else None
+        return gate.last if gate.still(image.numpy_image, clock[1], hold) else None
 
     def found(self, image: WorkflowImageData, findings: Any) -> None:
         """What the detector found on this frame, to repeat while nothing moves (None: never repeat it)."""

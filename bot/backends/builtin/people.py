@@ -30,7 +30,7 @@ from bot.backends.builtin.common import (
     is_video_frame,
     to_detections,
 )
-from bot.backends.builtin.light import LightState, brighten, measure, prepare
+from bot.backends.builtin.light import REST_SECONDS, LightState, brighten, measure, prepare
 from bot.backends.builtin.light import account as account_light
 from bot.backends.builtin.light import conditions as light_conditions
 from bot.backends.builtin.line_counter import video_time
@@ -65,7 +65,9 @@ class HogPeopleManifest(_DetectorManifest):
             "seconds; at 4 fps and up a person found twice running, apart from others, is followed into the next "
             "frame by their picture instead of a scan, and a crop holding only people found the frame before is "
             "scanned at their own size; with `motion_gate`, a frame where nothing moved repeats the "
-            "last findings, the whole frame scanned at least every 4 s; before it has measured, people from 64 px); "
+            "last findings, the whole frame scanned at least every 4 s, and in a picture too dark or noisy to find the "
+            "people moving in it for 20 s of video it looks once a second until it finds them or the light comes "
+            "back; before it has measured, people from 64 px); "
             "a still image is scanned whole, upscaled until its longer side reaches `max_side` (at most 4x), so a "
             "small still finds people from 24-30 px tall and a large one is scaled down to `max_side`; `min_height` "
             "sets the smallest person instead.",
@@ -139,12 +141,18 @@ class HogPeopleDetectorBlockV1(WorkflowBlock):
         state = self._camera(images) if adaptive else None
         dt = 0.0 if state is None else self._dt(state, images)
         light = self._light(images)
-        repeated = self._gates.repeat(images) if motion_gate else None
-        if repeated is not None:  # nothing moved since the last run: the same people, where they were
-            if state is not None:
+        resting = state is not None and light.resting()
+        repeated = self._gates.repeat(images, REST_SECONDS if resting else 0.0) if motion_gate else None
+        if repeated is not None:  # nothing moved since the last run, or a resting camera: the same people, there
+            if state is not None and resting:  # the next look takes this time as its own (a camera that slow)
+                state.held += dt
+            elif state is not None:
                 state.since_full += dt  # the full pass keeps its period
             detections = to_detections(images, repeated[0], repeated[1], "person")
-            return self._output(images, state, detections, self._unmeasured(images, min_height, max_side)[1], light)
+            return self._output(images, state, detections, self._unmeasured(images, min_height, max_side)[1], light,
+                                motion_gate)
+        if state is not None:
+            dt, state.held = dt + state.held, 0.0
         frame = images.numpy_image
         now = self._now(images)
         measure(light, frame, now)  # dark or noisy: the crops are lifted / denoised before HOG sees them
@@ -183,17 +191,19 @@ class HogPeopleDetectorBlockV1(WorkflowBlock):
             account_light(light, [box for box, lying in state.shaped if not lying], detections.xyxy, dt)
             self._turn(images).after(frame, state.shaped, len(detections), dt,
                                      lambda image, s: self._count(image, s, scale_step, confidence))
-        return self._output(images, state, detections, smallest, light)
+        return self._output(images, state, detections, smallest, light, motion_gate)
 
     def _output(self, images: WorkflowImageData, state: CameraState | None, detections: sv.Detections,
-                smallest: float, light: LightState) -> BlockResult:
+                smallest: float, light: LightState, gated: bool) -> BlockResult:
         if state is None:  # a still (or adaptive off): nothing measured; it finds people from `smallest` px tall
             return {"predictions": detections, "camera": {**conditions(CameraState(), smallest),
-                                                          **light_conditions(light)}}
-        # `turned`: the camera looks mounted turned, by this many degrees clockwise (people_turn.py), or None
+                                                          **light_conditions(light), "resting": False}}
+        # `turned`: the camera looks mounted turned, by this many degrees clockwise (people_turn.py), or None;
+        # `resting`: the light is too poor to see anyone, so the detector looks once a second (through the gate)
         return {"predictions": detections, "camera": {**conditions(state, _HOG_PERSON_PX / UPSCALE_CAP),
                                                       "turned": self._turn(images).turned,
-                                                      **light_conditions(light)}}
+                                                      **light_conditions(light),
+                                                      "resting": gated and light.resting()}}
 
     def _light(self, images: WorkflowImageData) -> LightState:
         """This video's measured light; a fresh one for a still (measured on itself: its brightness, no noise)."""

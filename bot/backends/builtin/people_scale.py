@@ -52,6 +52,7 @@ class CameraState:
     frames: int = 0
     since_full: float = float("inf")  # seconds of video since the last whole-frame scan
     clock: float | None = None  # video time of the previous frame
+    held: float = 0.0  # seconds of video a resting camera's detector skipped since it last looked (builtin/light.py)
     heights: deque[float] = field(default_factory=lambda: deque(maxlen=SAMPLES))
     last_boxes: np.ndarray = field(default_factory=lambda: np.zeros((0, 4), np.float32))
     person_shaped: bool = False  # this frame's motion had a blob shaped like a standing person

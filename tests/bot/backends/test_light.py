@@ -114,3 +114,79 @@ def test_time_with_people_shaped_motion_mostly_unseen_counts_only_in_a_poor_pict
     for _ in range(300):
         account(lit, walkers, nobody, dt=1.0)
     assert lit.unseen == 0.0  # a lit camera that finds no one: the generic line's business (limits._blind)
+
+
+def test_a_poor_picture_where_no_one_at_all_is_found_rests_until_someone_is():
+    """An empty garden at night: no person-shaped motion to be unseen, yet no one found for REST_AFTER seconds of a
+    poor picture is enough to rest; the first find wakes it, and a lit picture never rests."""
+    from bot.backends.builtin.light import REST_AFTER
+
+    garden = measured(Light("n", dark=1.5, noise=1.0))
+    nobody, leaves = np.zeros((0, 4), np.float32), [(40, 40, 90, 70)]  # a blob wider than tall: not a walker
+    for _ in range(int(REST_AFTER) - 1):
+        account(garden, [], nobody, dt=1.0)
+    assert not garden.resting() and garden.unseen == 0.0
+    account(garden, leaves, nobody, dt=1.0)
+    assert garden.resting() and garden.unseen == 0.0  # resting, yet nothing unseen: no "too poor" line
+    account(garden, [], np.array([[5, 5, 35, 80]], np.float32), dt=1.0)  # someone walks in and is found
+    assert not garden.resting()
+    lit = measured(DAYLIGHT)
+    for _ in range(3 * int(REST_AFTER)):
+        account(lit, [], nobody, dt=1.0)
+    assert not lit.resting()  # a lit quiet camera is the motion gate's business
+
+
+def test_a_camera_too_dark_to_see_anyone_looks_once_a_second_yet_keeps_time_and_wakes_when_the_light_is_back(
+        monkeypatch: pytest.MonkeyPatch):
+    """builtin/people on the street made too dark and noisy to find anyone (bench/_light.py, as the light footage
+    test's clip), its light already blind for REST_AFTER: it looks once a second of video, not on each of the 5 a
+    second, and counts its unseen time by the clock; the street lit again, it looks at every moving frame."""
+    from datetime import datetime, timedelta
+
+    from inference.core.workflows.execution_engine.entities.base import (
+        ImageParentMetadata,
+        VideoMetadata,
+        WorkflowImageData,
+    )
+
+    from bot.backends.builtin import people
+    from bot.backends.builtin.light import REST_AFTER, REST_SECONDS
+    from bot.backends.builtin.motion_gate import MotionGate
+    from bot.backends.builtin.people import HogPeopleDetectorBlockV1
+
+    accounted: list[float] = []  # the video time each look accounts the light's share and unseen time for
+
+    def account_light(state: LightState, shaped: list, found: np.ndarray, dt: float) -> None:
+        accounted.append(dt)
+        account(state, shaped, found, dt)
+
+    monkeypatch.setattr(people, "account_light", account_light)
+
+    fps, night = 5.0, Light("black night, poor sensor", dark=2.3, noise=1.8)
+    block = HogPeopleDetectorBlockV1()
+    light = block._lights.get("cam", LightState)
+    light.unseen, light.seen_share = REST_AFTER, 0.0  # as after a minute of people-shaped motion mostly unseen
+
+    def run(frame: np.ndarray, k: int) -> dict:
+        meta = VideoMetadata(video_identifier="cam", frame_number=k, fps=fps, comes_from_video_file=True,
+                             frame_timestamp=datetime(2026, 1, 1) + timedelta(seconds=k / fps))
+        image = WorkflowImageData(parent_metadata=ImageParentMetadata(parent_id="cam"), video_metadata=meta,
+                                  numpy_image=frame)
+        return block.run(images=image, confidence=0.5, min_height=None, max_side=1280, scale_step=1.1,
+                         iou_threshold=0.45)["camera"]
+
+    street = frames(100)
+    skipped = MotionGate.skipped
+    for k, frame in enumerate(street[:50]):  # 10 s of the dark street
+        camera = run(night.apply(frame, k), k)
+    looks = 50 - (MotionGate.skipped - skipped)
+    assert 10 / REST_SECONDS - 1 <= looks <= 10 / REST_SECONDS + 1, looks
+    assert camera["resting"] and camera["poor_light"] == "too dark and noisy", camera
+    assert len(accounted) == looks and sum(accounted) == pytest.approx(49 / fps - block._cameras["cam"].held)
+    assert camera["unseen_seconds"] > REST_AFTER, camera  # the rested frames' time counted (and the verdict as soon)
+    for k, frame in enumerate(street[50:], start=50):  # the light comes back (10 s)
+        camera = run(frame, k)
+        if k == 74:
+            skipped = MotionGate.skipped
+    assert not camera["resting"] and camera["unseen_seconds"] == 0.0, camera
+    assert 25 - (MotionGate.skipped - skipped) > 2 * 5 / REST_SECONDS, "awake: every moving frame is looked at"

@@ -57,6 +57,17 @@ def test_noise_is_not_motion_and_a_passer_by_is():
     assert moved(shrink(crossing[0]), shrink(crossing[3]))  # people walked 0.6 s further
 
 
+def test_a_hold_skips_frames_that_moved_until_it_has_passed():
+    """A resting camera's gate (builtin/light.py): frames that moved are skipped too, for `hold` seconds of video."""
+    crossing = _frames(DATA / "crossing.mp4")
+    gate = MotionGate()
+    assert not gate.still(crossing[0], 0.0, hold=1.0)  # nothing to repeat yet: it runs
+    gate.last = "found at 0 s"
+    assert gate.still(crossing[3], 0.6, hold=1.0)  # people walked on, yet under the hold: repeated
+    assert not gate.still(crossing[5], 1.0, hold=1.0)  # the hold has passed: it looks
+    assert not gate.still(crossing[8], 1.6, hold=0.0)  # without a hold a frame that moved always runs
+
+
 def test_the_setting_off_turns_the_gate_off_in_every_builtin_detector_step_that_does_not_say():
     spec, _ = inline_spec(WorkflowRef(model_id="builtin/faces"), video=True, motion_gate=False)
     assert spec is not None and spec["steps"][0]["motion_gate"] is False

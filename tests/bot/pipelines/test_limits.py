@@ -144,6 +144,9 @@ def test_a_picture_too_dark_or_noisy_where_no_one_is_found_for_minutes_says_the_
         assert "IR illuminator" in note and "main stream" in note and "Roboflow model" in note
         assert "brightness 22 of 255" in note
         assert ("±7 grey levels" in note) == ("noisy" in poor) and "found on 4% of them" in note
+        assert "looks once a second" not in note  # the detector has not rested (yet)
+    rested = cannot_count({"camera": {**dim("too dark and noisy", 600)["camera"], "resting": True}})
+    assert rested is not None and rested.endswith("until then the detector looks once a second, to spare the CPU")
 
 
 def test_the_light_comes_before_the_people_size_and_the_generic_no_one_found_line():

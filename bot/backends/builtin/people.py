@@ -37,6 +37,7 @@ from bot.backends.builtin.line_counter import video_time
 from bot.backends.builtin.motion_gate import Gates
 from bot.backends.builtin.people_carry import carry, fresh_only, remember, unscanned
 from bot.backends.builtin.people_scale import (
+    GAP_SECONDS,
     UPSCALE_CAP,
     VIDEO_FIRST_PX,
     CameraState,
@@ -141,7 +142,7 @@ class HogPeopleDetectorBlockV1(WorkflowBlock):
         state = self._camera(images) if adaptive else None
         dt = 0.0 if state is None else self._dt(state, images)
         light = self._light(images)
-        resting = state is not None and light.resting()
+        resting = state is not None and light.resting(state.found_share)
         repeated = self._gates.repeat(images, REST_SECONDS if resting else 0.0) if motion_gate else None
         if repeated is not None:  # nothing moved since the last run, or a resting camera: the same people, there
             if state is not None and resting:  # the next look takes this time as its own (a camera that slow)
@@ -187,8 +188,9 @@ class HogPeopleDetectorBlockV1(WorkflowBlock):
         if state is not None:
             remember(state, frame, now, detections.xyxy, _confidences(detections), carried, before)
             state.last_boxes = detections.xyxy.copy()
-            account(state, len(detections), dt)
-            account_light(light, [box for box, lying in state.shaped if not lying], detections.xyxy, dt)
+            spent = min(dt, GAP_SECONDS)  # a gap in the video was not watched: it is not time unseen
+            account(state, len(detections), spent)
+            account_light(light, [box for box, lying in state.shaped if not lying], detections.xyxy, spent)
             self._turn(images).after(frame, state.shaped, len(detections), dt,
                                      lambda image, s: self._count(image, s, scale_step, confidence))
         return self._output(images, state, detections, smallest, light, motion_gate)
@@ -203,7 +205,7 @@ class HogPeopleDetectorBlockV1(WorkflowBlock):
         return {"predictions": detections, "camera": {**conditions(state, _HOG_PERSON_PX / UPSCALE_CAP),
                                                       "turned": self._turn(images).turned,
                                                       **light_conditions(light),
-                                                      "resting": gated and light.resting()}}
+                                                      "resting": gated and light.resting(state.found_share)}}
 
     def _light(self, images: WorkflowImageData) -> LightState:
         """This video's measured light; a fresh one for a still (measured on itself: its brightness, no noise)."""

@@ -42,6 +42,8 @@ UPSCALE_CAP = 4.0  # beyond this HOG sees interpolation, not people; and the cos
 _SPECKS = np.ones((3, 1), np.uint8)  # the mask opening: 3 px tall, 1 wide
 SHARE_SECONDS = 30.0  # the share of moments with person-shaped motion in which someone was found: over about this
 FOUND_SHARE = 0.25  # under this share a find is a stray hit (an upside-down camera: 1 frame in 12), not sight
+GAP_SECONDS = 5.0  # a gap in the video (a camera that reconnected, a clock jump) counts as at most this much time
+# with no one found: the gap was not watched (a 90 s jump made a countable night camera 'blind' and rest at once)
 
 
 @dataclass

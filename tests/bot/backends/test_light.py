@@ -125,15 +125,26 @@ def test_a_poor_picture_where_no_one_at_all_is_found_rests_until_someone_is():
     nobody, leaves = np.zeros((0, 4), np.float32), [(40, 40, 90, 70)]  # a blob wider than tall: not a walker
     for _ in range(int(REST_AFTER) - 1):
         account(garden, [], nobody, dt=1.0)
-    assert not garden.resting() and garden.unseen == 0.0
+    assert not garden.resting(found_share=0.0) and garden.unseen == 0.0
     account(garden, leaves, nobody, dt=1.0)
-    assert garden.resting() and garden.unseen == 0.0  # resting, yet nothing unseen: no "too poor" line
+    assert garden.resting(found_share=0.0) and garden.unseen == 0.0  # resting, yet nothing unseen: no "too poor" line
     account(garden, [], np.array([[5, 5, 35, 80]], np.float32), dt=1.0)  # someone walks in and is found
-    assert not garden.resting()
+    assert not garden.resting(found_share=0.0)
     lit = measured(DAYLIGHT)
     for _ in range(3 * int(REST_AFTER)):
         account(lit, [], nobody, dt=1.0)
-    assert not lit.resting()  # a lit quiet camera is the motion gate's business
+    assert not lit.resting(found_share=0.0)  # a lit quiet camera is the motion gate's business
+
+
+def test_a_poor_picture_whose_noise_blobs_stay_unseen_rests_only_while_it_finds_someone_in_a_minority_of_moments():
+    """Unseen time alone is not blindness: a noisy 320x240 night street found someone in 9 frames of 10 while most of
+    its person-shaped noise blobs had no one on them (field test); the blind sub-stream found someone in a quarter."""
+    from bot.backends.builtin.light import REST_AFTER
+
+    street = measured(Light("n", dark=1.2, noise=0.7))
+    street.unseen, street.seen_share = REST_AFTER, 0.15
+    assert not street.resting(found_share=0.9)  # found most moments: it keeps looking at every frame
+    assert street.resting(found_share=0.3)  # a find now and then among unseen people: blind, so it rests
 
 
 def test_a_camera_too_dark_to_see_anyone_looks_once_a_second_yet_keeps_time_and_wakes_when_the_light_is_back(
@@ -153,6 +164,7 @@ def test_a_camera_too_dark_to_see_anyone_looks_once_a_second_yet_keeps_time_and_
     from bot.backends.builtin.light import REST_AFTER, REST_SECONDS
     from bot.backends.builtin.motion_gate import MotionGate
     from bot.backends.builtin.people import HogPeopleDetectorBlockV1
+    from bot.backends.builtin.people_scale import CameraState
 
     accounted: list[float] = []  # the video time each look accounts the light's share and unseen time for
 
@@ -165,7 +177,8 @@ def test_a_camera_too_dark_to_see_anyone_looks_once_a_second_yet_keeps_time_and_
     fps, night = 5.0, Light("black night, poor sensor", dark=2.3, noise=1.8)
     block = HogPeopleDetectorBlockV1()
     light = block._lights.get("cam", LightState)
-    light.unseen, light.seen_share = REST_AFTER, 0.0  # as after a minute of people-shaped motion mostly unseen
+    light.unseen, light.seen_share = REST_AFTER, 0.0  # as after a minute of people-shaped motion mostly unseen,
+    block._cameras.get("cam", CameraState).found_share = 0.0  # with no one found on it (not even stray hits)
 
     def run(frame: np.ndarray, k: int) -> dict:
         meta = VideoMetadata(video_identifier="cam", frame_number=k, fps=fps, comes_from_video_file=True,
@@ -190,3 +203,35 @@ def test_a_camera_too_dark_to_see_anyone_looks_once_a_second_yet_keeps_time_and_
             skipped = MotionGate.skipped
     assert not camera["resting"] and camera["unseen_seconds"] == 0.0, camera
     assert 25 - (MotionGate.skipped - skipped) > 2 * 5 / REST_SECONDS, "awake: every moving frame is looked at"
+
+
+def test_a_gap_in_the_video_counts_as_a_few_seconds_unwatched_not_as_time_unseen(monkeypatch: pytest.MonkeyPatch):
+    """A camera that reconnects after 90 s (its clock jumps): the gap was not watched, so neither the light's unseen
+    and idle time nor the camera's blind time takes more than GAP_SECONDS of it (field test: a countable night camera
+    was made 'blind' by one jump and rested at once)."""
+    from datetime import datetime, timedelta
+
+    from inference.core.workflows.execution_engine.entities.base import (
+        ImageParentMetadata,
+        VideoMetadata,
+        WorkflowImageData,
+    )
+
+    from bot.backends.builtin import people
+    from bot.backends.builtin.people import HogPeopleDetectorBlockV1
+    from bot.backends.builtin.people_scale import GAP_SECONDS
+
+    spent: list[tuple[float, float]] = []  # (dt the light accounted, dt the camera's blind time accounted)
+    light_account, camera_account = people.account_light, people.account
+    monkeypatch.setattr(people, "account_light", lambda s, shaped, found, dt: (spent.append((dt, -1.0)),
+                                                                               light_account(s, shaped, found, dt)))
+    monkeypatch.setattr(people, "account", lambda s, found, dt: (spent.append((-1.0, dt)), camera_account(s, found, dt)))
+    block, night = HogPeopleDetectorBlockV1(), Light("night", dark=1.0, noise=0.5)
+    for k, (frame, t) in enumerate(zip(frames(4), (0.0, 0.2, 0.4, 90.4), strict=True)):
+        meta = VideoMetadata(video_identifier="cam", frame_number=k, fps=5.0, comes_from_video_file=False,
+                             frame_timestamp=datetime(2026, 1, 1) + timedelta(seconds=t))
+        block.run(images=WorkflowImageData(parent_metadata=ImageParentMetadata(parent_id="cam"), video_metadata=meta,
+                                           numpy_image=night.apply(frame, k)),
+                  confidence=0.5, min_height=None, max_side=1280, scale_step=1.1, iou_threshold=0.45, motion_gate=False)
+    after_jump = [max(a, b) for a, b in spent[-2:]]
+    assert after_jump == [GAP_SECONDS, GAP_SECONDS], spent

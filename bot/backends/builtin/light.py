@@ -155,13 +155,18 @@ def brighten(state: LightState, small: np.ndarray) -> np.ndarray:
     return cv2.convertScaleAbs(small, alpha=min(MAX_GAIN, MOTION_LUMA / max(state.luma, 1.0)))
 
 
-def account(state: LightState, shaped: list[tuple[int, int, int, int]], found: np.ndarray, dt: float) -> None:
+def account(state: LightState, shaped: list[tuple[int, int, int, int]], found: np.ndarray, dt: float,
+            sample: float | None = None) -> None:
     """After the detector ran: of this frame's person-shaped moving blobs (frame px), the share with a person found
     on them (`found`: boxes xyxy) joins the running share; a poor picture's time under SEEN_SHARE is `unseen` (reset
-    when the share comes back or the light does), and its time with no one found at all `idle` (reset by a find)."""
+    when the share comes back or the light does), and its time with no one found at all `idle` (reset by a find).
+    `sample`: the seconds this one frame's share weighs, when under `dt` (a resting camera's look is one frame's
+    sample for a second of video: weighed as a second, one lucky look lifted a blind street's share over SEEN_SHARE
+    and its too-poor line never came)."""
     if shaped:
         seen = sum(_covered(box, found) for box in shaped) / len(shaped)
-        state.seen_share += (seen - state.seen_share) * min(1.0, dt * len(shaped) / SHARE_SECONDS)
+        weight = dt if sample is None else min(dt, sample)
+        state.seen_share += (seen - state.seen_share) * min(1.0, weight * len(shaped) / SHARE_SECONDS)
     if not state.poor() or state.seen_share >= SEEN_SHARE:
         state.unseen = 0.0
     elif shaped:

@@ -152,6 +152,7 @@ class HogPeopleDetectorBlockV1(WorkflowBlock):
             detections = to_detections(images, repeated[0], repeated[1], "person")
             return self._output(images, state, detections, self._unmeasured(images, min_height, max_side)[1], light,
                                 motion_gate)
+        frame_dt = dt  # this frame's own interval; dt takes a resting camera's skipped frames too
         if state is not None:
             dt, state.held = dt + state.held, 0.0
         frame = images.numpy_image
@@ -190,7 +191,8 @@ class HogPeopleDetectorBlockV1(WorkflowBlock):
             state.last_boxes = detections.xyxy.copy()
             spent = min(dt, GAP_SECONDS)  # a gap in the video was not watched: it is not time unseen
             account(state, len(detections), spent)
-            account_light(light, [box for box, lying in state.shaped if not lying], detections.xyxy, spent)
+            account_light(light, [box for box, lying in state.shaped if not lying], detections.xyxy, spent,
+                          min(frame_dt, spent) if frame_dt else None)
             self._turn(images).after(frame, state.shaped, len(detections), dt,
                                      lambda image, s: self._count(image, s, scale_step, confidence))
         return self._output(images, state, detections, smallest, light, motion_gate)

@@ -5,6 +5,7 @@ use), switches with hysteresis, and the crops the detector scans are lifted only
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -147,12 +148,8 @@ def test_a_poor_picture_whose_noise_blobs_stay_unseen_rests_only_while_it_finds_
     assert street.resting(found_share=0.3)  # a find now and then among unseen people: blind, so it rests
 
 
-def test_a_camera_too_dark_to_see_anyone_looks_once_a_second_yet_keeps_time_and_wakes_when_the_light_is_back(
-        monkeypatch: pytest.MonkeyPatch):
-    """builtin/people on the street made too dark and noisy to find anyone (bench/_light.py, as the light footage
-    test's clip), its light already blind for REST_AFTER: it looks once a second of video, not on each of the 5 a
-    second, and counts its unseen time by the clock; the street lit again, it looks at every moving frame once the
-    light is measured good."""
+def look(block: Any, frame: np.ndarray, k: int, t: float, from_file: bool = True, **settings: Any) -> dict:
+    """builtin/people's `camera` output on `frame`, frame k of the video "cam", `t` seconds into it."""
     from datetime import datetime, timedelta
 
     from inference.core.workflows.execution_engine.entities.base import (
@@ -161,6 +158,20 @@ def test_a_camera_too_dark_to_see_anyone_looks_once_a_second_yet_keeps_time_and_
         WorkflowImageData,
     )
 
+    meta = VideoMetadata(video_identifier="cam", frame_number=k, fps=5.0, comes_from_video_file=from_file,
+                         frame_timestamp=datetime(2026, 1, 1) + timedelta(seconds=t))
+    image = WorkflowImageData(parent_metadata=ImageParentMetadata(parent_id="cam"), video_metadata=meta,
+                              numpy_image=frame)
+    return block.run(images=image, confidence=0.5, min_height=None, max_side=1280, scale_step=1.1, iou_threshold=0.45,
+                     **settings)["camera"]
+
+
+def test_a_camera_too_dark_to_see_anyone_looks_once_a_second_yet_keeps_time_and_wakes_when_the_light_is_back(
+        monkeypatch: pytest.MonkeyPatch):
+    """builtin/people on the street made too dark and noisy to find anyone (bench/_light.py, as the light footage
+    test's clip), its light already blind for REST_AFTER: it looks once a second of video, not on each of the 5 a
+    second, and counts its unseen time by the clock; the street lit again, it looks at every moving frame once the
+    light is measured good."""
     from bot.backends.builtin import people
     from bot.backends.builtin.light import REST_AFTER, REST_SECONDS
     from bot.backends.builtin.motion_gate import MotionGate
@@ -182,25 +193,17 @@ def test_a_camera_too_dark_to_see_anyone_looks_once_a_second_yet_keeps_time_and_
     light.unseen, light.seen_share = REST_AFTER, 0.0  # as after a minute of people-shaped motion mostly unseen,
     block._cameras.get("cam", CameraState).found_share = 0.0  # with no one found on it (not even stray hits)
 
-    def run(frame: np.ndarray, k: int) -> dict:
-        meta = VideoMetadata(video_identifier="cam", frame_number=k, fps=fps, comes_from_video_file=True,
-                             frame_timestamp=datetime(2026, 1, 1) + timedelta(seconds=k / fps))
-        image = WorkflowImageData(parent_metadata=ImageParentMetadata(parent_id="cam"), video_metadata=meta,
-                                  numpy_image=frame)
-        return block.run(images=image, confidence=0.5, min_height=None, max_side=1280, scale_step=1.1,
-                         iou_threshold=0.45)["camera"]
-
     street = frames(120)
     skipped = MotionGate.skipped
     for k, frame in enumerate(street[:50]):  # 10 s of the dark street
-        camera = run(night.apply(frame, k), k)
+        camera = look(block, night.apply(frame, k), k, k / fps)
     looks = 50 - (MotionGate.skipped - skipped)
     assert 10 / REST_SECONDS - 1 <= looks <= 10 / REST_SECONDS + 1, looks
     assert camera["resting"] and camera["poor_light"] == "too dark and noisy", camera
     assert len(accounted) == looks and sum(accounted) == pytest.approx(49 / fps - block._cameras["cam"].held)
     assert camera["unseen_seconds"] > REST_AFTER, camera  # the rested frames' time counted (and the verdict as soon)
     for k, frame in enumerate(street[50:], start=50):  # the light comes back (14 s: its noise is measured over 5 s)
-        camera = run(frame, k)
+        camera = look(block, frame, k, k / fps)
         if k == 109:
             skipped = MotionGate.skipped
     assert not camera["resting"] and camera["unseen_seconds"] == 0.0, camera
@@ -211,14 +214,6 @@ def test_a_gap_in_the_video_counts_as_a_few_seconds_unwatched_not_as_time_unseen
     """A camera that reconnects after 90 s (its clock jumps): the gap was not watched, so neither the light's unseen
     and idle time nor the camera's blind time takes more than GAP_SECONDS of it (field test: a countable night camera
     was made 'blind' by one jump and rested at once)."""
-    from datetime import datetime, timedelta
-
-    from inference.core.workflows.execution_engine.entities.base import (
-        ImageParentMetadata,
-        VideoMetadata,
-        WorkflowImageData,
-    )
-
     from bot.backends.builtin import people
     from bot.backends.builtin.people import HogPeopleDetectorBlockV1
     from bot.backends.builtin.people_scale import GAP_SECONDS
@@ -230,10 +225,6 @@ def test_a_gap_in_the_video_counts_as_a_few_seconds_unwatched_not_as_time_unseen
     monkeypatch.setattr(people, "account", lambda s, found, dt: (spent.append((-1.0, dt)), camera_account(s, found, dt)))
     block, night = HogPeopleDetectorBlockV1(), Light("night", dark=1.0, noise=0.5)
     for k, (frame, t) in enumerate(zip(frames(4), (0.0, 0.2, 0.4, 90.4), strict=True)):
-        meta = VideoMetadata(video_identifier="cam", frame_number=k, fps=5.0, comes_from_video_file=False,
-                             frame_timestamp=datetime(2026, 1, 1) + timedelta(seconds=t))
-        block.run(images=WorkflowImageData(parent_metadata=ImageParentMetadata(parent_id="cam"), video_metadata=meta,
-                                           numpy_image=night.apply(frame, k)),
-                  confidence=0.5, min_height=None, max_side=1280, scale_step=1.1, iou_threshold=0.45, motion_gate=False)
+        look(block, night.apply(frame, k), k, t, from_file=False, motion_gate=False)
     after_jump = [max(a, b) for a, b in spent[-2:]]
     assert after_jump == [GAP_SECONDS, GAP_SECONDS], spent
